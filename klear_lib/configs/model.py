@@ -1,0 +1,39 @@
+"""Model config: the tiny Qwen3 built from a config and a seed, or the paper's base model."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from klear_lib.configs.base import algo
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Which policy model a run starts from. ``hub_id`` set means load it; unset means build the tiny one."""
+
+    hub_id: str | None = None        # e.g. "Qwen/Qwen3-8B-Base"; None builds the tiny model offline
+    hub_revision: str | None = None  # pinned revision for hub loads
+    hidden_size: int = 128
+    intermediate_size: int = 384
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 2
+    head_dim: int = 32
+    max_position_embeddings: int = 512
+    init_seed: int = 0
+    dtype: str = "float32"
+    chat_template: str = algo("qwen3_think")  # the model itself emits <think> (PAPER.md §2.6)
+
+
+PRESETS = {
+    "ci": ModelConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, head_dim=8,
+                      max_position_embeddings=512),
+    "tiny": ModelConfig(),  # 0.8 M parameters; STACK.md addendum: learns the miniature world in minutes
+    "full": ModelConfig(
+        hub_id="Qwen/Qwen3-8B-Base",  # PAPER.md §2.1 base model
+        hub_revision="main",  # UNVERIFIED: the paper names no revision; pin a commit sha for a real run
+        hidden_size=4096, intermediate_size=12288,  # Qwen3-8B shape (its config.json); PAPER.md §2.1
+        num_hidden_layers=36, num_attention_heads=32,  # Qwen3-8B shape; PAPER.md §2.1
+        num_key_value_heads=8, head_dim=128, max_position_embeddings=40960,  # Qwen3-8B shape; PAPER.md §2.1
+        dtype="bfloat16",  # UNVERIFIED: the paper names no dtype; bf16, the verl FSDP default
+    ),
+}

@@ -1,0 +1,73 @@
+"""Build, save and load policy models with the same ``save_pretrained``/``from_pretrained`` calls at every scale."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, Qwen3Config, Qwen3ForCausalLM
+
+from klear_lib import artifacts
+from klear_lib.configs import config_hash, get_config
+from klear_lib.configs.model import ModelConfig
+from klear_lib.models.tokenizer import build_tokenizer
+from klear_lib.seeding import stable_seed
+
+log = logging.getLogger(__name__)
+
+
+def qwen3_config(cfg: ModelConfig, tokenizer) -> Qwen3Config:
+    """A ``Qwen3Config`` of the configured shape whose special ids match ``tokenizer``."""
+    return Qwen3Config(
+        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_hidden_layers, num_attention_heads=cfg.num_attention_heads,
+        num_key_value_heads=cfg.num_key_value_heads, head_dim=cfg.head_dim,
+        max_position_embeddings=cfg.max_position_embeddings, tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
+    )
+
+
+def build_model(cfg: ModelConfig, tokenizer) -> Qwen3ForCausalLM:
+    """A randomly initialised ``Qwen3ForCausalLM``; the same ``cfg.init_seed`` gives identical weights."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(stable_seed(cfg.init_seed, "model-init"))
+        model = Qwen3ForCausalLM(qwen3_config(cfg, tokenizer))
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.bos_token_id = None
+    return model.to(getattr(torch, cfg.dtype))
+
+
+def save(model: PreTrainedModel, tokenizer, path: Path) -> Path:
+    """``save_pretrained`` for both, as a full-scale checkpoint is saved."""
+    path = Path(path)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def load(path: str | Path, dtype: str = "float32", revision: str | None = None):
+    """``(model, tokenizer)`` from a directory or a hub id (``revision`` pins it); nothing else is fetched."""
+    tokenizer = AutoTokenizer.from_pretrained(str(path), revision=revision)
+    model = AutoModelForCausalLM.from_pretrained(str(path), revision=revision, dtype=getattr(torch, dtype))
+    return model, tokenizer
+
+
+def base_model_dir(preset: str, **overrides) -> Path:
+    """Where the untrained tiny model of ``preset`` lives: ``<artifacts>/<preset>/base/<config hash>``."""
+    cfg = get_config("model", preset, **overrides)
+    return artifacts.root() / preset / "base" / config_hash(cfg)
+
+
+def load_or_build(preset: str, **overrides) -> str:
+    """The path (or hub id) of the base model of ``preset``; the tiny model is built and saved once."""
+    cfg = get_config("model", preset, **overrides)
+    if cfg.hub_id is not None:
+        return cfg.hub_id
+    path = base_model_dir(preset, **overrides)
+    if not artifacts.is_complete(path):
+        tokenizer = build_tokenizer()
+        save(build_model(cfg, tokenizer), tokenizer, path)
+        artifacts.mark_complete(path, config_hash(cfg))
+        log.info("built the %s base model at %s", preset, path)
+    return str(path)

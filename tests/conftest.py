@@ -1,0 +1,26 @@
+"""Shared fixtures: artifacts in a per-session scratch folder, and a micro model built offline."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _artifacts_in_scratch(tmp_path_factory):
+    """Keep test artifacts out of the user's ``.artifacts`` (CI starts clean anyway)."""
+    if "KLEAR_ARTIFACTS" not in os.environ:
+        os.environ["KLEAR_ARTIFACTS"] = str(tmp_path_factory.mktemp("artifacts"))
+    yield
+
+
+@pytest.fixture(scope="session")
+def ci_model_path():
+    """The ci-preset base model (hidden 32, 2 layers), built once per session from a config and a seed."""
+    from klear_lib.models import load_or_build
+
+    return load_or_build("ci")
