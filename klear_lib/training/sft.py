@@ -1,0 +1,111 @@
+"""Long-CoT SFT through TRL's ``SFTTrainer``: loss on the assistant turn only (PAPER.md §2.2)."""
+from __future__ import annotations
+
+import csv
+import logging
+from pathlib import Path
+
+from datasets import Dataset
+from transformers import TrainerCallback
+from trl import SFTConfig as TRLSFTConfig
+from trl import SFTTrainer
+
+from klear_lib import artifacts
+from klear_lib.configs.sft import SFTConfig
+from klear_lib.models import load
+
+log = logging.getLogger(__name__)
+RECORD_FIELDS = ["step", "epoch", "loss", "grad_norm", "learning_rate", "mean_token_accuracy"]
+
+
+class StopAt(TrainerCallback):
+    """Stops training after ``step`` optimizer steps, as a crash would, keeping the LR schedule of the full run."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step >= self.step:
+            control.should_training_stop = True
+            control.should_save = True
+
+
+class CsvRecord(TrainerCallback):
+    """Appends the trainer's per-step logs to a small CSV run record (rounded, so reruns compare equal)."""
+
+    def __init__(self, path: Path, fields: list[str] = RECORD_FIELDS):
+        self.path, self.fields = Path(path), fields
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs or "loss" not in logs:
+            return
+        row = {"step": state.global_step, **{k: logs.get(k) for k in self.fields if k != "step"}}
+        new = not self.path.exists()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=self.fields)
+            if new:
+                writer.writeheader()
+            writer.writerow({k: _fmt(v) for k, v in row.items()})
+
+
+def _fmt(value):
+    return f"{value:.6g}" if isinstance(value, float) else value
+
+
+def trl_args(cfg: SFTConfig, output_dir: Path) -> TRLSFTConfig:
+    """Map our SFT config onto TRL's; cosine decay to ``min_lr_ratio`` x the peak LR (PAPER.md §2.2)."""
+    return TRLSFTConfig(
+        output_dir=str(output_dir), learning_rate=cfg.learning_rate, num_train_epochs=cfg.num_epochs,
+        lr_scheduler_type="cosine_with_min_lr", lr_scheduler_kwargs={"min_lr_rate": cfg.min_lr_ratio},
+        warmup_steps=cfg.warmup_ratio, weight_decay=cfg.weight_decay,
+        per_device_train_batch_size=cfg.per_device_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=cfg.max_length,
+        assistant_only_loss=cfg.assistant_only_loss, bf16=cfg.bf16, use_cpu=cfg.use_cpu,
+        gradient_checkpointing=not cfg.use_cpu, seed=cfg.seed, data_seed=cfg.seed,
+        save_strategy="steps", save_steps=cfg.save_steps, save_total_limit=2, logging_steps=1,
+        report_to="none", disable_tqdm=False, dataloader_num_workers=0, full_determinism=cfg.use_cpu,
+    )
+
+
+def sft_dataset(rows: list[dict], max_rows: int | None = None) -> Dataset:
+    """A conversational dataset (``messages`` only) from SFT rows; a row without messages raises naming it."""
+    rows = rows[:max_rows] if max_rows else rows
+    for row in rows:
+        msgs = row.get("messages")
+        if not msgs or msgs[-1].get("role") != "assistant" or not isinstance(msgs[-1].get("content"), str):
+            raise ValueError(f"SFT row {row.get('id', '?')}: field 'messages' needs a final assistant turn")
+    return Dataset.from_list([{"messages": r["messages"]} for r in rows])
+
+
+def last_checkpoint(output_dir: Path) -> str | None:
+    """The newest ``checkpoint-N`` folder in ``output_dir`` (for resuming), or None."""
+    ckpts = sorted(Path(output_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    return str(ckpts[-1]) if ckpts else None
+
+
+def train_sft(cfg: SFTConfig, model_path: str, rows: list[dict], output_dir: Path,
+              record_path: Path | None = None, stop_at_step: int | None = None) -> Path:
+    """Train, resuming from the last checkpoint in ``output_dir``; save the final model in ``output_dir/final``.
+
+    ``stop_at_step`` saves a checkpoint and stops there, as a run killed midway (used to test resumption).
+    """
+    output_dir = Path(output_dir)
+    final = output_dir / "final"
+    if artifacts.is_complete(final):
+        return final
+    model, tokenizer = load(model_path)
+    args = trl_args(cfg, output_dir)
+    resume = last_checkpoint(output_dir)
+    if resume is None and record_path is not None and Path(record_path).exists():
+        Path(record_path).unlink()  # a fresh run starts a fresh record
+    callbacks = ([CsvRecord(record_path)] if record_path else []) + ([StopAt(stop_at_step)] if stop_at_step else [])
+    trainer = SFTTrainer(model=model, args=args, train_dataset=sft_dataset(rows, cfg.max_rows),
+                         processing_class=tokenizer, callbacks=callbacks)
+    trainer.train(resume_from_checkpoint=resume)
+    if stop_at_step is not None and trainer.state.global_step < trainer.state.max_steps:
+        return output_dir
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(str(final))
+    artifacts.mark_complete(final)
+    return final
