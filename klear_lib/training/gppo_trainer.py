@@ -1,0 +1,420 @@
+"""``GPPOTrainer``: TRL's ``GRPOTrainer`` with GPPO and the paper's baselines, plus what the recipe adds.
+
+The policy loss is chosen by ``GPPOConfig.policy_loss`` and computed by the pure functions of
+``klear_lib.losses.policy`` (the same code at every scale), plugged in through TRL's extension point
+``_compute_loss`` as TRL's own ``GMPOTrainer`` does. Beyond stock TRL 1.16.0 (PAPER.md §2.4):
+
+* zero-advantage group filtering with oversampling: the dataloader yields ``oversample`` x the prompts of a
+  generation batch; after scoring, groups whose reward has zero std are dropped and the first
+  ``prompts_per_step`` informative groups are kept. When fewer survive, the rest of the batch is filled with
+  dropped groups at loss weight 0 (they add neither gradient nor tokens to the normaliser), so every RL step
+  still makes ``steps_per_generation`` updates — NOTE(paper): verl instead trains on the smaller batch;
+* the SFT loss α·L_LM on correct rollouts (reward == ``correct_reward``), token-mean per micro-batch;
+* off-policy mini-batches come from TRL's ``steps_per_generation`` (> ``gradient_accumulation_steps``), for
+  which TRL computes ``old_per_token_logps`` at generation time, so the ratio leaves 1 after the first update.
+
+Other differences from the official verl code, kept on purpose: TRL shuffles rollouts (not whole groups) into
+mini-batches; the advantage uses std + 1e-4 (verl 1e-6); with vLLM, TRL's importance-sampling correction for
+the vLLM/trainer mismatch multiplies the per-token loss (``vllm_importance_sampling_correction=True``); the LR
+scheduler steps per update (verl: per RL step), which only matters during warmup.
+
+Use it on any model like ``GRPOTrainer``::
+
+    args = GPPOConfig(output_dir="out", policy_loss="gppo", num_generations=8, per_device_train_batch_size=8,
+                      steps_per_generation=8, oversample=2, sft_alpha=0.1)
+    trainer = GPPOTrainer("Qwen/Qwen3-8B-Base", reward_funcs=[my_reward], args=args, train_dataset=ds)
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from datasets import IterableDataset
+from trl import GRPOConfig, GRPOTrainer
+from trl.trainer.utils import RepeatSampler
+
+from klear_lib.losses.policy import PER_TOKEN, clip_diagnostics, sft_nll_loss
+from klear_lib.seeding import stable_seed
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GPPOConfig(GRPOConfig):
+    """``GRPOConfig`` plus the paper's loss choice, clip variants, SFT loss and group filtering."""
+
+    policy_loss: str = field(default="gppo", metadata={"help": "gppo | clip_higher | cispo (PAPER.md §1)"})
+    epsilon_high: float | None = field(default=0.28, metadata={"help": "ε_h, clip-higher (PAPER.md §1.3)"})
+    dual_clip: float | None = field(default=None, metadata={"help": "verl dual clip c (official scripts: 10)"})
+    beta_low: float = field(default=1.0, metadata={"help": "β1 of the general form (PAPER.md §1.5)"})
+    beta_high: float = field(default=1.0, metadata={"help": "β2 of the general form (PAPER.md §1.5)"})
+    sft_alpha: float = field(default=0.1, metadata={"help": "α of the SFT loss on correct rollouts"})
+    correct_reward: float = field(default=1.0, metadata={"help": "reward of a correct rollout"})
+    filter_zero_adv: bool = field(default=True, metadata={"help": "drop groups with zero reward std"})
+    filter_metric: str = field(default="reward", metadata={"help": "reward (paper) | acc (official code)"})
+    oversample: int = field(default=1, metadata={"help": "generate oversample x the prompts, keep the target"})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.policy_loss not in PER_TOKEN:
+            raise ValueError(f"policy_loss={self.policy_loss!r}; choose one of {sorted(PER_TOKEN)}")
+        if self.filter_metric not in ("reward", "acc"):
+            raise ValueError(f"filter_metric={self.filter_metric!r}; choose 'reward' or 'acc'")
+        if self.oversample < 1:
+            raise ValueError(f"oversample must be >= 1 (got {self.oversample})")
+        if self.policy_loss == "cispo" and self.dual_clip is not None:
+            raise ValueError("dual_clip applies to gppo and clip_higher only; CISPO already caps F at 1+ε_h")
+        if self.loss_type != "dapo":
+            raise ValueError("GPPOConfig uses TRL's 'dapo' token-level normaliser; select the loss with policy_loss")
+
+
+UNSUPPORTED = {  # GRPOConfig options whose code path our _compute_loss does not reproduce
+    "beta": 0.0, "importance_sampling_level": "token", "top_entropy_quantile": 1.0, "delta": None,
+    "off_policy_mask_threshold": None, "entropy_coef": 0.0, "use_adaptive_entropy": False, "use_liger_kernel": False,
+}
+
+
+def check_supported(args: GPPOConfig) -> None:
+    """Raise for GRPO options that GPPOTrainer does not implement (KL, GSPO, entropy masks, ...)."""
+    bad = {k: getattr(args, k) for k, v in UNSUPPORTED.items() if getattr(args, k, v) != v}
+    if bad:
+        raise ValueError(f"GPPOTrainer does not support {bad}; the paper's recipe uses {UNSUPPORTED}")
+
+
+def select_groups(metric: torch.Tensor, group_size: int, n_keep: int, drop_zero_std: bool = True):
+    """Pick ``n_keep`` groups: informative ones (std > 0) first, in order, then fillers at weight 0.
+
+    ``metric`` ``(N,)`` with groups of ``group_size`` consecutive rollouts. Returns ``(index (n_keep·G,),
+    weight (n_keep·G,), informative (N/G,) bool)`` (PAPER.md §2.4 dynamic sampling, keep the first 128).
+    """
+    groups = metric.reshape(-1, group_size)
+    if groups.size(0) < n_keep:
+        raise ValueError(f"{groups.size(0)} groups generated, {n_keep} needed")
+    std = groups.std(dim=1)
+    informative = ~torch.isclose(std, torch.zeros_like(std)) if drop_zero_std else torch.ones_like(std, dtype=bool)
+    order = torch.cat([informative.nonzero().flatten(), (~informative).nonzero().flatten()])[:n_keep]
+    index = (order.unsqueeze(1) * group_size + torch.arange(group_size, device=metric.device)).flatten()
+    weight = informative[order].to(metric.dtype).repeat_interleave(group_size)
+    return index, weight, informative
+
+
+def take_rows(batch: dict, index: torch.Tensor) -> dict:
+    """Rows ``index`` of every per-sample tensor or list of a TRL generation batch; scalars pass through."""
+    n = len(batch["prompt_ids"])
+    out = {}
+    for key, value in batch.items():
+        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.size(0) == n:
+            out[key] = value[index]
+        elif isinstance(value, list) and len(value) == n:
+            out[key] = [value[i] for i in index.tolist()]
+        elif value is None or (isinstance(value, torch.Tensor) and value.dim() == 0):
+            out[key] = value
+        else:
+            raise ValueError(f"cannot filter batch field {key!r} (multimodal inputs are not supported)")
+    return out
+
+
+class EpochRepeatSampler(RepeatSampler):
+    """TRL's ``RepeatSampler`` re-seeded per epoch from (seed, epoch), so a resumed run sees the same order."""
+
+    def set_epoch(self, epoch: int) -> None:
+        if self.shuffle:
+            self.generator.manual_seed(stable_seed(self.seed, "rl-prompt-order", epoch))
+
+
+class GPPOTrainer(GRPOTrainer):
+    """GRPOTrainer whose policy loss is GPPO, clip-higher PPO or CISPO (``GPPOConfig.policy_loss``)."""
+
+    _tag_names = ["trl", "grpo", "gppo"]
+
+    def __init__(self, model, reward_funcs, args: GPPOConfig, **kwargs):
+        if not isinstance(args, GPPOConfig):
+            raise TypeError(f"GPPOTrainer needs a GPPOConfig, got {type(args).__name__}")
+        check_supported(args)
+        self._check_whole_groups(args)
+        super().__init__(model, reward_funcs, args=args, **kwargs)
+        self._last_rewards, self._gen_stats = None, {}
+
+    @staticmethod
+    def _check_whole_groups(args: GPPOConfig) -> None:
+        local = args.per_device_train_batch_size * args.steps_per_generation
+        if (args.filter_zero_adv or args.oversample > 1) and local % args.num_generations:
+            raise ValueError(f"per-device generation batch {local} must hold whole groups of "
+                             f"{args.num_generations} rollouts to filter groups")
+
+    # ---- data: oversampled generation batches -------------------------------------------------------------
+    def get_train_dataloader(self):
+        if isinstance(self.train_dataset, IterableDataset):
+            if self.args.oversample > 1:
+                raise ValueError("oversample > 1 needs a map-style dataset")
+            return super().get_train_dataloader()
+        return self._get_dataloader(
+            dataset=self.train_dataset, description="Training", sampler_fn=self._get_train_sampler,
+            batch_size=self._train_batch_size * self.args.steps_per_generation * self.args.oversample,
+            is_training=True)
+
+    def _get_train_sampler(self, dataset=None):
+        return EpochRepeatSampler(
+            data_source=self.train_dataset if dataset is None else dataset, mini_repeat_count=self.num_generations,
+            batch_size=self.args.generation_batch_size * self.args.oversample // self.num_generations,
+            repeat_count=self.num_iterations * self.args.steps_per_generation, shuffle=self.shuffle_dataset,
+            seed=self.args.seed)
+
+    # ---- rewards, correctness and filtering ---------------------------------------------------------------
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        rewards = (per_func * self.reward_weights.to(per_func.device).unsqueeze(0)).nansum(dim=1)
+        self._last_rewards = rewards.masked_fill(torch.isnan(per_func).all(dim=1), float("nan"))
+        return per_func
+
+    def _generate_and_score_completions(self, inputs):
+        out = super()._generate_and_score_completions(inputs)
+        n, rank = len(inputs), self.accelerator.process_index
+        rewards = self._last_rewards[rank * n:(rank + 1) * n]
+        correct = torch.isclose(rewards, torch.full_like(rewards, self.args.correct_reward))
+        out["is_correct"] = correct.to(torch.float32)
+        if self.model.training:
+            out = self._filter_groups(out, rewards if self.args.filter_metric == "reward" else correct.float())
+        return out
+
+    def _filter_groups(self, out: dict, metric: torch.Tensor) -> dict:
+        n_keep = self.args.per_device_train_batch_size * self.args.steps_per_generation // self.num_generations
+        index, weight, informative = select_groups(metric, self.num_generations, n_keep, self.args.filter_zero_adv)
+        lengths = out["completion_mask"].sum(dim=1).float()
+        out = take_rows(out, index)
+        out["loss_weight"] = weight
+        out["num_items_in_batch"] = self.accelerator.gather(self._loss_mask(out).sum()).sum()
+        self._record_generation(informative, weight, lengths)
+        return out
+
+    def _record_generation(self, informative, weight, lengths) -> None:
+        """Per-RL-step statistics over every generated rollout (logged with each update of the step)."""
+        gathered = self.accelerator.gather
+        all_rewards = self._last_rewards
+        n_groups = gathered(torch.tensor(float(informative.numel()), device=weight.device)).sum()
+        self._gen_stats = {
+            "reward_mean": torch.nanmean(all_rewards).item(),
+            "accuracy": torch.isclose(all_rewards, torch.full_like(all_rewards, self.args.correct_reward))
+            .float().mean().item(),
+            "kept_group_frac": (gathered(informative.float().sum()).sum() / n_groups).item(),
+            "trained_group_frac": gathered(weight.mean()).mean().item(),
+            "response_length": gathered(lengths).mean().item(),
+        }
+
+    # ---- the loss -----------------------------------------------------------------------------------------
+    @staticmethod
+    def _loss_mask(inputs: dict) -> torch.Tensor:
+        """completion mask x tool mask x per-sample loss weight (0 for filler groups), ``(B, T)``."""
+        mask = inputs["completion_mask"]
+        if "tool_mask" in inputs:
+            mask = mask * inputs["tool_mask"]
+        if "loss_weight" in inputs:
+            mask = mask * inputs["loss_weight"].unsqueeze(1).to(mask.dtype)
+        return mask
+
+    def _policy_logps(self, model, inputs):
+        """Per-token log-probs and entropies ``(B, T)`` of the completion under ``model``."""
+        input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+        attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+        logps, entropies, _ = self._get_per_token_logps_and_entropies(
+            model, input_ids, attention_mask, inputs["completion_ids"].size(1), compute_entropy=True)
+        return logps, entropies
+
+    def _loss_hyper(self) -> dict:
+        hyper = {"clip_low": self.epsilon_low, "clip_high": self.epsilon_high}
+        if self.args.policy_loss != "cispo":
+            hyper["dual_clip"] = self.args.dual_clip
+        if self.args.policy_loss == "gppo":
+            hyper.update(beta_low=self.args.beta_low, beta_high=self.args.beta_high)
+        return hyper
+
+    def _dapo_normalizer(self, inputs: dict, mode: str) -> torch.Tensor:
+        """TRL 1.16.0's ``dapo`` normaliser: tokens of the generation batch per accumulation window."""
+        normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes
+        if mode == "train":
+            normalizer = normalizer * self.current_gradient_accumulation_steps / self.args.steps_per_generation
+        return normalizer
+
+    def _compute_loss(self, model, inputs):
+        mode = "train" if self.model.training else "eval"
+        mask = self._loss_mask(inputs)
+        logps, entropies = self._policy_logps(model, inputs)
+        old = inputs.get("old_per_token_logps")
+        old = logps.detach() if old is None else old
+        hyper = self._loss_hyper()
+        per_token = PER_TOKEN[self.args.policy_loss](logps, old, inputs["advantages"], **hyper)
+        if self.use_vllm and self.vllm_importance_sampling_correction:
+            per_token = per_token * inputs["importance_sampling_ratio"]
+        policy_loss = (per_token * mask).sum() / self._dapo_normalizer(inputs, mode)
+        sft_loss = self._sft_loss(logps, mask, inputs, mode)
+        diagnostics = clip_diagnostics(self.args.policy_loss, logps, old, inputs["advantages"], mask, **hyper)
+        self._log_loss_metrics(mode, mask, entropies, policy_loss, sft_loss, diagnostics)
+        return policy_loss + self.args.sft_alpha * sft_loss
+
+    def _sft_loss(self, logps, mask, inputs, mode) -> torch.Tensor:
+        """L_LM over correct rollouts, averaged over the accumulation window (PAPER.md §2.4)."""
+        if self.args.sft_alpha == 0:
+            return torch.zeros((), device=logps.device)
+        if "is_correct" not in inputs:
+            raise KeyError("sft_alpha > 0 needs per-sample 'is_correct' in the batch (set by GPPOTrainer)")
+        accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1
+        return sft_nll_loss(logps, mask, inputs["is_correct"]) / accumulation
+
+    def _log_loss_metrics(self, mode, mask, entropies, policy_loss, sft_loss, diagnostics) -> None:
+        metrics = {"entropy": ((entropies * mask).sum() / mask.sum().clamp(min=1.0)).item(),
+                   "policy_loss": policy_loss.item(), "sft_loss": sft_loss.item(),
+                   **{f"gppo/{k}": v for k, v in diagnostics.items()}}
+        if mode == "train":
+            metrics.update({f"gen/{k}": v for k, v in self._gen_stats.items()})
+        values = self.accelerator.gather(torch.tensor(list(metrics.values()), device=mask.device).unsqueeze(0))
+        for name, value in zip(metrics, values.mean(dim=0).tolist()):
+            self._metrics[mode][name].append(value)
+
+
+# ---- from klear_lib.configs.rl.RLConfig to a ready trainer ---------------------------------------------------
+def world_size() -> int:
+    """Processes of the launch (``WORLD_SIZE`` set by accelerate/torchrun; 1 otherwise)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def per_device_batch(cfg, num_processes: int) -> int:
+    """Rollouts per device per micro-batch: mini-batch rollouts / (processes x accumulation)."""
+    rollouts = cfg.mini_batch_prompts * cfg.num_generations
+    per_device, rest = divmod(rollouts, num_processes * cfg.gradient_accumulation_steps)
+    if rest or per_device == 0:
+        raise ValueError(f"a mini-batch of {rollouts} rollouts does not split over {num_processes} processes x "
+                         f"{cfg.gradient_accumulation_steps} accumulation steps")
+    return per_device
+
+
+def gppo_args(cfg, output_dir, num_processes: int | None = None, **overrides) -> GPPOConfig:
+    """Map an ``RLConfig`` (RL steps, prompts) onto ``GPPOConfig`` (optimizer steps, rollouts per device)."""
+    updates = cfg.updates_per_step
+    accumulation = cfg.gradient_accumulation_steps
+    kwargs = dict(
+        output_dir=str(output_dir), seed=cfg.seed, data_seed=cfg.seed, report_to="none", logging_steps=1,
+        policy_loss=cfg.loss_type, epsilon=cfg.clip_low, epsilon_high=cfg.clip_high, dual_clip=cfg.dual_clip,
+        beta_low=cfg.beta_low, beta_high=cfg.beta_high, sft_alpha=cfg.sft_alpha, correct_reward=cfg.correct_reward,
+        filter_zero_adv=cfg.filter_zero_adv, filter_metric=cfg.filter_metric, oversample=cfg.oversample,
+        num_generations=cfg.num_generations, scale_rewards=cfg.scale_rewards, beta=cfg.kl_coef,
+        entropy_coef=cfg.entropy_coef, temperature=cfg.temperature, top_p=cfg.top_p,
+        max_completion_length=cfg.max_completion_length,
+        per_device_train_batch_size=per_device_batch(cfg, num_processes or world_size()),
+        gradient_accumulation_steps=accumulation, steps_per_generation=updates * accumulation, num_iterations=1,
+        max_steps=cfg.max_steps * updates, save_steps=cfg.save_steps * updates, save_strategy="steps",
+        learning_rate=cfg.learning_rate, lr_scheduler_type=cfg.lr_scheduler, warmup_steps=cfg.warmup_steps * updates,
+        weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm, bf16=cfg.bf16, use_cpu=cfg.use_cpu,
+        gradient_checkpointing=cfg.gradient_checkpointing, use_vllm=cfg.use_vllm, vllm_mode=cfg.vllm_mode,
+        vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
+        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+        vllm_max_model_length=cfg.max_prompt_length + cfg.max_completion_length,
+        save_only_model=False,
+    )
+    kwargs.update(overrides)
+    return GPPOConfig(**kwargs)
+
+
+def validate_rl_rows(rows: list[dict]) -> list[dict]:
+    """Check the verl schema fields the trainer needs; raise naming the row id and field."""
+    for k, row in enumerate(rows):
+        row_id = (row.get("extra_info") or {}).get("id", f"#{k}")
+        prompt = row.get("prompt")
+        if not isinstance(prompt, list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str)
+                                                   and m.get("role") for m in prompt) or not prompt:
+            raise ValueError(f"row {row_id}: field prompt must be a non-empty list of {{role, content}} messages")
+        truth = (row.get("reward_model") or {}).get("ground_truth")
+        if not isinstance(truth, str):
+            raise ValueError(f"row {row_id}: field reward_model.ground_truth must be a string")
+    return rows
+
+
+def drop_long_prompts(rows: list[dict], tokenizer, max_prompt_length: int) -> list[dict]:
+    """Rows whose chat-templated prompt fits ``max_prompt_length`` tokens; the drop count is logged."""
+    def length(row):
+        ids = tokenizer.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True,
+                                            return_dict=True)["input_ids"]
+        return len(ids)
+    kept = [row for row in rows if length(row) <= max_prompt_length]
+    if len(kept) < len(rows):
+        log.warning("dropped %d of %d RL prompts longer than %d tokens", len(rows) - len(kept), len(rows),
+                    max_prompt_length)
+    return kept
+
+
+def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=None, run_record=None,
+                     **overrides) -> GPPOTrainer:
+    """A ``GPPOTrainer`` for one RL stage: config mapped, rows checked, reward chosen, run record attached.
+
+    ``train_rows``: verl-schema dicts (``prompt``, ``reward_model``, ``extra_info``, ...); ``reward``: "math" or
+    "code"; ``run_record``: CSV path or None; ``overrides`` go to ``GPPOConfig`` (e.g. ``vllm_mode="server"``).
+    """
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from klear_lib.configs import config_hash
+    from klear_lib.training.rewards import make_reward_func
+    from klear_lib.training.run_record import RunRecord
+
+    args = gppo_args(rl_cfg, output_dir, **overrides)
+    tokenizer = AutoTokenizer.from_pretrained(str(model_path))
+    rows = drop_long_prompts(validate_rl_rows(list(train_rows)), tokenizer, rl_cfg.max_prompt_length)
+    reward_func = make_reward_func(reward, mode=rl_cfg.code_reward_mode, max_tests=rl_cfg.max_tests, seed=rl_cfg.seed)
+    callbacks = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg))] if run_record else []
+    dtype = "bfloat16" if rl_cfg.bf16 else "float32"
+    args.model_init_kwargs = {**(args.model_init_kwargs or {}), "dtype": dtype}
+    return GPPOTrainer(str(model_path), reward_funcs=[reward_func], args=args, train_dataset=Dataset.from_list(rows),
+                       processing_class=tokenizer, callbacks=callbacks)
+
+
+def _parse_pairs(pairs: list[str]) -> dict:
+    """``["k=v", ...]`` -> dict, values parsed as JSON when possible (``10`` -> 10, ``null`` -> None)."""
+    import json
+
+    out = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _parser():
+    import argparse
+
+    parser = argparse.ArgumentParser(description="GPPO RL stage (PAPER.md §2.4)")
+    parser.add_argument("--preset", default="full")
+    parser.add_argument("--stage", choices=["math", "code"], default="math")
+    parser.add_argument("--model", required=True, help="SFT checkpoint directory or hub id")
+    parser.add_argument("--train-file", required=True, help="verl-schema RL rows (.parquet or .jsonl)")
+    parser.add_argument("--output-dir", required=True)
+    parser.add_argument("--run-record", default=None, help="CSV run record path")
+    parser.add_argument("--set", nargs="*", default=[], help="RLConfig overrides key=value")
+    parser.add_argument("--trl", nargs="*", default=[], help="GPPOConfig overrides key=value")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI for ``accelerate launch -m klear_lib.training.gppo_trainer``; resumes from the last checkpoint."""
+    from datasets import load_dataset
+
+    from klear_lib.configs import get_config
+    from klear_lib.configs.rl import CODE_STAGE_OVERRIDES
+
+    args = _parser().parse_args(argv)
+    stage = CODE_STAGE_OVERRIDES if args.stage == "code" and args.preset == "full" else {}
+    cfg = get_config("rl", args.preset, **{**stage, **_parse_pairs(args.set)})
+    kind = "parquet" if args.train_file.endswith(".parquet") else "json"
+    rows = load_dataset(kind, data_files=args.train_file, split="train").to_list()
+    trainer = build_rl_trainer(cfg, args.model, rows, args.stage, args.output_dir, args.run_record,
+                               **_parse_pairs(args.trl))
+    trainer.train(resume_from_checkpoint=any(Path(args.output_dir).glob("checkpoint-*")) or None)
+    trainer.save_model(str(Path(args.output_dir) / "final"))
+
+
+if __name__ == "__main__":
+    main()

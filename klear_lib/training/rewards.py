@@ -1,0 +1,99 @@
+"""Thin TRL reward-function adapters over ``klear_lib.rewards`` (the judge the benchmarks use too).
+
+TRL calls ``func(prompts=..., completions=..., completion_ids=..., **columns)`` with every dataset column as a
+list (STACK.md §1.7); ours read ``completions`` and the verl-schema ``reward_model`` column
+(``{"ground_truth": str, "style": "rule"}``). Completions may be strings or chat lists
+``[{"role": "assistant", "content": ...}]``.
+"""
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from klear_lib.seeding import stable_seed
+
+
+def completion_text(completion) -> str:
+    """The assistant text of one TRL completion (string or conversational list)."""
+    if isinstance(completion, str):
+        return completion
+    return completion[-1]["content"]
+
+
+def ground_truth(reward_model, row_id="?") -> str:
+    """``reward_model["ground_truth"]``; a clear error naming the row id and field otherwise."""
+    if not isinstance(reward_model, dict) or not isinstance(reward_model.get("ground_truth"), str):
+        raise ValueError(f"row {row_id}: field reward_model.ground_truth must be a string, got {reward_model!r}")
+    return reward_model["ground_truth"]
+
+
+def code_tests(truth: str, row_id="?"):
+    """Stdin/stdout ground truth ``{"inputs": [...], "outputs": [...]}`` -> ``[{"input", "output"}]``.
+
+    Any other JSON (e.g. the functional LeetCode format) is returned parsed, for the code judge to handle.
+    """
+    try:
+        parsed = json.loads(truth)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"row {row_id}: field reward_model.ground_truth is not JSON ({err})") from None
+    if isinstance(parsed, dict) and "inputs" in parsed and "outputs" in parsed:
+        if len(parsed["inputs"]) != len(parsed["outputs"]):
+            raise ValueError(f"row {row_id}: ground_truth has {len(parsed['inputs'])} inputs but "
+                             f"{len(parsed['outputs'])} outputs")
+        return [{"input": i, "output": o} for i, o in zip(parsed["inputs"], parsed["outputs"])]
+    return parsed
+
+
+def _row_ids(extra_info, n: int) -> list:
+    """Row ids from the ``extra_info`` column (its ``id``), else the position in the batch."""
+    infos = extra_info if extra_info is not None else [None] * n
+    return [info.get("id", k) if isinstance(info, dict) else k for k, info in enumerate(infos)]
+
+
+def math_reward_func(judge: Callable[[str, str], float] | None = None) -> Callable:
+    """A TRL reward function scoring each completion with ``judge(response, ground_truth)``.
+
+    ``judge`` defaults to ``klear_lib.rewards.math.math_reward`` (the paper's +1/-1/-0.5/-2 shaping).
+    """
+    def math_reward(completions, reward_model, extra_info=None, **kwargs) -> list[float]:
+        score = judge or _default_judge("math")
+        ids = _row_ids(extra_info, len(completions))
+        return [float(score(completion_text(c), ground_truth(rm, i)))
+                for c, rm, i in zip(completions, reward_model, ids)]
+    return math_reward
+
+
+def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0,
+                     judge: Callable | None = None) -> Callable:
+    """A TRL reward function running ``judge(response, tests, mode, max_tests, seed)`` per completion.
+
+    ``judge`` defaults to ``klear_lib.rewards.code.code_reward``; the test-sampling seed is derived from
+    ``(seed, row id, global step, rollout index)`` so reruns sample the same tests.
+    """
+    def code_reward(completions, reward_model, extra_info=None, trainer_state=None, **kwargs) -> list[float]:
+        score = judge or _default_judge("code")
+        step = getattr(trainer_state, "global_step", 0)
+        ids = _row_ids(extra_info, len(completions))
+        return [float(score(completion_text(c), code_tests(ground_truth(rm, i), i), mode=mode, max_tests=max_tests,
+                            seed=stable_seed(seed, "code-tests", i, step, k)))
+                for k, (c, rm, i) in enumerate(zip(completions, reward_model, ids))]
+    return code_reward
+
+
+def _default_judge(kind: str) -> Callable:
+    """The shared judge of ``klear_lib.rewards`` (imported late: it is written alongside this module)."""
+    if kind == "math":
+        from klear_lib.rewards.math import math_reward
+        return math_reward
+    from klear_lib.rewards.code import code_reward
+    return code_reward
+
+
+def make_reward_func(kind: str, *, mode: str = "soft", max_tests: int = 16, seed: int = 0,
+                     judge: Callable | None = None) -> Callable:
+    """``"math"`` or ``"code"`` reward function for ``GPPOTrainer``."""
+    if kind == "math":
+        return math_reward_func(judge)
+    if kind == "code":
+        return code_reward_func(mode, max_tests, seed, judge)
+    raise ValueError(f"reward={kind!r}; choose 'math' or 'code'")

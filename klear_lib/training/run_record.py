@@ -1,0 +1,81 @@
+"""A CSV run record of an RL run: one row per optimizer update, resumable, no timings (so reruns compare equal)."""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+# column -> key in the trainer's logs (GPPOTrainer logs gen/* once per generation batch, gppo/* per update)
+RECORD_KEYS = {
+    "reward_mean": "gen/reward_mean",
+    "accuracy": "gen/accuracy",
+    "kept_group_frac": "gen/kept_group_frac",
+    "trained_group_frac": "gen/trained_group_frac",
+    "response_length": "gen/response_length",
+    "entropy": "entropy",
+    "grad_norm": "grad_norm",
+    "learning_rate": "learning_rate",
+    "loss": "loss",
+    "policy_loss": "policy_loss",
+    "sft_loss": "sft_loss",
+    "frac_adv_pos_ratio_high": "gppo/frac_adv_pos_ratio_high",
+    "frac_adv_pos_ratio_low": "gppo/frac_adv_pos_ratio_low",
+    "frac_adv_neg_ratio_low": "gppo/frac_adv_neg_ratio_low",
+    "frac_adv_neg_ratio_high": "gppo/frac_adv_neg_ratio_high",
+    "clip_frac": "gppo/clip_frac",
+    "clipped_grad_share": "gppo/clipped_grad_share",
+    "ratio_mean": "gppo/ratio_mean",
+}
+RECORD_COLUMNS = ["step", "rl_step", *RECORD_KEYS, "config_hash"]
+
+
+def format_value(value) -> str:
+    """Fixed precision (10 significant digits) for floats, '' for missing or NaN."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return f"{value:.10g}" if isinstance(value, float) else str(value)
+
+
+def record_row(logs: dict, step: int, updates_per_step: int, cfg_hash: str = "") -> dict[str, str]:
+    """One record row from a trainer ``logs`` dict at optimizer ``step`` (1-based)."""
+    row = {"step": str(step), "rl_step": str((step - 1) // updates_per_step + 1)}
+    row.update({col: format_value(logs.get(key)) for col, key in RECORD_KEYS.items()})
+    return {**row, "config_hash": cfg_hash}
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a run record (``[]`` when absent)."""
+    if not Path(path).exists():
+        return []
+    with Path(path).open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def write_rows(path: Path, rows: list[dict[str, str]]) -> None:
+    """Write the record from scratch (header + rows)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=RECORD_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+class RunRecord(TrainerCallback):
+    """Appends a row per logged optimizer update to ``path``; on resume, drops rows past the checkpoint."""
+
+    def __init__(self, path: str | Path, updates_per_step: int = 1, cfg_hash: str = ""):
+        self.path, self.updates_per_step, self.cfg_hash = Path(path), updates_per_step, cfg_hash
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            kept = [r for r in read_rows(self.path) if int(r["step"]) <= state.global_step]
+            write_rows(self.path, kept)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs or "loss" not in logs:
+            return
+        with self.path.open("a", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=RECORD_COLUMNS)
+            writer.writerow(record_row(logs, state.global_step, self.updates_per_step, self.cfg_hash))

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Paper-scale GPPO RL (PAPER.md §2.4) with GPPOTrainer on a GPU cluster: accelerate + DeepSpeed ZeRO-3,
+# vLLM rollouts colocated with training (default) or on a separate vLLM server. Not run in CI (no GPU there).
+#
+# Run on EVERY node, from the repository root, with the same variables and its own NODE_RANK:
+#   NNODES=4 NODE_RANK=0 MASTER_ADDR=10.0.0.1 MODEL=/ckpt/klear-sft TRAIN_FILE=/data/math_rl.parquet \
+#   OUTPUT_DIR=/ckpt/rl-math STAGE=math bash scripts/launch_rl_full.sh
+# then the code stage from the math result:
+#   ... MODEL=/ckpt/rl-math/final TRAIN_FILE=/data/code_rl.parquet OUTPUT_DIR=/ckpt/rl-code STAGE=code ...
+#
+# A killed job is restarted with the same command: it resumes from the last checkpoint in OUTPUT_DIR
+# (saved every 5 RL steps, PAPER.md §2.4). Extra RLConfig overrides: RL_SET="max_steps=300 dual_clip=10".
+#
+# Server mode (VLLM_MODE=server): start the server first on GPUs the trainers do not use (STACK.md §5), e.g. on
+# a separate node:   trl vllm-serve --model "$MODEL" --tensor-parallel-size 2 --data-parallel-size 4 --port 8000
+# then launch the trainers with VLLM_MODE=server VLLM_HOST=<server node address>.
+# Environment: environment.gpu.yml (trl 1.16.0, vllm 0.31.0, torch 2.13.0, transformers 5.17, deepspeed).
+set -euo pipefail
+
+NNODES=${NNODES:-4}
+NODE_RANK=${NODE_RANK:-0}
+GPUS_PER_NODE=${GPUS_PER_NODE:-8}
+MASTER_ADDR=${MASTER_ADDR:-127.0.0.1}
+MASTER_PORT=${MASTER_PORT:-29500}
+STAGE=${STAGE:-math}                       # math | code (code: LR 5e-7, mini-batch 32 prompts)
+VLLM_MODE=${VLLM_MODE:-colocate}           # colocate | server
+VLLM_HOST=${VLLM_HOST:-127.0.0.1}
+VLLM_PORT=${VLLM_PORT:-8000}
+RL_SET=${RL_SET:-}
+: "${MODEL:?set MODEL to the SFT checkpoint (or the math-RL result for STAGE=code)}"
+: "${TRAIN_FILE:?set TRAIN_FILE to verl-schema RL rows (.parquet or .jsonl)}"
+: "${OUTPUT_DIR:?set OUTPUT_DIR}"
+RUN_RECORD=${RUN_RECORD:-$OUTPUT_DIR/run_record.csv}
+
+WORLD=$((NNODES * GPUS_PER_NODE))
+# One optimizer update = one mini-batch of 16 (math) or 32 (code) prompts x 8 rollouts (PAPER.md §2.4), spread
+# as 1 rollout per rank per micro-batch; gradient accumulation makes up the rest.
+if [ "$STAGE" = code ]; then MINI_ROLLOUTS=256; else MINI_ROLLOUTS=128; fi
+if [ $((MINI_ROLLOUTS % WORLD)) -ne 0 ]; then
+  echo "a mini-batch of $MINI_ROLLOUTS rollouts does not split over $WORLD ranks" >&2
+  exit 1
+fi
+ACCUM=$((MINI_ROLLOUTS / WORLD))
+
+TRL_SET=()
+if [ "$VLLM_MODE" = server ]; then
+  TRL_SET=(vllm_mode=server "vllm_server_host=$VLLM_HOST" "vllm_server_port=$VLLM_PORT")
+fi
+
+CMD=(accelerate launch
+  --config_file configs/accelerate/zero3.yaml
+  --num_machines "$NNODES" --num_processes "$WORLD" --machine_rank "$NODE_RANK"
+  --main_process_ip "$MASTER_ADDR" --main_process_port "$MASTER_PORT"
+  -m klear_lib.training.gppo_trainer
+  --preset full --stage "$STAGE" --model "$MODEL" --train-file "$TRAIN_FILE"
+  --output-dir "$OUTPUT_DIR" --run-record "$RUN_RECORD"
+  --set "gradient_accumulation_steps=$ACCUM" $RL_SET
+  --trl "${TRL_SET[@]}")
+
+if [ "${DRY_RUN:-0}" = 1 ]; then
+  printf '%q ' "${CMD[@]}"
+  echo
+  exit 0
+fi
+exec "${CMD[@]}"

@@ -1,0 +1,293 @@
+"""GPPOTrainer on the ci micro Qwen3: equality with TRL's dapo, off-policy clipping, filtering, SFT loss,
+run record, bit-reproducibility and resumption. Rewards come from a toy judge (not the benchmark judge)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from datasets import Dataset
+from transformers import TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
+
+from klear_lib.configs import config_hash, get_config
+from klear_lib.losses.policy import sft_nll_loss
+from klear_lib.training import RECORD_COLUMNS, GPPOConfig, GPPOTrainer, build_rl_trainer, gppo_args, select_groups
+from klear_lib.training.gppo_trainer import drop_long_prompts, validate_rl_rows
+from klear_lib.training import rewards as reward_adapters
+from klear_lib.training.run_record import read_rows
+
+
+def toy_judge(response: str, truth: str) -> float:
+    """+1 if the response contains the letter 'a', else -1; prompts whose truth is 'never' always score -1."""
+    return -1.0 if truth == "never" else (1.0 if "a" in response else -1.0)
+
+
+def toy_rows(n: int = 24) -> list[dict]:
+    return [{"prompt": [{"role": "user", "content": f"What is {i}+{i}?"}], "data_source": "toy", "ability": "math",
+             "reward_model": {"ground_truth": "never" if i % 3 == 0 else str(2 * i), "style": "rule"},
+             "extra_info": {"id": f"toy-{i}", "split": "train", "tier": 1}} for i in range(n)]
+
+
+@pytest.fixture
+def toy_judge_installed(monkeypatch):
+    monkeypatch.setattr(reward_adapters, "_default_judge", lambda kind: toy_judge)
+
+
+def run(tmp_path, model_path, name="run", callbacks=(), resume=False, n_rows=24, **cfg_overrides):
+    """Build and train a ci-preset trainer; returns (trainer, record path)."""
+    cfg = get_config("rl", "ci", **{"learning_rate": 0.05, **cfg_overrides})
+    record = tmp_path / f"{name}.csv"
+    trainer = build_rl_trainer(cfg, model_path, toy_rows(n_rows), "math", tmp_path / name, record)
+    for callback in callbacks:
+        trainer.add_callback(callback)
+    trainer.train(resume_from_checkpoint=True if resume else None)
+    return trainer, record
+
+
+def params(trainer) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in trainer.model.named_parameters()}
+
+
+# ---- equality with TRL's own dapo loss -------------------------------------------------------------------
+def _trainer(cls, config_cls, model_path, tmp_path, **kw):
+    from klear_lib.models import load
+
+    model, tok = load(model_path)
+    args = config_cls(output_dir=str(tmp_path / cls.__name__), use_cpu=True, bf16=False, report_to="none",
+                      per_device_train_batch_size=4, num_generations=2, max_completion_length=6,
+                      epsilon=0.2, epsilon_high=0.28, loss_type="dapo", gradient_checkpointing=False,
+                      **{"steps_per_generation": 2, **kw})
+    data = Dataset.from_list([{"prompt": [{"role": "user", "content": "hi"}]}] * 4)
+    trainer = cls(model, reward_funcs=[lambda completions, **k: [0.0] * len(completions)], args=args,
+                  train_dataset=data, processing_class=tok)
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    return trainer
+
+
+def _batch(vocab: int, off_policy: bool):
+    gen = torch.Generator().manual_seed(3)
+    completion_mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 1, 0, 0, 0, 0]])
+    batch = {"prompt_ids": torch.randint(4, vocab, (4, 5), generator=gen), "prompt_mask": torch.ones(4, 5).long(),
+             "completion_ids": torch.randint(4, vocab, (4, 6), generator=gen), "completion_mask": completion_mask,
+             "advantages": torch.tensor([1.2, -0.7, 0.5, -1.5]),
+             "num_items_in_batch": 3 * completion_mask.sum()}  # the generation batch holds more tokens
+    if off_policy:  # old log-probs far enough from the current ones to hit all four clipping cases
+        batch["old_per_token_logps"] = torch.randn(4, 6, generator=gen) * 0.6 - 4.6
+    return batch
+
+
+def _loss_and_grads(trainer, batch):
+    trainer.model.zero_grad()
+    loss = trainer._compute_loss(trainer.model, batch)
+    loss.backward()
+    return loss.detach(), {k: p.grad.clone() for k, p in trainer.model.named_parameters()}
+
+
+@pytest.fixture
+def trl_dapo(ci_model_path, tmp_path):
+    return _trainer(GRPOTrainer, GRPOConfig, ci_model_path, tmp_path)
+
+
+@pytest.mark.parametrize("policy_loss", ["gppo", "clip_higher", "cispo"])
+def test_on_policy_equals_trl_dapo(trl_dapo, ci_model_path, tmp_path, policy_loss):
+    """Ratio ≡ 1: every loss gives TRL's dapo loss and gradients (STACK.md §1.5 regression test)."""
+    ours = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, policy_loss=policy_loss, sft_alpha=0.0,
+                    filter_zero_adv=False)
+    batch = _batch(trl_dapo.model.config.vocab_size, off_policy=False)
+    ref_loss, ref_grads = _loss_and_grads(trl_dapo, batch)
+    loss, grads = _loss_and_grads(ours, batch)
+    assert torch.allclose(loss, ref_loss, atol=1e-6)
+    for name, grad in ref_grads.items():
+        assert torch.allclose(grads[name], grad, atol=1e-6, rtol=1e-5), name
+
+
+def test_off_policy_clip_higher_is_dapo_and_gppo_differs(trl_dapo, ci_model_path, tmp_path):
+    batch = _batch(trl_dapo.model.config.vocab_size, off_policy=True)
+    ref_loss, ref_grads = _loss_and_grads(trl_dapo, batch)
+    results = {}
+    for loss_name in ("clip_higher", "gppo"):
+        trainer = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, policy_loss=loss_name, sft_alpha=0.0,
+                           filter_zero_adv=False)
+        results[loss_name] = _loss_and_grads(trainer, batch)
+        diagnostics = {k: v[-1] for k, v in trainer._metrics["train"].items() if k.startswith("gppo/")}
+        assert diagnostics["gppo/clip_frac"] > 0
+    assert torch.allclose(results["clip_higher"][0], ref_loss, atol=1e-6)
+    assert all(torch.allclose(results["clip_higher"][1][k], g, atol=1e-6) for k, g in ref_grads.items())
+    assert torch.allclose(results["gppo"][0], ref_loss, atol=1e-6)  # same forward value (PAPER.md §1.3)
+    assert not all(torch.allclose(results["gppo"][1][k], g, atol=1e-6) for k, g in ref_grads.items())
+
+
+def test_sft_term_adds_alpha_nll_on_correct_rollouts(ci_model_path, tmp_path):
+    trainer = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, sft_alpha=0.1, filter_zero_adv=False)
+    batch = _batch(trainer.model.config.vocab_size, off_policy=False)
+    batch["is_correct"] = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    with_sft = trainer._compute_loss(trainer.model, batch)
+    trainer.args.sft_alpha = 0.0
+    without = trainer._compute_loss(trainer.model, batch)
+    logps, _ = trainer._policy_logps(trainer.model, batch)
+    expected = 0.1 * sft_nll_loss(logps, batch["completion_mask"], batch["is_correct"])
+    assert (with_sft - without).item() == pytest.approx(expected.item(), rel=1e-5)
+    trainer.args.sft_alpha = 0.1
+    with pytest.raises(KeyError, match="is_correct"):
+        trainer._compute_loss(trainer.model, {k: v for k, v in batch.items() if k != "is_correct"})
+
+
+# ---- zero-advantage filtering and oversampling -----------------------------------------------------------
+def test_select_groups_keeps_informative_first_and_pads_at_zero_weight():
+    metric = torch.tensor([1., 1., 0., 1., -1., -1., 2., 0.])  # groups of 2: [1,1] [0,1] [-1,-1] [2,0]
+    index, weight, informative = select_groups(metric, 2, 3)
+    assert informative.tolist() == [False, True, False, True]
+    assert index.tolist() == [2, 3, 6, 7, 0, 1] and weight.tolist() == [1, 1, 1, 1, 0, 0]
+    index, weight, _ = select_groups(metric, 2, 2, drop_zero_std=False)
+    assert index.tolist() == [0, 1, 2, 3] and weight.tolist() == [1, 1, 1, 1]
+    with pytest.raises(ValueError, match="groups generated"):
+        select_groups(metric, 2, 5)
+
+
+def test_filter_counts_only_kept_tokens(ci_model_path, tmp_path):
+    """TRL's normaliser num_items_in_batch must count only the tokens of kept groups."""
+    trainer = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, filter_zero_adv=True,
+                       steps_per_generation=1)
+    rewards = torch.tensor([1., 1., 1., -1., -1., -1., 1., -1.])  # groups of 2: zero, info, zero, info
+    lengths = torch.tensor([6, 5, 4, 3, 2, 1, 6, 2])
+    mask = (torch.arange(6).unsqueeze(0) < lengths.unsqueeze(1)).long()
+    out = {"prompt_ids": torch.zeros(8, 2).long(), "prompt_mask": torch.ones(8, 2).long(),
+           "completion_ids": torch.zeros(8, 6).long(), "completion_mask": mask, "advantages": torch.zeros(8),
+           "num_items_in_batch": mask.sum()}
+    trainer._last_rewards = rewards
+    kept = trainer._filter_groups(out, rewards)  # 4 rollouts per device and step -> 2 groups kept
+    assert kept["completion_mask"].sum(1).tolist() == [4, 3, 6, 2]
+    assert kept["num_items_in_batch"].item() == 4 + 3 + 6 + 2
+    assert trainer._gen_stats["kept_group_frac"] == 0.5 and trainer._gen_stats["trained_group_frac"] == 1.0
+    rewards[2:4] = 1.0  # now only one informative group: the second slot is a filler at weight 0
+    kept = trainer._filter_groups(out, rewards)
+    assert kept["loss_weight"].tolist() == [1, 1, 0, 0] and kept["num_items_in_batch"].item() == 6 + 2
+
+
+def test_oversampling_generates_twice_and_filters(ci_model_path, tmp_path, toy_judge_installed, monkeypatch):
+    seen = []
+    monkeypatch.setattr(reward_adapters, "_default_judge", lambda kind: lambda r, t: seen.append(t) or toy_judge(r, t))
+    trainer, record = run(tmp_path, ci_model_path, max_steps=1)
+    cfg = get_config("rl", "ci")
+    assert len(seen) == cfg.oversample * cfg.prompts_per_step * cfg.num_generations
+    rows = read_rows(record)
+    assert len(rows) == cfg.updates_per_step and 0 < float(rows[0]["kept_group_frac"]) < 1
+
+
+# ---- end-to-end runs: parameters move, ratio leaves 1, record, determinism, resume -----------------------
+def test_run_trains_off_policy_and_writes_the_record(ci_model_path, tmp_path, toy_judge_installed):
+    from klear_lib.models import load
+
+    start = dict(load(ci_model_path)[0].named_parameters())
+    trainer, record = run(tmp_path, ci_model_path)
+    assert all(not torch.equal(start[k], v) for k, v in trainer.model.named_parameters())
+    rows = read_rows(record)
+    assert list(rows[0]) == RECORD_COLUMNS
+    cfg = get_config("rl", "ci")
+    assert {r["config_hash"] for r in rows} == {config_hash(get_config("rl", "ci", learning_rate=0.05))}
+    assert [int(r["step"]) for r in rows] == list(range(1, cfg.max_steps * cfg.updates_per_step + 1))
+    assert [int(r["rl_step"]) for r in rows] == [1, 1, 2, 2]
+    second_updates = [r for r in rows if int(r["step"]) % cfg.updates_per_step == 0]
+    assert any(float(r["clip_frac"]) > 0 for r in second_updates), "off-policy updates must clip some tokens"
+    assert all(float(r["clip_frac"]) == 0 for r in rows if int(r["step"]) % cfg.updates_per_step == 1)
+    assert all(math.isfinite(float(r["grad_norm"])) and r["reward_mean"] != "" for r in rows)
+    # correct rollouts (reward == 1.0) feed the SFT term; none correct -> no SFT loss
+    assert any(float(r["sft_loss"]) > 0 for r in rows)
+    assert all(float(r["sft_loss"]) == 0 for r in rows if float(r["accuracy"]) == 0)
+
+
+def test_two_runs_are_bit_identical(ci_model_path, tmp_path, toy_judge_installed):
+    first, record_a = run(tmp_path, ci_model_path, name="a")
+    second, record_b = run(tmp_path, ci_model_path, name="b")
+    assert record_a.read_text() == record_b.read_text()
+    assert all(torch.equal(v, params(second)[k]) for k, v in params(first).items())
+
+
+class Crash(TrainerCallback):
+    """Simulates a killed job: raises after the record row of ``at_step`` is written (not yet checkpointed)."""
+
+    def __init__(self, at_step: int):
+        self.at_step = at_step
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.global_step == self.at_step:
+            raise KeyboardInterrupt("simulated crash")
+
+
+RESUME_KW = dict(max_steps=3, n_rows=16, learning_rate=0.005)  # small LR: the policy stays stochastic
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(ci_model_path, tmp_path_factory):
+    """The reference run of the resume tests, trained once: (trainer, record path)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reward_adapters, "_default_judge", lambda kind: toy_judge)
+        return run(tmp_path_factory.mktemp("uninterrupted"), ci_model_path, name="full", **RESUME_KW)
+
+
+@pytest.mark.parametrize("crash_at", [3, 5])
+def test_killed_run_resumes_to_the_same_end(uninterrupted, ci_model_path, tmp_path, toy_judge_installed, crash_at):
+    """16 prompts = 2 RL steps per epoch: a crash at update 3 resumes mid-epoch from checkpoint-2, one at
+    update 5 resumes from checkpoint-4 into the second epoch (prompt order re-seeded per epoch)."""
+    full, record_full = uninterrupted
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, ci_model_path, name="killed", callbacks=[Crash(crash_at)], **RESUME_KW)
+    assert len(read_rows(tmp_path / "killed.csv")) == crash_at
+    resumed, record_resumed = run(tmp_path, ci_model_path, name="killed", resume=True, **RESUME_KW)
+    assert record_resumed.read_text() == record_full.read_text()
+    assert all(torch.equal(v, params(resumed)[k]) for k, v in params(full).items())
+
+
+# ---- config mapping and reward adapters ------------------------------------------------------------------
+def test_full_preset_maps_to_the_paper_recipe(tmp_path):
+    cfg = get_config("rl", "full")
+    args = gppo_args(cfg, tmp_path, num_processes=32, bf16=False, use_cpu=True, use_vllm=False)
+    assert args.per_device_train_batch_size * 32 * args.gradient_accumulation_steps == 16 * 8  # mini-batch
+    assert args.steps_per_generation // args.gradient_accumulation_steps == 8  # updates per step (PAPER.md §2.4)
+    assert (args.policy_loss, args.epsilon, args.epsilon_high, args.beta, args.sft_alpha) == ("gppo", 0.2, 0.28,
+                                                                                            0.0, 0.1)
+    assert args.oversample == 2 and args.filter_zero_adv and args.learning_rate == 1e-6
+    assert args.lr_scheduler_type == "constant_with_warmup" and args.warmup_steps == 80
+    with pytest.raises(ValueError, match="does not split"):
+        gppo_args(cfg, tmp_path, num_processes=48, bf16=False, use_cpu=True, use_vllm=False)
+
+
+def test_config_rejects_bad_choices(tmp_path):
+    with pytest.raises(ValueError, match="policy_loss"):
+        GPPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, policy_loss="ppo")
+    with pytest.raises(ValueError, match="dual_clip"):
+        GPPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, policy_loss="cispo", dual_clip=10.0)
+    with pytest.raises(ValueError, match="GPPOTrainer does not support"):
+        GPPOTrainer("unused", [], args=GPPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, beta=0.1))
+
+
+def test_reward_adapters_read_the_verl_schema():
+    math_fn = reward_adapters.make_reward_func("math", judge=toy_judge)
+    completions = [[{"role": "assistant", "content": "a"}], "bbb"]
+    truth = [{"ground_truth": "2", "style": "rule"}] * 2
+    assert math_fn(completions=completions, reward_model=truth) == [1.0, -1.0]
+    with pytest.raises(ValueError, match="row x7: field reward_model.ground_truth"):
+        math_fn(completions=["a"], reward_model=[{"style": "rule"}], extra_info=[{"id": "x7"}])
+    calls = []
+    code_fn = reward_adapters.make_reward_func(
+        "code", max_tests=3, judge=lambda r, tests, mode, max_tests, seed: calls.append((tests, seed)) or 0.5)
+    gt = {"ground_truth": '{"inputs": ["1\\n"], "outputs": ["2\\n"]}', "style": "rule"}
+    assert code_fn(completions=["x", "y"], reward_model=[gt, gt], extra_info=[{"id": 1}, {"id": 1}]) == [0.5, 0.5]
+    assert calls[0][0] == [{"input": "1\n", "output": "2\n"}] and calls[0][1] != calls[1][1]
+    with pytest.raises(ValueError, match="not JSON"):
+        reward_adapters.code_tests("nope", "c1")
+
+
+def test_rows_are_validated_and_long_prompts_dropped():
+    from klear_lib.models import build_tokenizer
+
+    rows = toy_rows(3)
+    rows[1]["prompt"][0]["content"] = "x" * 200  # 200 characters = 200 tokens of the char tokenizer
+    kept = drop_long_prompts(validate_rl_rows(rows), build_tokenizer(), max_prompt_length=128)
+    assert [r["extra_info"]["id"] for r in kept] == ["toy-0", "toy-2"]
+    with pytest.raises(ValueError, match="row toy-0: field reward_model.ground_truth"):
+        validate_rl_rows([{**rows[0], "reward_model": {"style": "rule"}}])
+    with pytest.raises(ValueError, match="row toy-0: field prompt"):
+        validate_rl_rows([{**rows[0], "prompt": "What is 1+1?"}])

@@ -1,0 +1,184 @@
+"""The three policy losses, token by token, against the gradient table of PAPER.md §1.4 (and Eq. 17, dual clip).
+
+For a token with log-prob ℓ, dL/dℓ = -F·A. F is written here straight from the paper's table, never from
+``klear_lib``; autograd on ``logp`` must reproduce it for every case, every loss.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from klear_lib.losses.policy import (
+    cispo_loss,
+    cispo_per_token,
+    gppo_loss,
+    gppo_per_token,
+    gradient_coefficients,
+    ppo_clip_loss,
+    ppo_clip_per_token,
+    sft_nll_loss,
+)
+
+EL, EH = 0.2, 0.28
+
+# (advantage, ratio δ): one token per case of PAPER.md §1.4, plus tokens inside the trust region.
+CASES = {
+    "pos_high": (+1.0, 1.8),     # A>0, δ > 1+ε_h
+    "pos_low": (+1.0, 0.4),      # A>0, δ < 1-ε_l
+    "neg_low": (-1.0, 0.4),      # A<0, δ < 1-ε_l
+    "neg_high": (-1.0, 1.8),     # A<0, δ > 1+ε_h
+    "pos_inside": (+0.7, 1.1),
+    "neg_inside": (-0.7, 0.9),
+    "neg_far": (-1.0, 12.0),     # A<0, δ beyond the dual clip c = 10
+}
+
+# F per case, copied from PAPER.md §1.4 (columns: clip-higher PPO Eq. 10, GPPO Eq. 12, CISPO Eq. 16).
+PAPER_F = {
+    "clip_higher": {"pos_high": 0.0, "pos_low": 0.4, "neg_low": 0.0, "neg_high": 1.8,
+                    "pos_inside": 1.1, "neg_inside": 0.9, "neg_far": 12.0},
+    "gppo": {"pos_high": 1 + EH, "pos_low": 0.4, "neg_low": 1 - EL, "neg_high": 1.8,
+             "pos_inside": 1.1, "neg_inside": 0.9, "neg_far": 12.0},
+    "cispo": {"pos_high": 1 + EH, "pos_low": 1 - EL, "neg_low": 1 - EL, "neg_high": 1 + EH,
+              "pos_inside": 1.1, "neg_inside": 0.9, "neg_far": 1 + EH},
+}
+PER_TOKEN = {"clip_higher": ppo_clip_per_token, "gppo": gppo_per_token, "cispo": cispo_per_token}
+
+
+def _tokens(names, new_logp=-1.3):
+    """``logp`` (B, 1) with grad, ``old_logp`` so that δ = the case's ratio, advantages (B,)."""
+    adv = torch.tensor([CASES[n][0] for n in names], dtype=torch.float64)
+    ratio = torch.tensor([CASES[n][1] for n in names], dtype=torch.float64)
+    logp = torch.full((len(names), 1), new_logp, dtype=torch.float64, requires_grad=True)
+    old_logp = (logp.detach() - torch.log(ratio).unsqueeze(1))
+    return logp, old_logp, adv
+
+
+def _autograd_f(per_token_fn, names, **kw):
+    """F per token recovered from autograd: F = -(dL/dℓ) / A."""
+    logp, old_logp, adv = _tokens(names)
+    per_token_fn(logp, old_logp, adv, **kw).sum().backward()
+    return (-logp.grad.squeeze(1) / adv).tolist()
+
+
+@pytest.mark.parametrize("loss", sorted(PAPER_F))
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_gradient_matches_the_paper_table(loss, case):
+    kw = {"clip_low": EL, "clip_high": EH}
+    got = _autograd_f(PER_TOKEN[loss], [case], **kw)[0]
+    assert got == pytest.approx(PAPER_F[loss][case], abs=1e-9), (loss, case)
+
+
+@pytest.mark.parametrize("loss", sorted(PAPER_F))
+def test_analytic_coefficients_equal_autograd(loss):
+    names = sorted(CASES)
+    logp, old_logp, adv = _tokens(names)
+    ratio = torch.exp(logp.detach() - old_logp)
+    coef = gradient_coefficients(loss, ratio, adv, clip_low=EL, clip_high=EH).squeeze(1).tolist()
+    assert coef == pytest.approx(_autograd_f(PER_TOKEN[loss], names, clip_low=EL, clip_high=EH), abs=1e-9)
+
+
+@pytest.mark.parametrize("beta_low,beta_high", [(0.25, 1.0), (0.5, 2.0), (0.0, 0.0)])
+def test_general_beta_form(beta_low, beta_high):
+    """Eq. 17-18: the clipped-low (A<0) token gets β_low(1-ε_l), the clipped-high (A>0) one β_high(1+ε_h)."""
+    names = sorted(CASES)
+    got = dict(zip(names, _autograd_f(gppo_per_token, names, clip_low=EL, clip_high=EH,
+                                      beta_low=beta_low, beta_high=beta_high)))
+    expected = dict(PAPER_F["gppo"], neg_low=beta_low * (1 - EL), pos_high=beta_high * (1 + EH))
+    assert got == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("loss", ["gppo", "clip_higher"])
+def test_dual_clip_zeroes_far_negative_tokens(loss):
+    """verl dual clip (c=10, official scripts): A<0 & δ>c gets F=0; every other case is unchanged."""
+    names = sorted(CASES)
+    got = dict(zip(names, _autograd_f(PER_TOKEN[loss], names, clip_low=EL, clip_high=EH, dual_clip=10.0)))
+    assert got == pytest.approx(dict(PAPER_F[loss], neg_far=0.0), abs=1e-9)
+    logp, old_logp, adv = _tokens(["neg_far"])
+    assert PER_TOKEN[loss](logp, old_logp, adv, dual_clip=10.0).item() == pytest.approx(10.0)  # -A·c
+
+
+def test_gppo_forward_equals_clip_higher():
+    """δ/sg(δ) ≡ 1: GPPO changes only the backward pass (PAPER.md §1.3)."""
+    logp, old_logp, adv = _tokens(sorted(CASES))
+    assert torch.equal(gppo_per_token(logp, old_logp, adv), ppo_clip_per_token(logp, old_logp, adv))
+    assert torch.equal(gppo_per_token(logp, old_logp, adv, dual_clip=10.0),
+                       ppo_clip_per_token(logp, old_logp, adv, dual_clip=10.0))
+
+
+def test_on_policy_all_three_losses_agree():
+    """Ratio ≡ 1: same loss value and same gradient -A/N per token (the token-mean of Eq. 7)."""
+    gen = torch.Generator().manual_seed(0)
+    logp0 = -torch.rand(3, 5, generator=gen, dtype=torch.float64) * 3
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]], dtype=torch.float64)
+    adv = torch.tensor([1.5, -0.5, -1.0], dtype=torch.float64)
+    results = []
+    for fn in (gppo_loss, ppo_clip_loss, cispo_loss):
+        logp = logp0.clone().requires_grad_(True)
+        loss, diag = fn(logp, logp0, adv, mask)
+        loss.backward()
+        results.append((loss.item(), logp.grad))
+        assert diag["clip_frac"] == 0.0 and diag["ratio_mean"] == pytest.approx(1.0)
+    expected_grad = -adv.unsqueeze(1) * mask / mask.sum()
+    for value, grad in results:
+        assert value == pytest.approx(-(adv.unsqueeze(1) * mask).sum().item() / mask.sum().item())
+        assert torch.allclose(grad, expected_grad)
+
+
+def test_mask_excludes_tokens_and_advantage_shapes():
+    logp, old_logp, adv = _tokens(["pos_high", "neg_low", "pos_inside"])
+    mask = torch.tensor([[1.0], [0.0], [1.0]], dtype=torch.float64)
+    a, _ = gppo_loss(logp, old_logp, adv, mask)
+    b, _ = gppo_loss(logp, old_logp, adv.unsqueeze(1), mask)
+    c, _ = gppo_loss(logp, old_logp, adv.unsqueeze(1).expand(-1, 1), mask)
+    assert a.item() == b.item() == c.item()
+    per_token = gppo_per_token(logp, old_logp, adv)
+    assert a.item() == pytest.approx((per_token[0] + per_token[2]).item() / 2)
+
+
+def test_diagnostics_count_the_four_cases():
+    names = ["pos_high", "pos_low", "neg_low", "neg_high", "pos_inside", "neg_inside", "neg_far", "pos_inside"]
+    logp, old_logp, adv = _tokens(names)
+    mask = torch.ones(len(names), 1, dtype=torch.float64)
+    _, gppo = gppo_loss(logp, old_logp, adv, mask)
+    assert gppo["frac_adv_pos_ratio_high"] == pytest.approx(1 / 8)
+    assert gppo["frac_adv_pos_ratio_low"] == pytest.approx(1 / 8)
+    assert gppo["frac_adv_neg_ratio_low"] == pytest.approx(1 / 8)
+    assert gppo["frac_adv_neg_ratio_high"] == pytest.approx(2 / 8)  # neg_high and neg_far
+    assert gppo["clip_frac"] == pytest.approx(2 / 8)
+    # |F·A| per token: 1.28, .4, .8, 1.8, .77, .63, 12, .77 -> clipped share (1.28 + .8) / total
+    total = 1.28 + 0.4 + 0.8 + 1.8 + 0.77 + 0.63 + 12.0 + 0.77
+    assert gppo["clipped_grad_share"] == pytest.approx((1.28 + 0.8) / total)
+    _, ppo = ppo_clip_loss(logp, old_logp, adv, mask)
+    assert ppo["clip_frac"] == pytest.approx(2 / 8) and ppo["clipped_grad_share"] == 0.0
+    _, cispo = cispo_loss(logp, old_logp, adv, mask)
+    assert cispo["clip_frac"] == pytest.approx(5 / 8)  # all four cases, neg_far included
+
+
+def test_sft_nll_is_token_mean_over_correct_rollouts():
+    logp = torch.tensor([[-1.0, -2.0, -3.0], [-4.0, -5.0, -6.0], [-0.5, -0.5, -0.5]], requires_grad=True)
+    mask = torch.tensor([[1, 1, 0], [1, 1, 1], [1, 1, 1]])
+    loss = sft_nll_loss(logp, mask, torch.tensor([True, False, True]))
+    assert loss.item() == pytest.approx((1 + 2 + 0.5 * 3) / 5)
+    loss.backward()
+    assert logp.grad[1].abs().sum() == 0 and logp.grad[0, 2] == 0
+    assert logp.grad[0, 0].item() == pytest.approx(-1 / 5)
+    assert sft_nll_loss(logp, mask, torch.zeros(3)).item() == 0.0
+
+
+def test_bad_dual_clip_raises():
+    logp, old_logp, adv = _tokens(["neg_far"])
+    with pytest.raises(ValueError, match="dual_clip"):
+        gppo_per_token(logp, old_logp, adv, dual_clip=0.5)
+
+
+def test_extreme_ratios_stay_finite():
+    logp = torch.tensor([[0.0, 0.0]], requires_grad=True)
+    old_logp = torch.tensor([[-200.0, 200.0]])
+    for fn in PER_TOKEN.values():
+        per_token = fn(logp, old_logp, torch.tensor([-1.0]))
+        per_token.sum().backward()
+        assert torch.isfinite(per_token).all() and torch.isfinite(logp.grad).all()
+        logp.grad = None
+    assert math.isfinite(gppo_loss(logp, old_logp, torch.tensor([1.0]), torch.ones(1, 2))[0].item())
