@@ -331,6 +331,13 @@ def validate_rl_rows(rows: list[dict]) -> list[dict]:
     return rows
 
 
+def training_view(row: dict) -> dict:
+    """The columns the trainer and rewards read; the rest of ``extra_info`` (free-form) stays out of Arrow."""
+    extra = row.get("extra_info") or {}
+    return {"prompt": row["prompt"], "reward_model": {"ground_truth": row["reward_model"]["ground_truth"]},
+            "extra_info": {"id": str(extra.get("id", "")), "tier": int(extra.get("tier") or 0)}}
+
+
 def drop_long_prompts(rows: list[dict], tokenizer, max_prompt_length: int) -> list[dict]:
     """Rows whose chat-templated prompt fits ``max_prompt_length`` tokens; the drop count is logged."""
     def length(row):
@@ -360,7 +367,8 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
 
     args = gppo_args(rl_cfg, output_dir, **overrides)
     tokenizer = AutoTokenizer.from_pretrained(str(model_path))
-    rows = drop_long_prompts(validate_rl_rows(list(train_rows)), tokenizer, rl_cfg.max_prompt_length)
+    rows = [training_view(r) for r in validate_rl_rows(list(train_rows))]
+    rows = drop_long_prompts(rows, tokenizer, rl_cfg.max_prompt_length)
     reward_func = make_reward_func(reward, mode=rl_cfg.code_reward_mode, max_tests=rl_cfg.max_tests, seed=rl_cfg.seed)
     callbacks = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg))] if run_record else []
     dtype = "bfloat16" if rl_cfg.bf16 else "float32"

@@ -1,0 +1,70 @@
+"""Stage runners the notebooks call: each trains once per (config, data, seed) and reuses the artifact after.
+
+Checkpoints live under ``<artifacts>/<preset>/<stage>/<key>`` (outside git); per-step run records under
+``results/<preset>/runs/<name>.csv`` (small, committed). A stage whose ``final/DONE`` marker exists is reused; a
+stage killed midway resumes from its last checkpoint.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+from klear_lib import artifacts
+from klear_lib.configs import config_hash, get_config
+from klear_lib.configs.rl import CODE_STAGE_OVERRIDES
+from klear_lib.data import load_split
+from klear_lib.models import load_or_build
+from klear_lib.paths import runs_dir
+from klear_lib.training.sft import last_checkpoint, train_sft
+
+log = logging.getLogger(__name__)
+RL_SPLITS = {"math": "math_rl", "code": "code_rl"}
+
+
+def rows_fingerprint(rows: list[dict]) -> str:
+    """A short hash of the rows' ids and order (so a different data subset gets a different key)."""
+    ids = "\n".join(str(r.get("id") or (r.get("extra_info") or {}).get("id")) for r in rows)
+    return hashlib.sha256(ids.encode()).hexdigest()[:8]
+
+
+def stage_key(cfg, rows: list[dict], parent: str = "") -> str:
+    """The artifact key of a stage: its config hash, its data and the checkpoint it starts from."""
+    return hashlib.sha256(f"{config_hash(cfg)}|{rows_fingerprint(rows)}|{parent}".encode()).hexdigest()[:12]
+
+
+def sft_stage(preset: str, rows: list[dict] | None = None, name: str = "sft", **overrides) -> Path:
+    """The SFT checkpoint of ``preset`` (trained on ``rows``, default the curated ``sft`` split)."""
+    cfg = get_config("sft", preset, **overrides)
+    rows = load_split("sft", preset) if rows is None else rows
+    base = load_or_build(preset)
+    key = stage_key(cfg, rows, base)
+    out = artifacts.root() / preset / "sft" / key
+    record = runs_dir(preset) / f"{name}.csv"
+    return train_sft(cfg, base, rows, out, record_path=record)
+
+
+def rl_cfg(preset: str, reward: str, **overrides):
+    """The RL config of one stage; at ``full`` the code stage takes its own LR and mini-batch (PAPER.md §2.4)."""
+    stage = CODE_STAGE_OVERRIDES if reward == "code" and preset == "full" else {}
+    return get_config("rl", preset, **{**stage, **overrides})
+
+
+def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dict] | None = None,
+             name: str | None = None, **overrides) -> Path:
+    """An RL stage (``reward`` = "math" or "code") from checkpoint ``init``; resumes if killed midway."""
+    from klear_lib.training import build_rl_trainer
+
+    cfg = rl_cfg(preset, reward, **overrides)
+    rows = load_split(RL_SPLITS[reward], preset) if rows is None else rows
+    out = artifacts.root() / preset / f"rl_{reward}" / stage_key(cfg, rows, str(init))
+    final = out / "final"
+    if artifacts.is_complete(final):
+        return final
+    record = runs_dir(preset) / f"{name or 'rl_' + reward}.csv"
+    trainer = build_rl_trainer(cfg, init, rows, reward=reward, output_dir=out, run_record=record)
+    trainer.train(resume_from_checkpoint=last_checkpoint(out))
+    trainer.save_model(str(final))
+    trainer.processing_class.save_pretrained(str(final))
+    artifacts.mark_complete(final)
+    return final
