@@ -1,0 +1,10 @@
+"""Data curation and the miniature reasoning world (PAPER.md §2.2-2.3; DESIGN.md "The miniature world").
+
+>>> from klear_lib.data import load_split, sft_subset
+>>> rows = load_split("math_rl", "ci")
+"""
+from klear_lib.data.store import load_split, load_world
+from klear_lib.data.subsets import sft_subset
+from klear_lib.data.world import EVAL_SPLITS, TRAIN_SPLITS, World, build_world
+
+__all__ = ["build_world", "load_split", "load_world", "sft_subset", "World", "EVAL_SPLITS", "TRAIN_SPLITS"]

@@ -1,0 +1,59 @@
+"""The real-data world for ``full`` (``source="hub"``) or its local stand-in (``source="local"``).
+
+Evaluation splits are the benchmarks; RL splits are the released Klear subsets (hub) or the DeepScaleR/rLLM files
+(local), curated by the same pure filters: validate -> exact dedup -> 9-gram decontamination against every
+benchmark -> >= 16 tests for code. The teacher-sampling filters need DeepSeek-R1 rollouts (PAPER.md §2.3) and
+are not run here: the released subsets are already filtered, and the funnel says so.
+"""
+from __future__ import annotations
+
+from klear_lib.configs.base import config_hash
+from klear_lib.data import curation as cu
+from klear_lib.data.schema import n_code_tests
+from klear_lib.data.sources import BENCHMARKS, SOURCES, decontam_text, load_source
+
+TRAIN = {"hub": {"math_rl": ("klear_math_sub30k",), "code_rl": ("klear_code_sub15k",)},
+         "local": {"math_rl": ("deepscaler_math", "deepscaler_aime"), "code_rl": ("rllm_lcb_train", "rllm_leetcode")}}
+
+
+def _benchmarks(mode: str, funnel: cu.Funnel) -> dict[str, list[dict]]:
+    out = {}
+    for name in BENCHMARKS:
+        if mode == "local" and not SOURCES[name].local_files:
+            continue
+        rows, f = load_source(name, mode, on_error="raise")
+        funnel.steps += f.steps
+        out[name] = rows
+    return out
+
+
+def _train_split(split: str, names: tuple[str, ...], mode: str, cfg, index: cu.NgramIndex,
+                 funnel: cu.Funnel) -> list[dict]:
+    rows = []
+    for name in names:
+        part, f = load_source(name, mode, on_error="drop")
+        funnel.steps += [(f"{split}:{p}", s) for p, s in f.steps]
+        rows += part
+    for fn in (cu.exact_dedup, lambda r: cu.decontaminate(r, (), index=index, text=decontam_text)):
+        rows, step = fn(rows)
+        funnel.add(split, step)
+    if split == "code_rl":
+        rows, step = cu.keep_where(rows, "min_tests", lambda r: None if n_code_tests(
+            r["reward_model"]["ground_truth"]) >= cfg.min_code_tests else "too_few_tests")
+        funnel.add(split, step)
+    funnel.add(split, cu.Step("teacher_filters", len(rows), len(rows), {},
+                              note="not run: needs 16 DeepSeek-R1 samples per prompt (PAPER.md §2.3)"))
+    return rows
+
+
+def build_real_world(cfg):
+    """Benchmarks + curated RL splits from real sources (``cfg.source`` in local | hub)."""
+    from klear_lib.data.world import World
+
+    mode, funnel = cfg.source, cu.Funnel()
+    evals = _benchmarks(mode, funnel)
+    index = cu.ngram_index((decontam_text(r) for rows in evals.values() for r in rows), cfg.ngram_decontam,
+                           cfg.ngram_boilerplate_df)
+    splits = {split: _train_split(split, names, mode, cfg, index, funnel) for split, names in TRAIN[mode].items()}
+    splits.update(evals)
+    return World(splits=splits, funnel=funnel, config_hash=config_hash(cfg))

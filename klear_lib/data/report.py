@@ -1,0 +1,138 @@
+"""Tables about a world for the notebook and the data cards (pandas; deterministic order and rounding)."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+import pandas as pd
+
+from klear_lib.data.curation import Funnel, item_of
+
+
+def funnel_frame(funnel: Funnel) -> pd.DataFrame:
+    """The funnel as a long table (one row per pool and stage)."""
+    return pd.DataFrame(funnel.records())
+
+
+def _tier(row: dict):
+    return row.get("tier") if "messages" in row else row["extra_info"].get("tier")
+
+
+def split_counts(splits: dict[str, list[dict]]) -> pd.DataFrame:
+    """Per split: rows, distinct items, rows per ability and per tier."""
+    recs = []
+    for name in sorted(splits):
+        rows = splits[name]
+        ab, tiers = Counter(r["ability"] for r in rows), Counter(_tier(r) for r in rows)
+        rec = {"split": name, "rows": len(rows), "items": len({item_of(r) for r in rows}),
+               "math": ab.get("math", 0), "code": ab.get("code", 0)}
+        rec.update({f"t{k}": tiers.get(k, 0) for k in range(1, 6)})
+        recs.append(rec)
+    return pd.DataFrame(recs).set_index("split")
+
+
+def teacher_table(pool: Sequence[dict]) -> pd.DataFrame:
+    """Per teacher: rank, rows, accuracy overall and per tier, mean response length (characters)."""
+    df = pd.DataFrame({"teacher": [r["teacher"] for r in pool], "rank": [r["teacher_rank"] for r in pool],
+                       "ability": [r["ability"] for r in pool], "tier": [r["tier"] for r in pool],
+                       "correct": [r["correct"] for r in pool],
+                       "chars": [len(r["messages"][1]["content"]) for r in pool]})
+    out = df.groupby(["ability", "rank", "teacher"]).agg(rows=("correct", "size"), accuracy=("correct", "mean"),
+                                                         mean_chars=("chars", "mean"))
+    by_tier = df.pivot_table(index=["ability", "rank", "teacher"], columns="tier", values="correct", aggfunc="mean")
+    by_tier.columns = [f"acc_t{int(c)}" for c in by_tier.columns]
+    return out.join(by_tier).round(3)
+
+
+def difficulty_table(pool: Sequence[dict]) -> pd.DataFrame:
+    """Per ability and difficulty label: prompts, rows and the share of correct responses."""
+    df = pd.DataFrame({"ability": [r["ability"] for r in pool], "difficulty": [r["difficulty"] for r in pool],
+                       "item": [r["item_id"] for r in pool], "correct": [r["correct"] for r in pool]})
+    return df.groupby(["ability", "difficulty"]).agg(prompts=("item", "nunique"), rows=("correct", "size"),
+                                                    correct_share=("correct", "mean")).round(3)
+
+
+def noise_table(splits: dict[str, list[dict]]) -> pd.DataFrame:
+    """Injected-noise rows that survived into each RL/eval split (should be zero after the filters)."""
+    recs = []
+    for name in sorted(splits):
+        rows = [r for r in splits[name] if "extra_info" in r]
+        if not rows:
+            continue
+        noise = Counter(r["extra_info"].get("noise") for r in rows if r["extra_info"].get("noise"))
+        recs.append({"split": name, "rows": len(rows), "noisy_rows": sum(noise.values())})
+    return pd.DataFrame(recs).set_index("split")
+
+
+def teacher_examples(pool: Sequence[dict], item: str) -> str:
+    """Every teacher's first response to prompt ``item``, as printable text."""
+    rows = sorted((r for r in pool if r["item_id"] == item and r["sample"] == 0), key=lambda r: r["teacher_rank"])
+    if not rows:
+        raise KeyError(f"no pool rows for item {item!r}")
+    head = f"PROMPT: {rows[0]['messages'][0]['content']}  (reference answer {rows[0]['ground_truth'][:40]})\n"
+    parts = [f"--- {r['teacher']} (rank {r['teacher_rank']}, correct={r['correct']})\n{r['messages'][1]['content']}"
+             for r in rows]
+    return head + "\n".join(parts)
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """A GitHub markdown table of ``df`` (index included), without extra dependencies."""
+    df = df.reset_index() if df.index.name or isinstance(df.index, pd.MultiIndex) else df
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for rec in df.itertuples(index=False):
+        lines.append("| " + " | ".join(str(v) for v in rec) + " |")
+    return "\n".join(lines)
+
+
+def pick_item(pool: Sequence[dict], ability: str, tier: int) -> str:
+    """The first item id (sorted) of ``ability`` and ``tier`` in the pool: a deterministic example."""
+    return min(r["item_id"] for r in pool if r["ability"] == ability and r["tier"] == tier)
+
+
+def plot_teacher_accuracy(table: pd.DataFrame):
+    """Accuracy per tier for every teacher (one panel per ability); returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    for ax, (ability, df) in zip(axes, table.groupby(level="ability")):
+        acc = df[[c for c in df.columns if c.startswith("acc_t")]].dropna(axis=1, how="all")
+        for (_, rank, name), vals in acc.iterrows():
+            ax.plot(range(1, len(vals) + 1), vals.values, marker="o", label=f"{rank}. {name}")
+        ax.set(title=f"{ability} teachers", xlabel="tier (number of operations)", ylabel="accuracy", ylim=(0, 1.02))
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def leakage_table(splits: dict[str, list[dict]], heldout: Sequence[str], extra_texts: Sequence[str] = (),
+                  n: int = 9, boilerplate_df: int | None = None) -> pd.DataFrame:
+    """Per training split: rows whose id is a held-out id, and rows hitting a held-out 9-gram (both must be 0)."""
+    from klear_lib.data.curation import ngram_index, prompt_text
+
+    held = [r for name in heldout for r in splits[name]]
+    ids = {item_of(r) for r in held}
+    index = ngram_index([prompt_text(r) for r in held] + list(extra_texts), n, boilerplate_df)
+    recs = [{"split": name, "rows": len(splits[name]),
+             "heldout_ids": sum(item_of(r) in ids for r in splits[name]),
+             "ngram_hits": sum(index.hits(prompt_text(r)) for r in splits[name])}
+            for name in sorted(splits) if name not in heldout]
+    return pd.DataFrame(recs).set_index("split")
+
+
+def ablation_sizes(pool: Sequence[dict]) -> pd.DataFrame:
+    """Rows available to each Table-2 cell (difficulty x correctness) per ability."""
+    df = pd.DataFrame({"ability": [r["ability"] for r in pool], "difficulty": [r["difficulty"] for r in pool],
+                       "correct": [r["correct"] for r in pool]})
+    out = df.groupby(["ability", "difficulty"]).agg(mixed=("correct", "size"), only_correct=("correct", "sum"))
+    return out.astype(int)
+
+
+def benchmark_counts(mode: str = "local") -> pd.DataFrame:
+    """Rows per real benchmark loaded into the common schema (local: all but LCB v6)."""
+    from klear_lib.data.sources import BENCHMARKS, SOURCES, load_benchmark
+
+    names = [n for n in BENCHMARKS if mode == "hub" or SOURCES[n].local_files]
+    recs = [{"benchmark": n, "rows": len(rows), "ability": rows[0]["ability"]}
+            for n, rows in ((n, load_benchmark(n, mode)) for n in names)]
+    return pd.DataFrame(recs).set_index("benchmark")

@@ -1,0 +1,156 @@
+"""The one row schema (verl-compatible) for RL/eval rows and SFT rows, stable ids, and row validation.
+
+RL/eval row: ``{"data_source", "prompt": [{"role","content"}], "ability": "math"|"code",
+"reward_model": {"ground_truth": str, "style": "rule"}, "extra_info": {"id", "split", "tier", ...}}``.
+SFT row: ``{"messages": [user, assistant], "id", "ability", "tier", "teacher", "correct", "difficulty", ...}``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from typing import Any, Iterable
+
+ABILITIES = ("math", "code")
+_WS = re.compile(r"\s+")
+_INT = re.compile(r"^-?\d+$")
+
+
+class RowError(ValueError):
+    """A malformed row: the message names the row id and the field."""
+
+    def __init__(self, row_id: str, field: str, why: str):
+        super().__init__(f"row {row_id!r}: field {field!r}: {why}")
+        self.row_id, self.field, self.why = row_id, field, why
+
+
+def normalise_prompt(text: str) -> str:
+    """Lower-case, whitespace-collapsed, stripped text: the key for ids and exact dedup."""
+    return _WS.sub(" ", text).strip().lower()
+
+
+def item_id(text: str, prefix: str = "") -> str:
+    """A stable id: ``prefix`` + the first 16 hex digits of sha256(normalised prompt)."""
+    return prefix + hashlib.sha256(normalise_prompt(text).encode()).hexdigest()[:16]
+
+
+def make_rl_row(prompt: str, ground_truth: str, *, ability: str, data_source: str, split: str,
+                tier: int | None, extra: dict[str, Any] | None = None, id_prefix: str = "") -> dict:
+    """An RL/eval row in the verl schema, id = hash of the normalised prompt."""
+    info = {"id": item_id(prompt, id_prefix), "split": split, "tier": tier, **(extra or {})}
+    return {"data_source": data_source, "prompt": [{"role": "user", "content": prompt}], "ability": ability,
+            "reward_model": {"ground_truth": ground_truth, "style": "rule"}, "extra_info": info}
+
+
+def row_id(row: dict) -> str:
+    """The id of an RL row (``extra_info.id``) or SFT row (``id``); ``"<no id>"`` when absent."""
+    info = row.get("extra_info")
+    rid = info.get("id") if isinstance(info, dict) else row.get("id")
+    return str(rid) if rid is not None else "<no id>"
+
+
+def prompt_text(row: dict) -> str:
+    """The user prompt of an RL row (``prompt[0].content``) or SFT row (``messages[0].content``)."""
+    turns = row.get("prompt") if "prompt" in row else row.get("messages")
+    return turns[0]["content"]
+
+
+def _check(cond: bool, rid: str, field: str, why: str) -> None:
+    if not cond:
+        raise RowError(rid, field, why)
+
+
+def parse_code_tests(ground_truth: str, rid: str = "<no id>") -> dict:
+    """Parse a code ground truth JSON string ``{"inputs": [...], "outputs": [...]}`` (or functional)."""
+    try:
+        tests = json.loads(ground_truth)
+    except (TypeError, json.JSONDecodeError) as err:
+        raise RowError(rid, "reward_model.ground_truth", f"unparsable tests ({err})") from None
+    _check(isinstance(tests, dict), rid, "reward_model.ground_truth", "tests must be a JSON object")
+    if "functional" in tests:
+        _check(isinstance(tests["functional"], str) and tests["functional"].strip() != "", rid,
+               "reward_model.ground_truth", "empty functional tests")
+        return tests
+    ins, outs = tests.get("inputs"), tests.get("outputs")
+    _check(isinstance(ins, list) and isinstance(outs, list), rid, "reward_model.ground_truth",
+           "tests need lists 'inputs' and 'outputs'")
+    _check(len(ins) > 0, rid, "reward_model.ground_truth", "empty tests")
+    _check(len(ins) == len(outs), rid, "reward_model.ground_truth", f"{len(ins)} inputs vs {len(outs)} outputs")
+    return tests
+
+
+def n_code_tests(ground_truth: str) -> int:
+    """How many tests a code ground truth holds (asserts for functional tests)."""
+    tests = json.loads(ground_truth)
+    if "functional" in tests:
+        return tests["functional"].count("assert ")
+    return len(tests["inputs"])
+
+
+class _QuietNoTimeout(logging.Filter):
+    """Drop math-verify's per-call notice that we parse without a signal timeout (we do, on purpose)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Timeout is disabled" not in record.getMessage()
+
+
+logging.getLogger("math_verify.parser").addFilter(_QuietNoTimeout())
+
+
+def judge_can_parse(answer: str) -> bool:
+    """True when math-verify parses ``\\boxed{answer}`` to an expression (as the judge needs); integers fast-path.
+
+    No signal timeout (``parsing_timeout=None``): this runs in any thread, on reference answers, not model output.
+    """
+    if _INT.match(answer.strip()):
+        return True
+    from math_verify import parse
+
+    return len(parse("\\boxed{" + answer + "}", parsing_timeout=None)) >= 2
+
+
+def validate_rl_row(row: Any, *, require_answer: bool = True, check_judge: bool = True) -> dict:
+    """Return ``row`` if it is a valid RL/eval row, else raise ``RowError`` naming the id and field."""
+    _check(isinstance(row, dict), "<no id>", "<row>", f"not a dict but {type(row).__name__}")
+    rid = row_id(row)
+    info = row.get("extra_info")
+    _check(isinstance(info, dict) and isinstance(info.get("id"), str), rid, "extra_info.id", "missing id")
+    _check(isinstance(row.get("data_source"), str), rid, "data_source", "not a string")
+    turns = row.get("prompt")
+    _check(isinstance(turns, list) and len(turns) > 0 and isinstance(turns[0], dict), rid, "prompt",
+           "must be a non-empty list of {role, content}")
+    content = turns[0].get("content")
+    _check(isinstance(content, str) and content.strip() != "", rid, "prompt", "content is not a non-empty string")
+    _check(row.get("ability") in ABILITIES, rid, "ability", f"{row.get('ability')!r} not in {ABILITIES}")
+    reward = row.get("reward_model")
+    _check(isinstance(reward, dict), rid, "reward_model", "missing")
+    answer = reward.get("ground_truth")
+    if require_answer:
+        _check(isinstance(answer, str) and answer.strip() != "", rid, "reward_model.ground_truth", "missing answer")
+        if row["ability"] == "code":
+            parse_code_tests(answer, rid)
+        elif check_judge:
+            _check(judge_can_parse(answer), rid, "reward_model.ground_truth", "the judge cannot parse the answer")
+    return row
+
+
+def validate_sft_row(row: Any) -> dict:
+    """Return ``row`` if it is a valid SFT row, else raise ``RowError`` naming the id and field."""
+    _check(isinstance(row, dict), "<no id>", "<row>", f"not a dict but {type(row).__name__}")
+    rid = row_id(row)
+    msgs = row.get("messages")
+    _check(isinstance(msgs, list) and len(msgs) == 2, rid, "messages", "need [user, assistant]")
+    for turn, role in zip(msgs, ("user", "assistant")):
+        _check(isinstance(turn, dict) and turn.get("role") == role, rid, "messages", f"expected a {role} turn")
+        _check(isinstance(turn.get("content"), str) and turn["content"] != "", rid, "messages",
+               f"{role} content is not a non-empty string")
+    _check(row.get("ability") in ABILITIES, rid, "ability", f"{row.get('ability')!r} not in {ABILITIES}")
+    _check(isinstance(row.get("correct"), bool), rid, "correct", "not a bool")
+    _check(row.get("difficulty") in ("easy", "hard"), rid, "difficulty", "not 'easy' or 'hard'")
+    return row
+
+
+def dumps_rows(rows: Iterable[dict]) -> str:
+    """JSON lines with sorted keys: byte-identical for equal rows."""
+    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=True) + "\n" for r in rows)

@@ -1,0 +1,110 @@
+"""Caching worlds as JSON lines under ``artifact_dir(preset, "data", config_hash)``, and loading splits."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from klear_lib.artifacts import artifact_dir, is_complete, mark_complete
+from klear_lib.configs import config_hash, get_config
+from klear_lib.data.curation import Funnel, Step
+from klear_lib.data.schema import dumps_rows
+from klear_lib.paths import results_dir
+
+log = logging.getLogger(__name__)
+FUNNEL_COLUMNS = ("pool", "order", "stage", "rows_in", "rows_out", "dropped", "dropped_by", "note")
+
+
+def code_version() -> str:
+    """A short hash of the world-building source (``klear_lib/data`` and ``configs/data.py``): edits rebuild."""
+    here = Path(__file__).resolve().parent
+    files = sorted(here.glob("*.py")) + [here.parent / "configs" / "data.py"]
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:8]
+
+
+def world_dir(preset: str, seed: int = 0) -> Path:
+    """Where the world of ``preset`` and ``seed`` is cached: ``<preset>/data/<config_hash>-<code_version>``."""
+    cfg_hash = config_hash(get_config("data", preset, seed=seed))
+    return artifact_dir(preset, "data", f"{cfg_hash}-{code_version()}")
+
+
+def funnel_csv(funnel: Funnel) -> str:
+    """The funnel as CSV text (fixed columns, rows in pipeline order)."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=FUNNEL_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(funnel.records())
+    return buf.getvalue()
+
+
+def save_world(world, path: Path) -> None:
+    """Write ``<split>.jsonl`` per split and ``funnel.csv`` into ``path`` atomically, then mark it complete."""
+    path = Path(path)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=path.name + ".tmp"))
+    for name, rows in world.splits.items():
+        (tmp / f"{name}.jsonl").write_text(dumps_rows(rows))
+    (tmp / "funnel.csv").write_text(funnel_csv(world.funnel))
+    (tmp / "manifest.json").write_text(json.dumps({"config_hash": world.config_hash,
+                                                    "splits": {k: len(v) for k, v in world.splits.items()}},
+                                                   sort_keys=True, indent=1))
+    mark_complete(tmp, world.config_hash)
+    if path.exists():
+        shutil.rmtree(path)
+    os.replace(tmp, path)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Rows of a JSON-lines file."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line]
+
+
+def read_funnel(path: Path) -> Funnel:
+    """A ``Funnel`` back from ``funnel.csv``."""
+    funnel = Funnel()
+    for rec in csv.DictReader(io.StringIO(Path(path).read_text())):
+        dropped = {k: int(v) for k, v in (kv.rsplit("=", 1) for kv in rec["dropped_by"].split(";") if kv)}
+        funnel.add(rec["pool"], Step(rec["stage"], int(rec["rows_in"]), int(rec["rows_out"]), dropped, rec["note"]))
+    return funnel
+
+
+def ensure_world(preset: str, seed: int = 0) -> Path:
+    """Build and cache the world of ``preset``/``seed`` if it is not cached yet; return its folder."""
+    from klear_lib.data.world import build_world
+
+    path = world_dir(preset, seed)
+    if not is_complete(path):
+        log.info("building the %s data world (seed %d) into %s", preset, seed, path)
+        save_world(build_world(get_config("data", preset, seed=seed)), path)
+    return path
+
+
+def load_split(name: str, preset: str, seed: int = 0) -> list[dict]:
+    """Rows of split ``name`` of the ``preset`` world (built and cached on first use)."""
+    path = ensure_world(preset, seed) / f"{name}.jsonl"
+    if not path.exists():
+        known = sorted(p.stem for p in path.parent.glob("*.jsonl"))
+        raise KeyError(f"no split {name!r} in the {preset} world; known: {known}")
+    return read_jsonl(path)
+
+
+def load_world(preset: str, seed: int = 0):
+    """The whole cached world of ``preset``/``seed`` (built on first use)."""
+    from klear_lib.data.world import World
+
+    path = ensure_world(preset, seed)
+    splits = {p.stem: read_jsonl(p) for p in sorted(path.glob("*.jsonl"))}
+    manifest = json.loads((path / "manifest.json").read_text())
+    return World(splits=splits, funnel=read_funnel(path / "funnel.csv"), config_hash=manifest["config_hash"])
+
+
+def write_funnel(world, preset: str) -> Path:
+    """``results/<preset>/data_funnel.csv``."""
+    out = results_dir(preset) / "data_funnel.csv"
+    out.write_text(funnel_csv(world.funnel))
+    return out

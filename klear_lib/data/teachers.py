@@ -1,0 +1,211 @@
+"""Teachers as data sources: trace generators that differ in quality and style; error rates grow with tier.
+
+Each teacher mixes a reliable strategy (decompose / one statement per step, self-checks that catch and correct
+errors) with an unreliable one (direct answers / one-line expressions). A step's error probability is
+``err * (1 + growth * (tier - 1))``. Outputs are deterministic given (seed, concern, teacher, item id, sample).
+``rank`` is the documented quality rank (1 = best); ``tests/test_data_teachers.py`` checks that measured
+accuracy follows it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+
+from klear_lib.data import tasks_code as tc
+from klear_lib.data import tasks_math as tm
+from klear_lib.seeding import py_rng
+
+MAX_RESPONSE_CHARS = 320
+FILLERS = ("Let me work through this step.", "Now the next operation.", "OK, carrying on carefully.",
+           "I should be careful here.")
+
+
+@dataclasses.dataclass(frozen=True)
+class MathTeacher:
+    """A math trace generator (see module docstring for the error model)."""
+
+    name: str
+    rank: int
+    style: str
+    p_decompose: float
+    err_direct: float
+    err_decompose: float
+    growth: float = 0.25
+    p_check: float = 0.0
+    p_detect: float = 0.0
+    p_filler: float = 0.0
+    p_noise: float = 0.0
+    ability: str = "math"
+
+    def error_rate(self, decompose: bool, tier: int) -> float:
+        """Per-step error probability at ``tier``."""
+        return (self.err_decompose if decompose else self.err_direct) * (1 + self.growth * (tier - 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class CodeTeacher:
+    """A code trace generator: stepwise programs or one-liners with precedence slips."""
+
+    name: str
+    rank: int
+    style: str
+    p_stepwise: float
+    err_op: float
+    p_precedence: float
+    growth: float = 0.25
+    p_check: float = 0.0
+    p_detect: float = 0.0
+    p_noise: float = 0.0
+    ability: str = "code"
+
+    def error_rate(self, tier: int) -> float:
+        """Per-op probability of a semantic slip at ``tier``."""
+        return self.err_op * (1 + self.growth * (tier - 1))
+
+
+MATH_TEACHERS = {t.name: t for t in (
+    MathTeacher("reflective", 1, "long reflective CoT: checks every step, corrects caught errors", 0.5, 0.10, 0.01,
+                p_check=0.8, p_detect=0.9),
+    MathTeacher("careful", 2, "decomposes most steps, no checks", 0.8, 0.10, 0.015),
+    MathTeacher("mixed", 3, "half direct, half decomposed, occasional checks", 0.5, 0.14, 0.03,
+                p_check=0.2, p_detect=0.5),
+    MathTeacher("verbose", 4, "long filler sentences, mostly direct, rare checks", 0.3, 0.12, 0.04,
+                p_check=0.1, p_detect=0.5, p_filler=0.6),
+    MathTeacher("terse", 5, "terse scratchpad, direct answers only", 0.0, 0.15, 0.15),
+    MathTeacher("noisy", 6, "noisy: typos, wrong operators, broken format", 0.4, 0.18, 0.06, p_noise=0.3),
+)}
+CODE_TEACHERS = {t.name: t for t in (
+    CodeTeacher("code_reflective", 1, "stepwise, checks an example input, rewrites a wrong program", 0.6, 0.03, 0.5,
+                p_check=0.8, p_detect=0.9),
+    CodeTeacher("code_stepwise", 2, "one statement per step, no checks", 0.9, 0.04, 0.5),
+    CodeTeacher("code_mixed", 3, "half stepwise, half one-liners, occasional checks", 0.5, 0.06, 0.5,
+                p_check=0.2, p_detect=0.5),
+    CodeTeacher("code_oneliner", 4, "terse one-liners with precedence slips, some noise", 0.0, 0.06, 0.6,
+                p_noise=0.1),
+)}
+TEACHERS = {**MATH_TEACHERS, **CODE_TEACHERS}
+
+
+def get_teacher(name: str):
+    """A teacher by name; unknown names raise ``KeyError`` listing the known ones."""
+    if name not in TEACHERS:
+        raise KeyError(f"unknown teacher {name!r}; known: {sorted(TEACHERS)}")
+    return TEACHERS[name]
+
+
+def ranked(ability: str) -> list[str]:
+    """Teacher names of ``ability`` from best to worst (documented rank)."""
+    pool = MATH_TEACHERS if ability == "math" else CODE_TEACHERS
+    return sorted(pool, key=lambda n: pool[n].rank)
+
+
+def _slip(rng: random.Random, true: int, op: str, b: int) -> int:
+    deltas = [-10, -1, 1, 10] + ([-b, b] if op == "*" else [])
+    got = true + rng.choice(deltas)
+    return got if got >= 0 and got != true else true + abs(rng.choice([1, 10]))
+
+
+def _math_lines(t: MathTeacher, item: tm.MathItem, rng: random.Random, wrong_op_at: int) -> tuple[list, int]:
+    lines, cur = [], item.start
+    if t.p_filler:
+        lines.append(("filler", "We evaluate the expression one step at a time."))
+    for i, (op, b) in enumerate(item.ops):
+        if rng.random() < t.p_filler:
+            lines.append(("filler", rng.choice(FILLERS)))
+        dec = rng.random() < t.p_decompose
+        true = tm.apply(cur, op, b)
+        wrong = rng.random() < t.error_rate(dec, item.tier)
+        got = _slip(rng, true, op, b) if wrong else true
+        if i == wrong_op_at:
+            got, wrong = max(0, tm.apply(cur, "+" if op != "+" else "*", b)), True
+        lines.append(("step", tm.decomposed(cur, op, b, got) if dec else f"{cur}{op}{b}={got}"))
+        if rng.random() < t.p_check:
+            got = _check(lines, cur, op, b, got, true, wrong, rng.random() < t.p_detect)
+        cur = got
+    return lines, cur
+
+
+def _check(lines: list, a: int, op: str, b: int, got: int, true: int, wrong: bool, detect: bool) -> int:
+    if not wrong:
+        lines.append(("check", tm.check_line(a, op, b, got)))
+        return got
+    if not detect:
+        return got
+    expect = a if op != "*" else got
+    lines.append(("check", f"{tm.check_line(a, op, b, got)}, not {expect}"))
+    lines.append(("fix", f"wait, {a}{op}{b} is not {got}, so {a}{op}{b}={true}"))
+    return true
+
+
+def _fit(lines: list, tail: str, head: str = "<think>\n") -> str:
+    for drop in (None, "filler", "check"):
+        lines = [ln for ln in lines if ln[0] != drop]
+        text = head + "\n".join(s for _, s in lines) + tail
+        if len(text) <= MAX_RESPONSE_CHARS:
+            return text
+    return text[:MAX_RESPONSE_CHARS]
+
+
+def math_response(t: MathTeacher, item: tm.MathItem, rng: random.Random) -> str:
+    """One response of teacher ``t`` to ``item``."""
+    noise = rng.choice(("typo", "wrong_op", "no_answer", "unclosed")) if rng.random() < t.p_noise else None
+    wrong_op_at = rng.randrange(item.tier) if noise == "wrong_op" else -1
+    lines, answer = _math_lines(t, item, rng, wrong_op_at)
+    if noise == "typo":
+        i = rng.randrange(len(lines))
+        lines[i] = (lines[i][0], lines[i][1].replace("=", "=1", 1))
+    tail = {"no_answer": "\n</think>\nDone.", "unclosed": f"\n\\boxed{{{answer}}}"}
+    return _fit(lines, tail.get(noise, f"\n</think>\n\\boxed{{{answer}}}"))
+
+
+def _mutate(op: tuple, rng: random.Random) -> tuple | None:
+    name, c = op
+    swap = {"add": "sub", "sub": "add", "max": "min", "min": "max", "mul": "add", "mod": "div", "div": "mod"}
+    if c is None:
+        return None
+    if rng.random() < 0.5:
+        return swap[name], c
+    return name, c + 1 if name in ("mod", "div") or c == -1 else c + rng.choice((-1, 1))
+
+
+def _code_check(item: tc.CodeItem, program: str, rng: random.Random) -> tuple[str, bool]:
+    x0 = rng.randint(1, 5)
+    trace, x = [], x0
+    for name, c in item.ops:
+        x = tc.apply_op(name, c, x)
+        trace.append(str(x))
+    got = tc.interpret(program, x0)
+    got = got.strip() if got is not None else "an error"
+    return f"x={x0}: {' -> '.join(trace)}; program gives {got}", got == str(x)
+
+
+def code_response(t: CodeTeacher, item: tc.CodeItem, rng: random.Random) -> str:
+    """One response of teacher ``t`` to ``item``."""
+    rate = t.error_rate(item.tier)
+    ops = [op if rng.random() >= rate else _mutate(op, rng) for op in item.ops]
+    ops = [op for op in ops if op is not None] or list(item.ops[:1])
+    stepwise = rng.random() < t.p_stepwise
+    program = tc.stepwise_program(ops) if stepwise else tc.oneliner(ops, lambda: rng.random() < t.p_precedence)
+    think = ["one statement per step" if stepwise else "write it as one expression"]
+    if rng.random() < t.p_check:
+        line, ok = _code_check(item, program, rng)
+        if ok or rng.random() < t.p_detect:
+            think.append("check " + line)
+        if not ok and len(think) == 2:
+            think.append("wait, that is wrong, so one statement per step")
+            program = tc.stepwise_program(item.ops)
+    if rng.random() < t.p_noise:
+        program = program.replace(")", "", 1) if rng.random() < 0.5 else program.replace("print(x)", "x")
+    return "<think>\n" + "\n".join(think) + "\n</think>\n```python\n" + program + "\n```"
+
+
+def teacher_rng(seed: int, concern: str, teacher: str, item: str, sample: int) -> random.Random:
+    """The generator of one response: stable in (seed, concern, teacher, item id, sample index)."""
+    return py_rng(seed, "teacher", concern, teacher, item, sample)
+
+
+def respond(teacher: str, item, item_key: str, sample: int, *, seed: int = 0, concern: str = "sft") -> str:
+    """Response ``sample`` (0..15) of ``teacher`` to a ``MathItem``/``CodeItem`` keyed by its id."""
+    t = get_teacher(teacher)
+    rng = teacher_rng(seed, concern, teacher, item_key, sample)
+    return math_response(t, item, rng) if t.ability == "math" else code_response(t, item, rng)

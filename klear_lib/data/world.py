@@ -1,0 +1,235 @@
+"""The miniature reasoning world: evaluation splits, the SFT teacher pool and the RL sets, each curated through
+the pure filters of ``curation`` with every drop counted in one ``Funnel`` (PAPER.md §2.2-2.3, DESIGN.md).
+
+Held-out splits are drawn first; every training pool then loses their ids (exact) and anything sharing a
+9-gram with them or with the real benchmarks. Deterministic in ``cfg`` (seeds via ``klear_lib.seeding``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from typing import Callable
+
+from tqdm.auto import tqdm
+
+from klear_lib.configs.base import config_hash
+from klear_lib.data import curation as cu
+from klear_lib.data import tasks_code as tc
+from klear_lib.data import tasks_math as tm
+from klear_lib.data.schema import n_code_tests
+from klear_lib.data.subsets import sft_subset
+from klear_lib.data.teachers import get_teacher, ranked, respond
+from klear_lib.seeding import py_rng
+
+log = logging.getLogger(__name__)
+MATH_EVAL_SPLITS = tuple(f"math_eval_t{k}" for k in tm.TIERS)
+EVAL_SPLITS = ("tiny_aime", "tiny_lcb", *MATH_EVAL_SPLITS)
+TRAIN_SPLITS = ("sft_pool", "sft", "math_rl", "code_rl")
+TASKS = {"math": tm, "code": tc}
+
+
+@dataclasses.dataclass
+class World:
+    """All splits (name -> rows) and the funnel of the curation that produced them."""
+
+    splits: dict[str, list[dict]]
+    funnel: cu.Funnel
+    config_hash: str
+
+
+def _math_rows(cfg, concern: str, n: int, weights, split: str, tiers=tm.TIERS) -> list[dict]:
+    rng = py_rng(cfg.seed, "world", concern)
+    chosen = rng.choices(tiers, weights=weights, k=n)
+    return [tm.to_row(tm.sample_item(rng, k), split) for k in chosen]
+
+
+def _code_rows(cfg, concern: str, n: int, split: str) -> list[dict]:
+    rng = py_rng(cfg.seed, "world", concern)
+    chosen = rng.choices(tc.TIERS, weights=cfg.code_tier_weights, k=n)
+    return [tc.to_row(tc.sample_item(rng, k, cfg.code_tests), split) for k in chosen]
+
+
+def _n_candidates(n: int, factor: float) -> int:
+    return int(math.ceil(n * factor))
+
+
+def eval_splits(cfg, funnel: cu.Funnel) -> dict[str, list[dict]]:
+    """The held-out splits: ``tiny_aime`` (tier 5), ``tiny_lcb`` (code), ``math_eval_t1..t5``; ids disjoint."""
+    n_cand, out, seen = _n_candidates(cfg.n_eval, 1 + cfg.candidate_margin), {}, set()
+    for name in EVAL_SPLITS:
+        if name == "tiny_lcb":
+            rows = _code_rows(cfg, f"eval:{name}", n_cand, name)
+        else:
+            tier = 5 if name == "tiny_aime" else int(name[-1])
+            rows = _math_rows(cfg, f"eval:{name}", n_cand, [1.0], name, tiers=(tier,))
+        for step_fn in (cu.exact_dedup, lambda r: cu.exclude_ids(r, seen, "exclude_other_eval_ids"),
+                        lambda r: cu.take_first(r, cfg.n_eval)):
+            rows, step = step_fn(rows)
+            funnel.add(f"eval:{name}", step)
+        seen |= {cu.item_of(r) for r in rows}
+        out[name] = sorted(rows, key=cu.item_of)
+    return out
+
+
+def _clean(rows: list[dict], pool: str, heldout: set[str], index: cu.NgramIndex, n: int,
+           funnel: cu.Funnel) -> list[dict]:
+    steps: list[Callable] = [lambda r: cu.validate_rows(r, on_error="raise"), cu.exact_dedup,
+                             lambda r: cu.exclude_ids(r, heldout), lambda r: cu.decontaminate(r, (), n, index)]
+    for step_fn in steps:
+        rows, step = step_fn(rows)
+        funnel.add(pool, step)
+    return rows
+
+
+def _item(row: dict):
+    return TASKS[row["ability"]].item_from_row(row)
+
+
+def pass_rates(rows: list[dict], teacher: str, n: int, *, seed: int, concern: str, desc: str = "") -> dict[str, float]:
+    """Per item: the fraction of ``n`` samples of ``teacher`` that the miniature judge accepts."""
+    out = {}
+    for row in tqdm(rows, desc=desc or f"{concern}:{teacher}", leave=False, mininterval=2):
+        gt, rid, item = row["reward_model"]["ground_truth"], cu.item_of(row), _item(row)
+        judge = TASKS[row["ability"]].judge
+        out[rid] = sum(judge(respond(teacher, item, rid, k, seed=seed, concern=concern), gt) for k in range(n)) / n
+    return out
+
+
+def _sft_rows(row: dict, samples: int, seed: int) -> list[dict]:
+    rid, item, gt = cu.item_of(row), _item(row), row["reward_model"]["ground_truth"]
+    ability, task, out = row["ability"], TASKS[row["ability"]], []
+    for name in ranked(ability):
+        for k in range(samples):
+            text = respond(name, item, rid, k, seed=seed, concern="sft")
+            out.append({"id": f"{rid}-{name}-{k:02d}", "item_id": rid, "ability": ability, "tier": item.tier,
+                        "teacher": name, "teacher_rank": get_teacher(name).rank, "sample": k,
+                        "messages": [{"role": "user", "content": row["prompt"][0]["content"]},
+                                     {"role": "assistant", "content": text}],
+                        "correct": task.judge(text, gt), "difficulty": row["extra_info"]["difficulty"],
+                        "data_source": row["data_source"], "ground_truth": gt})
+    return out
+
+
+def sft_pool(cfg, prompts: list[dict], ability: str, funnel: cu.Funnel) -> list[dict]:
+    """Label prompt difficulty with the reference teacher, then expand each prompt into teacher responses."""
+    pool = f"sft_pool:{ability}"
+    ref = cfg.reference_teacher_math if ability == "math" else cfg.reference_teacher_code
+    rates = pass_rates(prompts, ref, cfg.responses_per_prompt, seed=cfg.seed, concern="reference")
+    prompts, step = cu.label_difficulty(prompts, rates, threshold=cfg.difficulty_threshold,
+                                        hard_tier_min=cfg.hard_tier_min)
+    funnel.add(pool, step)
+    samples = cfg.math_samples_per_teacher if ability == "math" else cfg.code_samples_per_teacher
+    rows = [r for p in tqdm(prompts, desc=pool, leave=False, mininterval=2) for r in _sft_rows(p, samples, cfg.seed)]
+    funnel.add(pool, cu.Step("teacher_responses", len(prompts), len(rows), {},
+                             note=f"{len(ranked(ability))} teachers x {samples} samples"))
+    rows, step = cu.validate_rows(rows, kind="sft", on_error="raise")
+    funnel.add(pool, step)
+    return sorted(rows, key=lambda r: r["id"])
+
+
+def _noisy(cfg, row: dict, share: float, kind: str) -> bool:
+    return py_rng(cfg.seed, "noise", kind, cu.item_of(row)).random() < share
+
+
+def inject_math_noise(cfg, rows: list[dict]) -> list[dict]:
+    """Replace the reference answer of a ``math_wrong_answer_share`` of items by a wrong one (flagged)."""
+    out = []
+    for row in rows:
+        if _noisy(cfg, row, cfg.math_wrong_answer_share, "wrong_answer"):
+            rng = py_rng(cfg.seed, "noise", "delta", cu.item_of(row))
+            wrong = int(row["reward_model"]["ground_truth"]) + rng.choice((-1, 1)) * rng.randint(1, 9)
+            row = tm.to_row(_item(row), row["extra_info"]["split"], ground_truth=wrong, noise="wrong_answer")
+        out.append(row)
+    return out
+
+
+def inject_code_noise(cfg, rows: list[dict]) -> list[dict]:
+    """Corrupt some expected outputs (``faulty_tests``) or cut the tests below 16 (``few_tests``), flagged."""
+    out = []
+    for row in rows:
+        item, split, rng = _item(row), row["extra_info"]["split"], py_rng(cfg.seed, "noise", "tests", cu.item_of(row))
+        if _noisy(cfg, row, cfg.code_faulty_tests_share, "faulty_tests"):
+            outs = item.outputs()
+            for i in rng.sample(range(len(outs)), rng.randint(2, 5)):
+                outs[i] += rng.choice((-3, -2, -1, 1, 2, 3))
+            row = tc.to_row(item, split, outputs=outs, noise="faulty_tests")
+        elif _noisy(cfg, row, cfg.code_few_tests_share, "few_tests"):
+            few = item.inputs[: rng.randint(6, cfg.min_code_tests - 1)]
+            row = tc.to_row(item, split, inputs=few, noise="few_tests")
+        out.append(row)
+    return out
+
+
+def _noise_step(before: list[dict], after: list[dict]) -> cu.Step:
+    kinds: dict[str, int] = {}
+    for r in after:
+        if r["extra_info"]["noise"]:
+            kinds[r["extra_info"]["noise"]] = kinds.get(r["extra_info"]["noise"], 0) + 1
+    return cu.Step("inject_noise", len(before), len(after), {}, ";".join(f"{k}={v}" for k, v in sorted(kinds.items())))
+
+
+def rl_split(cfg, ability: str, heldout: set[str], index: cu.NgramIndex, funnel: cu.Funnel) -> list[dict]:
+    """``math_rl`` / ``code_rl``: candidates -> clean -> inject noise -> the paper's RL filters -> target size."""
+    name, n = f"{ability}_rl", cfg.n_math_rl if ability == "math" else cfg.n_code_rl
+    n_cand = _n_candidates(n, cfg.rl_candidate_factor[ability == "code"])
+    if ability == "math":
+        rows = _math_rows(cfg, "rl:math", n_cand, cfg.rl_tier_weights, name)
+    else:
+        rows = _code_rows(cfg, "rl:code", n_cand, name)
+    rows = _clean(rows, name, heldout, index, cfg.ngram_decontam, funnel)
+    noisy = inject_math_noise(cfg, rows) if ability == "math" else inject_code_noise(cfg, rows)
+    funnel.add(name, _noise_step(rows, noisy))
+    teacher = cfg.filter_teacher_math if ability == "math" else cfg.filter_teacher_code
+    rates = pass_rates(noisy, teacher, cfg.responses_per_prompt, seed=cfg.seed, concern="filter")
+    if ability == "math":
+        rows, step = cu.filter_math_majority(noisy, rates, majority=cfg.math_majority)
+    else:
+        rows, step = cu.filter_code_tests(noisy, rates, lambda r: n_code_tests(r["reward_model"]["ground_truth"]),
+                                          min_tests=cfg.min_code_tests, min_pass_rate=cfg.code_pass_rate_min)
+    funnel.add(name, step)
+    rows = [{**r, "extra_info": {**r["extra_info"], "filter_pass_rate": rates[cu.item_of(r)]}} for r in rows]
+    rows, step = cu.take_first(rows, n)
+    funnel.add(name, step)
+    return sorted(rows, key=cu.item_of)
+
+
+def heldout_texts(cfg, evals: dict[str, list[dict]]) -> list[str]:
+    """Prompts of every evaluation set: the miniature splits, plus the real benchmarks when configured."""
+    texts = [r["prompt"][0]["content"] for rows in evals.values() for r in rows]
+    if cfg.decontam_real:
+        from klear_lib.data.sources import benchmark_texts
+
+        texts += list(benchmark_texts(mode="local"))
+    return texts
+
+
+def build_world(cfg) -> World:
+    """Build every split of the world described by ``cfg`` (miniature, or real sources for local/hub)."""
+    if cfg.source != "miniature":
+        from klear_lib.data.realworld import build_real_world
+
+        return build_real_world(cfg)
+    funnel = cu.Funnel()
+    evals = eval_splits(cfg, funnel)
+    heldout = {cu.item_of(r) for rows in evals.values() for r in rows}
+    index = cu.ngram_index(heldout_texts(cfg, evals), cfg.ngram_decontam, cfg.ngram_boilerplate_df)
+    splits: dict[str, list[dict]] = {}
+    pool = []
+    for ability, n in (("math", cfg.n_math_sft_prompts), ("code", cfg.n_code_sft_prompts)):
+        n_cand = _n_candidates(n, cfg.sft_candidate_factor[ability == "code"])
+        cand = (_math_rows(cfg, "sft:math", n_cand, cfg.sft_tier_weights, "sft") if ability == "math"
+                else _code_rows(cfg, "sft:code", n_cand, "sft"))
+        prompts = _clean(cand, f"sft_pool:{ability}", heldout, index, cfg.ngram_decontam, funnel)
+        prompts, step = cu.take_first(prompts, n)
+        funnel.add(f"sft_pool:{ability}", step)
+        pool += sft_pool(cfg, prompts, ability, funnel)
+    splits["sft_pool"] = sorted(pool, key=lambda r: r["id"])
+    sub = cu.Funnel()
+    splits["sft"] = sft_subset(splits["sft_pool"], correctness=cfg.sft_correctness, top_k=cfg.sft_top_k,
+                               budget=cfg.sft_budget, seed=cfg.seed, funnel=sub)
+    funnel.steps += [("sft", s) for _, s in sub.steps]
+    for ability in ("math", "code"):
+        splits[f"{ability}_rl"] = rl_split(cfg, ability, heldout, index, funnel)
+    splits.update(evals)
+    return World(splits=splits, funnel=funnel, config_hash=config_hash(cfg))
