@@ -68,3 +68,27 @@ def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dic
     trainer.processing_class.save_pretrained(str(final))
     artifacts.mark_complete(final)
     return final
+
+
+def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None, **overrides):
+    """avg@k and pass@k of one checkpoint on ``benchmarks`` (default: the preset's), upserted into eval.csv.
+
+    Samples are stored per checkpoint under ``<artifacts>/<preset>/eval/<key>`` so a rerun resumes, and a
+    different checkpoint under the same stage name never reuses another's samples.
+    """
+    import pandas as pd
+
+    from klear_lib.evaluation.benchmarks import get_spec, load_rows
+    from klear_lib.evaluation.harness import evaluate, summarize
+    from klear_lib.results import append_eval_rows, eval_csv
+
+    cfg = get_config("eval", preset, **overrides)
+    key = hashlib.sha256(f"{config_hash(cfg)}|{Path(model_path).resolve()}".encode()).hexdigest()[:12]
+    out = artifacts.artifact_dir(preset, "eval", key)
+    rows = []
+    for name in benchmarks or cfg.benchmarks:
+        samples = evaluate(str(model_path), get_spec(name), load_rows(name, preset, cfg.max_problems), cfg, out,
+                           stage=stage)
+        rows += summarize(samples, stage=stage, benchmark=name, seed=cfg.seed, config_hash=config_hash(cfg))
+    append_eval_rows(rows, eval_csv(preset))
+    return pd.DataFrame(rows)

@@ -1,4 +1,4 @@
-"""A CSV run record of an RL run: one row per optimizer update, resumable, no timings (so reruns compare equal)."""
+"""A CSV run record of a training run: one row per optimizer update, resumable, no timings (reruns compare equal)."""
 from __future__ import annotations
 
 import csv
@@ -29,6 +29,8 @@ RECORD_KEYS = {
     "ratio_mean": "gppo/ratio_mean",
 }
 RECORD_COLUMNS = ["step", "rl_step", *RECORD_KEYS, "config_hash"]
+# SFT runs (TRL SFTTrainer's log keys)
+SFT_KEYS = {k: k for k in ("epoch", "loss", "grad_norm", "learning_rate", "mean_token_accuracy", "entropy")}
 
 
 def format_value(value) -> str:
@@ -38,10 +40,18 @@ def format_value(value) -> str:
     return f"{value:.10g}" if isinstance(value, float) else str(value)
 
 
-def record_row(logs: dict, step: int, updates_per_step: int, cfg_hash: str = "") -> dict[str, str]:
+def columns(keys: dict = RECORD_KEYS, rl: bool = True) -> list[str]:
+    """Record columns: step (optimizer update), rl_step (generation batch; RL only), the logged keys, config hash."""
+    return ["step", *(["rl_step"] if rl else []), *keys, "config_hash"]
+
+
+def record_row(logs: dict, step: int, updates_per_step: int | None, cfg_hash: str = "",
+               keys: dict = RECORD_KEYS) -> dict[str, str]:
     """One record row from a trainer ``logs`` dict at optimizer ``step`` (1-based)."""
-    row = {"step": str(step), "rl_step": str((step - 1) // updates_per_step + 1)}
-    row.update({col: format_value(logs.get(key)) for col, key in RECORD_KEYS.items()})
+    row = {"step": str(step)}
+    if updates_per_step:
+        row["rl_step"] = str((step - 1) // updates_per_step + 1)
+    row.update({col: format_value(logs.get(key)) for col, key in keys.items()})
     return {**row, "config_hash": cfg_hash}
 
 
@@ -53,29 +63,34 @@ def read_rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def write_rows(path: Path, rows: list[dict[str, str]]) -> None:
+def write_rows(path: Path, rows: list[dict[str, str]], fields: list[str] = RECORD_COLUMNS) -> None:
     """Write the record from scratch (header + rows)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=RECORD_COLUMNS)
+        writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
 
 
 class RunRecord(TrainerCallback):
-    """Appends a row per logged optimizer update to ``path``; on resume, drops rows past the checkpoint."""
+    """Appends a row per logged optimizer update to ``path``; on resume, drops rows past the checkpoint.
 
-    def __init__(self, path: str | Path, updates_per_step: int = 1, cfg_hash: str = ""):
-        self.path, self.updates_per_step, self.cfg_hash = Path(path), updates_per_step, cfg_hash
+    ``updates_per_step`` (RL) adds the ``rl_step`` column; pass ``None`` and ``keys=SFT_KEYS`` for SFT.
+    """
+
+    def __init__(self, path: str | Path, updates_per_step: int | None = 1, cfg_hash: str = "",
+                 keys: dict = RECORD_KEYS):
+        self.path, self.updates_per_step, self.cfg_hash, self.keys = Path(path), updates_per_step, cfg_hash, keys
+        self.fields = columns(keys, rl=bool(updates_per_step))
 
     def on_train_begin(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
             kept = [r for r in read_rows(self.path) if int(r["step"]) <= state.global_step]
-            write_rows(self.path, kept)
+            write_rows(self.path, kept, self.fields)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs or "loss" not in logs:
             return
         with self.path.open("a", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=RECORD_COLUMNS)
-            writer.writerow(record_row(logs, state.global_step, self.updates_per_step, self.cfg_hash))
+            writer = csv.DictWriter(fh, fieldnames=self.fields)
+            writer.writerow(record_row(logs, state.global_step, self.updates_per_step, self.cfg_hash, self.keys))

@@ -1,7 +1,6 @@
 """Long-CoT SFT through TRL's ``SFTTrainer``: loss on the assistant turn only (PAPER.md §2.2)."""
 from __future__ import annotations
 
-import csv
 import logging
 from pathlib import Path
 
@@ -11,11 +10,12 @@ from trl import SFTConfig as TRLSFTConfig
 from trl import SFTTrainer
 
 from klear_lib import artifacts
+from klear_lib.configs import config_hash
 from klear_lib.configs.sft import SFTConfig
 from klear_lib.models import load
+from klear_lib.training.run_record import SFT_KEYS, RunRecord
 
 log = logging.getLogger(__name__)
-RECORD_FIELDS = ["step", "epoch", "loss", "grad_norm", "learning_rate", "mean_token_accuracy"]
 
 
 class StopAt(TrainerCallback):
@@ -28,29 +28,6 @@ class StopAt(TrainerCallback):
         if state.global_step >= self.step:
             control.should_training_stop = True
             control.should_save = True
-
-
-class CsvRecord(TrainerCallback):
-    """Appends the trainer's per-step logs to a small CSV run record (rounded, so reruns compare equal)."""
-
-    def __init__(self, path: Path, fields: list[str] = RECORD_FIELDS):
-        self.path, self.fields = Path(path), fields
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if not state.is_world_process_zero or not logs or "loss" not in logs:
-            return
-        row = {"step": state.global_step, **{k: logs.get(k) for k in self.fields if k != "step"}}
-        new = not self.path.exists()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=self.fields)
-            if new:
-                writer.writeheader()
-            writer.writerow({k: _fmt(v) for k, v in row.items()})
-
-
-def _fmt(value):
-    return f"{value:.6g}" if isinstance(value, float) else value
 
 
 def trl_args(cfg: SFTConfig, output_dir: Path) -> TRLSFTConfig:
@@ -97,9 +74,8 @@ def train_sft(cfg: SFTConfig, model_path: str, rows: list[dict], output_dir: Pat
     model, tokenizer = load(model_path)
     args = trl_args(cfg, output_dir)
     resume = last_checkpoint(output_dir)
-    if resume is None and record_path is not None and Path(record_path).exists():
-        Path(record_path).unlink()  # a fresh run starts a fresh record
-    callbacks = ([CsvRecord(record_path)] if record_path else []) + ([StopAt(stop_at_step)] if stop_at_step else [])
+    record = [RunRecord(record_path, None, config_hash(cfg), SFT_KEYS)] if record_path else []
+    callbacks = record + ([StopAt(stop_at_step)] if stop_at_step else [])
     trainer = SFTTrainer(model=model, args=args, train_dataset=sft_dataset(rows, cfg.max_rows),
                          processing_class=tokenizer, callbacks=callbacks)
     trainer.train(resume_from_checkpoint=resume)

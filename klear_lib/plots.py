@@ -1,0 +1,55 @@
+"""Figures built only from results files (run records, eval tables), so every figure has a checked table."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def training_curves(record: str | Path | pd.DataFrame, columns: Sequence[str], *, x: str = "step",
+                    title: str = "", smooth: int = 1):
+    """One panel per column of a run record against ``x`` (rolling mean over ``smooth`` rows)."""
+    df = pd.read_csv(record) if not isinstance(record, pd.DataFrame) else record
+    fig, axes = plt.subplots(1, len(columns), figsize=(3.2 * len(columns), 2.6), squeeze=False)
+    for ax, col in zip(axes[0], columns):
+        ax.plot(df[x], df[col].rolling(smooth, min_periods=1).mean())
+        ax.set_title(col, fontsize=9)
+        ax.set_xlabel(x, fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def stage_bars(eval_rows: pd.DataFrame, metric: str = "avg@k", title: str = ""):
+    """Grouped bars of ``metric`` per benchmark and stage, with 95% CI whiskers."""
+    df = eval_rows[eval_rows["metric"] == metric]
+    benches, stages = sorted(df["benchmark"].unique()), list(dict.fromkeys(df["stage"]))
+    fig, ax = plt.subplots(figsize=(1.2 + 1.6 * len(benches), 2.8))
+    width = 0.8 / max(len(stages), 1)
+    for i, stage in enumerate(stages):
+        sub = df[df["stage"] == stage].set_index("benchmark").reindex(benches)
+        xs = [b + i * width for b in range(len(benches))]
+        err = [sub["mean"] - sub["ci_low"], sub["ci_high"] - sub["mean"]]
+        ax.bar(xs, sub["mean"], width, yerr=err, capsize=2, label=stage)
+    ax.set_xticks([b + width * (len(stages) - 1) / 2 for b in range(len(benches))], benches)
+    ax.set_ylabel(metric)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def save(fig, name: str) -> Path:
+    """Save ``fig`` as ``results/figures/<name>.png`` and return the path."""
+    from klear_lib.paths import FIGURES
+
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    path = FIGURES / f"{name}.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    return path
