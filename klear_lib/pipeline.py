@@ -12,7 +12,7 @@ from pathlib import Path
 
 from klear_lib import artifacts
 from klear_lib.configs import config_hash, get_config
-from klear_lib.configs.rl import CODE_STAGE_OVERRIDES
+from klear_lib.configs.rl import STAGE_OVERRIDES
 from klear_lib.data import load_split
 from klear_lib.models import load_or_build
 from klear_lib.paths import runs_dir
@@ -46,8 +46,7 @@ def sft_stage(preset: str, rows: list[dict] | None = None, name: str = "sft", **
 
 def rl_cfg(preset: str, reward: str, **overrides):
     """The RL config of one stage; at ``full`` the code stage takes its own LR and mini-batch (PAPER.md §2.4)."""
-    stage = CODE_STAGE_OVERRIDES if reward == "code" and preset == "full" else {}
-    return get_config("rl", preset, **{**stage, **overrides})
+    return get_config("rl", preset, **{**STAGE_OVERRIDES.get((preset, reward), {}), **overrides})
 
 
 def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dict] | None = None,

@@ -410,12 +410,10 @@ def main(argv: list[str] | None = None) -> None:
     """CLI for ``accelerate launch -m klear_lib.training.gppo_trainer``; resumes from the last checkpoint."""
     from datasets import load_dataset
 
-    from klear_lib.configs import get_config
-    from klear_lib.configs.rl import CODE_STAGE_OVERRIDES
+    from klear_lib.pipeline import rl_cfg
 
     args = _parser().parse_args(argv)
-    stage = CODE_STAGE_OVERRIDES if args.stage == "code" and args.preset == "full" else {}
-    cfg = get_config("rl", args.preset, **{**stage, **_parse_pairs(args.set)})
+    cfg = rl_cfg(args.preset, args.stage, **_parse_pairs(args.set))
     kind = "parquet" if args.train_file.endswith(".parquet") else "json"
     rows = load_dataset(kind, data_files=args.train_file, split="train").to_list()
     trainer = build_rl_trainer(cfg, args.model, rows, args.stage, args.output_dir, args.run_record,

@@ -94,3 +94,11 @@ class RunRecord(TrainerCallback):
         with self.path.open("a", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=self.fields)
             writer.writerow(record_row(logs, state.global_step, self.updates_per_step, self.cfg_hash, self.keys))
+
+
+def record_summary(record, columns, fraction: float = 0.1):
+    """Mean of ``columns`` over the first and the last ``fraction`` of a run record (a DataFrame)."""
+    import pandas as pd
+
+    n = max(1, int(len(record) * fraction))
+    return pd.DataFrame({"first": record.head(n)[columns].mean(), "last": record.tail(n)[columns].mean()})

@@ -1,0 +1,9 @@
+"""Evaluation: benchmark specs, generation backends, the avg@k harness and its metrics."""
+from klear_lib.evaluation.benchmarks import SPECS, BenchmarkSpec, get_spec, load_rows
+from klear_lib.evaluation.checkpoints import (available_stages, checkpoint_label, register_stage_checkpoint,
+                                               stage_checkpoint)
+from klear_lib.evaluation.harness import evaluate, summarize
+from klear_lib.evaluation.metrics import avg_at_k, bootstrap_ci, pass_at_k, standard_error
+
+__all__ = ["SPECS", "BenchmarkSpec", "get_spec", "load_rows", "evaluate", "summarize", "avg_at_k", "pass_at_k",
+           "bootstrap_ci", "standard_error", "stage_checkpoint", "register_stage_checkpoint", "available_stages", "checkpoint_label"]

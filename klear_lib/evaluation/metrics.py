@@ -1,0 +1,67 @@
+"""Benchmark metrics: avg@k (mean pass@1 over k samples), the unbiased pass@k, and uncertainty over problems.
+
+avg@k = (1/P) Σ_p c_p / n_p, the paper's metric (PAPER.md §4: avg@64 AIME/HMMT, avg@8 LiveCodeBench).
+pass@k = 1 - C(n-c, k) / C(n, k) per problem (Chen et al. 2021), averaged over problems.
+Uncertainty treats problems as the sampling unit: standard error of the per-problem means, and a percentile
+bootstrap over problems with an explicit seed.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from klear_lib.seeding import np_rng
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one problem with ``c`` correct among ``n`` samples: 1 - C(n-c,k)/C(n,k)."""
+    if not 0 <= c <= n or k < 1 or k > n:
+        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
+    if n - c < k:
+        return 1.0
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def per_problem_rates(correct: Sequence[Sequence[bool]]) -> np.ndarray:
+    """``(P,)`` pass@1 estimates c_p / n_p from per-problem lists of sample verdicts."""
+    if not len(correct) or any(len(c) == 0 for c in correct):
+        raise ValueError("every problem needs at least one sample")
+    return np.array([float(np.mean(c)) for c in correct])
+
+
+def avg_at_k(correct: Sequence[Sequence[bool]]) -> float:
+    """avg@k: the mean over problems of the fraction of correct samples (k = samples per problem)."""
+    return float(per_problem_rates(correct).mean())
+
+
+def mean_pass_at_k(correct: Sequence[Sequence[bool]], k: int) -> float:
+    """The unbiased pass@k averaged over problems."""
+    return float(np.mean([pass_at_k(len(c), int(sum(c)), k) for c in correct]))
+
+
+def standard_error(values: Sequence[float]) -> float:
+    """Standard error of the mean, sample std (ddof=1) / sqrt(P); 0 for a single value."""
+    arr = np.asarray(values, dtype=float)
+    return float(arr.std(ddof=1) / np.sqrt(len(arr))) if len(arr) > 1 else 0.0
+
+
+def bootstrap_ci(values: Sequence[float], seed: int, n_boot: int = 2000, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean over problems, resampled with ``np_rng(seed, "bootstrap")``."""
+    arr = np.asarray(values, dtype=float)
+    if len(arr) < 2:
+        return float(arr.mean()), float(arr.mean())
+    idx = np_rng(seed, "bootstrap").integers(0, len(arr), size=(n_boot, len(arr)))
+    means = arr[idx].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    return float(np.quantile(means, tail)), float(np.quantile(means, 1.0 - tail))
+
+
+def summarize(correct: Sequence[Sequence[bool]], seed: int, ks: Sequence[int] = ()) -> dict[str, float]:
+    """avg@k with its standard error and bootstrap CI, plus pass@k for each ``k`` in ``ks``."""
+    rates = per_problem_rates(correct)
+    low, high = bootstrap_ci(rates, seed)
+    out = {"mean": float(rates.mean()), "stderr": standard_error(rates), "ci_low": low, "ci_high": high,
+           "n_problems": len(rates), "k": min(len(c) for c in correct)}
+    out.update({f"pass@{k}": mean_pass_at_k(correct, k) for k in ks})
+    return out

@@ -1,0 +1,70 @@
+"""One entry point per row schema: the same judges score RL rollouts (reward) and benchmark samples (verdict).
+
+Rows follow the verl schema (``ability``, ``reward_model.ground_truth``, ``extra_info.id``). Math ground truth
+is the answer string; code ground truth is the JSON test spec parsed by ``code.parse_tests`` — or, for
+benchmark rows built by ``klear_lib.evaluation.benchmarks``, a ready list of tests under ``extra_info.tests``.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+from klear_lib.rewards import code as code_judge
+from klear_lib.rewards import math as math_judge
+from klear_lib.rewards.sandbox import DEFAULT_TIMEOUT_S
+
+
+def row_id(row: dict) -> str:
+    """The row's ``extra_info.id`` (for error messages), or ``?``."""
+    return str((row.get("extra_info") or {}).get("id", "?"))
+
+
+def row_tests(row: dict) -> list[dict]:
+    """The code tests of a row: ``extra_info.tests`` if present, else parsed from the ground truth."""
+    tests = (row.get("extra_info") or {}).get("tests")
+    if tests is not None:
+        return list(tests)
+    return code_judge.parse_tests(_ground_truth(row), row_id(row))
+
+
+def _ground_truth(row: dict):
+    try:
+        return row["reward_model"]["ground_truth"]
+    except (KeyError, TypeError):
+        raise ValueError(f"row {row_id(row)}: missing field reward_model.ground_truth") from None
+
+
+def _ability(row: dict) -> str:
+    ability = row.get("ability")
+    if ability not in ("math", "code"):
+        raise ValueError(f"row {row_id(row)}: field ability must be 'math' or 'code', got {ability!r}")
+    return ability
+
+
+def reward(response: str, row: dict, code_mode: str = "soft", max_tests: int | None = code_judge.MAX_TESTS,
+           seed: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S) -> float:
+    """The paper's shaped reward of ``response`` for ``row`` (math: ±1/-0.5/-2; code: soft or hard)."""
+    if _ability(row) == "math":
+        return math_judge.math_reward(response, _ground_truth(row))
+    return code_judge.code_reward(response, row_tests(row), code_mode, max_tests, seed, timeout_s)
+
+
+def correct(response: str, row: dict, max_tests: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
+    """The benchmark verdict: reward +1 (code: every test passes; ``max_tests=None`` runs all of them)."""
+    return reward(response, row, "hard", max_tests, 0, timeout_s) == 1.0
+
+
+def correct_many(responses: Sequence[str], rows: Sequence[dict], workers: int = 2, max_tests: int | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> list[bool]:
+    """``correct`` over pairs; code runs ``workers`` sandboxes at a time, math stays in this thread."""
+    if len(responses) != len(rows):
+        raise ValueError(f"{len(responses)} responses but {len(rows)} rows")
+    math_idx = [i for i, r in enumerate(rows) if _ability(r) == "math"]
+    verdicts = dict.fromkeys(range(len(rows)), False)
+    scores = math_judge.math_rewards([responses[i] for i in math_idx], [_ground_truth(rows[i]) for i in math_idx])
+    verdicts.update({i: s == 1.0 for i, s in zip(math_idx, scores)})
+    code_idx = [i for i in range(len(rows)) if i not in set(math_idx)]
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        found = pool.map(lambda i: correct(responses[i], rows[i], max_tests, timeout_s), code_idx)
+        verdicts.update(zip(code_idx, found))
+    return [verdicts[i] for i in range(len(rows))]

@@ -1,0 +1,152 @@
+"""Runs inside the sandbox (its source is passed to ``python -c``): one program, many stdin tests, one start.
+
+Reads ``{"source", "stdins", "timeout_s", "max_timeouts", "max_output", "max_stderr", "python", "reap_all"}`` as JSON
+on stdin and writes one JSON list of ``{"status", "returncode", "stdout", "stderr", "wall_s"}`` on stdout. Each test gets
+its own child process with its own wall-clock timeout and output cap (once a program has timed out
+``max_timeouts`` times, its remaining tests count as timeouts without running); after each test every process of
+the sandbox user is killed (``reap_all``), so a stray child of one test cannot touch the next. The runner makes
+itself non-dumpable first, so the program (same uid) cannot open ``/proc/<runner>/fd`` to forge the verdict.
+Standard library only: it runs under the sandbox's system Python.
+"""
+import ctypes
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+PR_SET_DUMPABLE = 4
+CHUNK = 65536
+
+
+def _undumpable():
+    """prctl(PR_SET_DUMPABLE, 0): /proc/<self>/* becomes root-owned, out of the program's reach."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except OSError:
+        pass
+
+
+def _kill_group(proc):
+    """SIGKILL the child's whole process group (it runs in its own session)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _feed(proc, sel, pending):
+    """Write the next chunk of stdin; close it when done (or when the program stopped reading)."""
+    try:
+        pending = pending[os.write(proc.stdin.fileno(), pending[:CHUNK]):]
+    except OSError:
+        pending = pending[len(pending):]
+    if not pending:
+        sel.unregister(proc.stdin)
+        proc.stdin.close()
+    return pending
+
+
+def _drain(fileobj, sel, buf, cap, is_stderr):
+    """Read one chunk into ``buf``; True when stdout went over its cap (stderr is just truncated)."""
+    data = os.read(fileobj.fileno(), CHUNK)
+    if not data:
+        sel.unregister(fileobj)
+        return False
+    buf.extend(data)
+    if len(buf) <= cap:
+        return False
+    if is_stderr:
+        del buf[cap:]
+        sel.unregister(fileobj)
+        return False
+    return True
+
+
+def _pump(proc, stdin_bytes, deadline, caps):
+    """Feed stdin and collect stdout/stderr until exit, deadline or cap; returns (out, err, why_stopped)."""
+    sel = selectors.DefaultSelector()
+    bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    for f in bufs:
+        sel.register(f, selectors.EVENT_READ)
+    pending = memoryview(stdin_bytes)
+    sel.register(proc.stdin, selectors.EVENT_WRITE) if pending else proc.stdin.close()
+    why = ""
+    while sel.get_map() and not why:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            why = "timeout"
+            break
+        for key, _ in sel.select(timeout=min(left, 0.5)):
+            if key.fileobj is proc.stdin:
+                pending = _feed(proc, sel, pending)
+            elif _drain(key.fileobj, sel, bufs[key.fileobj], caps[key.fileobj is proc.stderr],
+                        key.fileobj is proc.stderr):
+                why = "output"
+    sel.close()
+    return bytes(bufs[proc.stdout]), bytes(bufs[proc.stderr]), why
+
+
+def run_one(source, stdin_text, timeout_s, caps, python):
+    """One test: the program in a fresh child with a wall-clock deadline; returns the result dict."""
+    start = time.monotonic()
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
+    try:
+        proc = subprocess.Popen([python, "-B", "-c", source], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env, start_new_session=True, close_fds=True)
+    except OSError as exc:  # e.g. E2BIG for a program over the argv limit, EAGAIN under nproc
+        return {"status": "error", "returncode": None, "stdout": "", "stderr": "[sandbox] " + str(exc),
+                "wall_s": round(time.monotonic() - start, 4)}
+    out, err, why = _pump(proc, stdin_text.encode(), start + timeout_s, caps)
+    if why:
+        _kill_group(proc)
+    try:
+        rc = proc.wait(timeout=max(0.1, start + timeout_s - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        rc, why = proc.wait(), why or "timeout"
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            f.close()
+        except OSError:
+            pass
+    status = why == "timeout" and "timeout" or why == "output" and "killed" or _status(rc)
+    note = b"\n[sandbox] output limit exceeded" if why == "output" else b""
+    return {"status": status, "returncode": rc, "stdout": out[:caps[0]].decode("utf-8", "replace"),
+            "stderr": (err + note).decode("utf-8", "replace"), "wall_s": round(time.monotonic() - start, 4)}
+
+
+def _status(rc):
+    """ok | error | killed from a return code (negative = killed by a signal)."""
+    return "ok" if rc == 0 else ("killed" if rc < 0 else "error")
+
+
+def _reap_all():
+    """SIGKILL every process this uid can signal in the sandbox's PID namespace, except ourselves."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def main():
+    _undumpable()
+    job = json.loads(sys.stdin.read())
+    caps = (int(job["max_output"]), int(job["max_stderr"]))
+    results, max_timeouts = [], job.get("max_timeouts")
+    for stdin_text in job["stdins"]:
+        if max_timeouts is not None and sum(r["status"] == "timeout" for r in results) >= max_timeouts:
+            results.append({"status": "timeout", "returncode": None, "stdout": "", "wall_s": 0.0,
+                            "stderr": "[sandbox] not run: the program already timed out %d times" % max_timeouts})
+            continue
+        results.append(run_one(job["source"], stdin_text, float(job["timeout_s"]), caps, job["python"]))
+        if job.get("reap_all"):
+            _reap_all()
+    sys.stdout.write(json.dumps(results))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""The stage registry: pointer files, discovery of complete model folders, and the always-present base."""
+from __future__ import annotations
+
+import pytest
+
+from klear_lib import artifacts
+from klear_lib.evaluation import checkpoints as ck
+
+
+def fake_model(path):
+    path.mkdir(parents=True)
+    (path / "config.json").write_text("{}")
+    artifacts.mark_complete(path)
+    return path
+
+
+def test_unknown_stage_raises():
+    with pytest.raises(KeyError, match="unknown stage"):
+        ck.stage_checkpoint("dpo", "ci")
+
+
+def test_missing_stage_is_none_and_discovery_needs_done(tmp_path, monkeypatch):
+    monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path))
+    assert ck.stage_checkpoint("sft", "ci") is None
+    half = tmp_path / "ci" / "sft" / "run1" / "final"
+    half.mkdir(parents=True)
+    (half / "config.json").write_text("{}")
+    assert ck.stage_checkpoint("sft", "ci") is None  # no DONE marker: never reused
+    artifacts.mark_complete(half)
+    assert ck.stage_checkpoint("sft", "ci") == str(half)
+
+
+def test_registered_pointer_wins(tmp_path, monkeypatch):
+    monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path))
+    fake_model(tmp_path / "ci" / "rl_math" / "found" / "final")
+    chosen = fake_model(tmp_path / "elsewhere" / "model")
+    ck.register_stage_checkpoint("rl_math", "ci", chosen)
+    assert ck.stage_checkpoint("rl_math", "ci") == str(chosen.resolve())
+    assert ck.checkpoint_label(str(chosen)) == "elsewhere/model"
+    assert ck.checkpoint_label("Kwai-Klear/Klear-Reasoner-8B") == "Kwai-Klear/Klear-Reasoner-8B"
+
+
+def test_base_is_always_available(ci_model_path):
+    assert ck.available_stages("ci")["base"] == ci_model_path

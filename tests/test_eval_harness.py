@@ -1,0 +1,138 @@
+"""The avg@k harness: samples stored as jsonl, resumption, the shared judges, and the transformers backend."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from klear_lib.configs import get_config
+from klear_lib.evaluation import harness
+from klear_lib.evaluation.benchmarks import BenchmarkSpec
+from klear_lib.evaluation.generation import generate
+from klear_lib.results import validate_eval
+
+SPEC = BenchmarkSpec("toy_math", "math", None, "world")
+CODE_SPEC = BenchmarkSpec("toy_code", "code", None, "world")
+
+
+def math_row(i: int, answer: int) -> dict:
+    return {"data_source": "toy", "prompt": [{"role": "user", "content": f"q{i}"}], "ability": "math",
+            "reward_model": {"ground_truth": str(answer), "style": "rule"}, "extra_info": {"id": f"p{i}"}}
+
+
+ROWS = [math_row(i, i) for i in range(5)]
+
+
+class FakeGenerator:
+    """Answers problem i correctly in sample slots j < i (so problem i has min(i, k) correct of k)."""
+
+    def __init__(self):
+        self.calls: list[tuple[int, int]] = []
+
+    def __call__(self, model_path, prompts, *, n, **kwargs):
+        self.calls.append((len(prompts), n))
+        outs = []
+        for p in prompts:
+            i = int(p.split("q")[-1].split("<")[0])
+            outs.append([f"<think>\nx\n</think>\n\\boxed{{{i if j < i else -1}}}" for j in range(n)])
+        return outs
+
+
+@pytest.fixture
+def cfg():
+    return get_config("eval", "ci", k_math=4, max_problems=None, chunk_problems=2)
+
+
+@pytest.fixture
+def toy_tokenizer(monkeypatch):
+    class Tok:
+        def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+            return f"<|im_start|>user\n{messages[0]['content']}<|im_end|>\n<|im_start|>assistant\n"
+    monkeypatch.setattr(harness, "_tokenizer", lambda path, rev: Tok())
+
+
+def test_evaluate_judges_and_stores_every_sample(tmp_path, cfg, toy_tokenizer):
+    gen = FakeGenerator()
+    df = harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path, stage="t", generate_fn=gen)
+    assert len(df) == 20 and df.groupby("problem_index")["correct"].sum().tolist() == [0, 1, 2, 3, 4]
+    assert set(df["reward"]) == {1.0, -1.0}
+    lines = harness.samples_path(tmp_path, "toy_math", "t", "unused").read_text().splitlines()
+    assert len(lines) == 20 and {"response", "correct", "reward", "problem_id", "sample"} <= set(json.loads(lines[0]))
+    assert gen.calls == [(2, 4), (2, 4), (1, 4)]  # chunks of 2 problems
+
+
+def test_evaluate_resumes_without_regenerating(tmp_path, cfg, toy_tokenizer):
+    harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path, stage="t", generate_fn=FakeGenerator())
+    path = harness.samples_path(tmp_path, "toy_math", "t", "unused")
+    lines = path.read_text().splitlines()
+    kept = [ln for ln in lines if json.loads(ln)["problem_id"] != "p3"] + [lines[-1][:20]]  # drop p3 + torn line
+    path.write_text("\n".join(kept) + "\n")
+    gen = FakeGenerator()
+    df = harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path, stage="t", generate_fn=gen)
+    assert gen.calls == [(1, 4)] and len(df) == 20
+    assert df.groupby("problem_index")["correct"].sum().tolist() == [0, 1, 2, 3, 4]
+    again = FakeGenerator()
+    harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path, stage="t", generate_fn=again)
+    assert again.calls == []
+
+
+def test_partial_problems_generate_only_missing_samples(tmp_path, cfg, toy_tokenizer):
+    harness.evaluate("unused", SPEC, ROWS[:1], cfg, tmp_path, stage="t", generate_fn=FakeGenerator())
+    path = harness.samples_path(tmp_path, "toy_math", "t", "unused")
+    path.write_text("\n".join(path.read_text().splitlines()[:3]) + "\n")  # 3 of 4 samples kept
+    gen = FakeGenerator()
+    harness.evaluate("unused", SPEC, ROWS[:1], cfg, tmp_path, stage="t", generate_fn=gen)
+    assert gen.calls == [(1, 1)]
+
+
+def test_summary_rows_follow_the_eval_schema(tmp_path, cfg, toy_tokenizer):
+    import pandas as pd
+
+    df = harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path, stage="t", generate_fn=FakeGenerator())
+    rows = harness.summarize(df, stage="t", benchmark="toy_math", seed=0, config_hash="h")
+    assert [r["metric"] for r in rows] == ["avg@k", "pass@k"] and rows[0]["k"] == 4
+    assert rows[0]["mean"] == pytest.approx((0 + 0.25 + 0.5 + 0.75 + 1) / 5) and rows[1]["mean"] == pytest.approx(0.8)
+    validate_eval(pd.DataFrame(rows))
+
+
+def test_prefilled_think_tag_is_judged_with_the_response():
+    assert harness.prefill_of("<|im_start|>assistant\n<think>\n") == "<think>\n"
+    assert harness.prefill_of("<|im_start|>assistant\n") == ""
+
+
+@pytest.mark.skipif(shutil.which("firejail") is None, reason="firejail is not installed")
+def test_code_samples_run_in_the_sandbox(tmp_path, cfg, toy_tokenizer):
+    row = {"data_source": "toy", "prompt": [{"role": "user", "content": "q0"}], "ability": "code",
+           "reward_model": {"ground_truth": json.dumps({"inputs": ["2\n", "3\n"], "outputs": ["4\n", "9\n"]}),
+                            "style": "rule"}, "extra_info": {"id": "c0"}}
+    progs = ["print(int(input()) ** 2)", "print(4)"]
+
+    def gen(model_path, prompts, *, n, **kw):
+        return [[f"<think>\n</think>\n```python\n{progs[j % 2]}\n```" for j in range(n)] for _ in prompts]
+    df = harness.evaluate("unused", CODE_SPEC, [row], get_config("eval", "ci", k_code=2), tmp_path, generate_fn=gen)
+    assert df["correct"].tolist() == [True, False] and df["reward"].tolist() == [1.0, 0.0]
+
+
+def test_transformers_backend_returns_n_completions_reproducibly(ci_model_path):
+    from klear_lib.models import load
+
+    _, tok = load(ci_model_path)
+    prompts = [tok.apply_chat_template([{"role": "user", "content": c}], tokenize=False, add_generation_prompt=True)
+               for c in ("1+1", "2*3", "7-5")]
+    kw = dict(n=3, temperature=0.6, top_p=0.95, max_new_tokens=12, seed=0, backend="transformers", batch_size=2)
+    outs = generate(ci_model_path, prompts, **kw)
+    assert [len(o) for o in outs] == [3, 3, 3] and all(isinstance(t, str) for o in outs for t in o)
+    assert outs == generate(ci_model_path, prompts, **kw)
+    assert outs != generate(ci_model_path, prompts, **{**kw, "seed": 1})
+    with pytest.raises(ValueError, match="backend"):
+        generate(ci_model_path, prompts, **{**kw, "backend": "tgi"})
+
+
+def test_a_different_model_never_reuses_samples(tmp_path, cfg, toy_tokenizer):
+    harness.evaluate("model-a", SPEC, ROWS[:2], cfg, tmp_path, stage="sft", generate_fn=FakeGenerator())
+    gen = FakeGenerator()
+    harness.evaluate("model-b", SPEC, ROWS[:2], cfg, tmp_path, stage="sft", generate_fn=gen)
+    assert gen.calls == [(2, 4)]
+    assert harness.samples_path(tmp_path, "toy_math", "sft", "model-a") != \
+        harness.samples_path(tmp_path, "toy_math", "sft", "model-b")

@@ -1,0 +1,69 @@
+"""results/reported.csv holds the paper's numbers with sources; eval.csv follows its schema and upserts by key."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from klear_lib.paths import RESULTS
+from klear_lib.results import (EVAL_COLUMNS, append_eval_rows, load_reported, read_eval, side_by_side,
+                               validate_eval)
+
+
+def row(**kw):
+    base = {"stage": "sft", "benchmark": "tiny_aime", "metric": "avg@k", "k": 16, "mean": 0.25, "stderr": 0.05,
+            "ci_low": 0.15, "ci_high": 0.35, "n_problems": 50, "n_samples": 800, "seed": 0,
+            "config_hash": "abc123", "model": "m"}
+    return {**base, **kw}
+
+
+def test_reported_has_table1_and_every_ablation_table():
+    df = load_reported()
+    counts = df.groupby("table").size().to_dict()
+    assert counts["Table 1"] == 55 and counts["Table 2"] == 18 and counts["Table 3"] == 9
+    assert counts["Table 4"] == 24 and counts["Table 5"] == 16 and counts["Table 6"] == 10
+    assert df["source"].str.contains("PAPER.md").all()
+    assert not df.duplicated(["table", "model_or_setting", "benchmark", "metric"]).any()
+
+
+@pytest.mark.parametrize("model,bench,value", [
+    ("Klear-Reasoner-8B (32K)", "aime24", 83.2), ("Klear-Reasoner-8B w/ 64K budget", "lcb_v6", 58.1),
+    ("Klear-Reasoner-8B-SFT", "hmmt25", 57.6), ("Qwen3-8B", "lcb_v5", 57.5)])
+def test_reported_table1_values(model, bench, value):
+    df = load_reported()
+    hit = df[(df.table == "Table 1") & (df.model_or_setting == model) & (df.benchmark == bench)]
+    assert hit["value"].tolist() == [value]
+
+
+def test_append_eval_rows_upserts_sorts_and_fixes_precision(tmp_path):
+    path = tmp_path / "eval.csv"
+    append_eval_rows([row(stage="sft"), row(stage="base", mean=1 / 3, ci_low=0.2, ci_high=0.4)], path)
+    append_eval_rows([row(stage="sft", mean=0.5, ci_low=0.4, ci_high=0.6)], path)
+    df = read_eval(path)
+    assert list(df.columns) == EVAL_COLUMNS and df["stage"].tolist() == ["base", "sft"]
+    assert df.loc[df.stage == "sft", "mean"].item() == 0.5
+    assert "0.333333," in path.read_text() and "0.3333333" not in path.read_text()
+    first = path.read_text()
+    append_eval_rows([row(stage="sft", mean=0.5, ci_low=0.4, ci_high=0.6)], path)
+    assert path.read_text() == first  # rerun: byte-identical
+
+
+def test_validate_eval_rejects_bad_rows():
+    with pytest.raises(ValueError, match="miss columns"):
+        validate_eval(pd.DataFrame([{"stage": "x"}]))
+    with pytest.raises(ValueError, match="duplicate"):
+        validate_eval(pd.DataFrame([row(), row()]))
+    with pytest.raises(ValueError, match="outside"):
+        validate_eval(pd.DataFrame([row(mean=0.9)]))
+
+
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("*/eval.csv")), ids=lambda p: p.parent.name)
+def test_committed_eval_tables_follow_the_schema(path):
+    assert list(read_eval(path).columns) == EVAL_COLUMNS
+
+
+def test_side_by_side_pairs_stages_with_paper_models():
+    ours = pd.DataFrame([row(stage="sft", benchmark="tiny_aime"), row(stage="rl_code", benchmark="tiny_lcb")])
+    table = side_by_side(ours, load_reported())
+    sft = table[table.stage == "sft"].iloc[0]
+    assert sft.paper_benchmark == "aime24" and sft.paper_pct == 75.6 and sft.ours_pct == 25.0
+    assert table[table.stage == "rl_code"].iloc[0].paper_pct == 61.6
