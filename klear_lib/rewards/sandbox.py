@@ -73,7 +73,7 @@ def firejail_path() -> str:
     if path is None:
         raise SandboxUnavailable(
             "firejail is not installed: untrusted code is only ever run inside it. Install it with "
-            "`sudo apt-get install firejail` (or `bash scripts/install_firejail.sh` as root).")
+            "`sudo apt-get install firejail` (or `bash scripts/install_sandbox.sh` as root).")
     return path
 
 

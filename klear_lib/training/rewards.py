@@ -27,21 +27,14 @@ def ground_truth(reward_model, row_id="?") -> str:
     return reward_model["ground_truth"]
 
 
-def code_tests(truth: str, row_id="?"):
-    """Stdin/stdout ground truth ``{"inputs": [...], "outputs": [...]}`` -> ``[{"input", "output"}]``.
+def code_tests(truth: str, row_id="?") -> list[dict]:
+    """The tests of a code row, parsed by the code judge (stdin/stdout, call-based, assert formats)."""
+    from klear_lib.rewards.code import parse_tests
 
-    Any other JSON (e.g. the functional LeetCode format) is returned parsed, for the code judge to handle.
-    """
     try:
-        parsed = json.loads(truth)
+        return parse_tests(truth, row_id)
     except json.JSONDecodeError as err:
         raise ValueError(f"row {row_id}: field reward_model.ground_truth is not JSON ({err})") from None
-    if isinstance(parsed, dict) and "inputs" in parsed and "outputs" in parsed:
-        if len(parsed["inputs"]) != len(parsed["outputs"]):
-            raise ValueError(f"row {row_id}: ground_truth has {len(parsed['inputs'])} inputs but "
-                             f"{len(parsed['outputs'])} outputs")
-        return [{"input": i, "output": o} for i, o in zip(parsed["inputs"], parsed["outputs"])]
-    return parsed
 
 
 def _row_ids(extra_info, n: int) -> list:
