@@ -67,7 +67,8 @@ class RLConfig:
 PRESETS = {
     "ci": RLConfig(prompts_per_step=4, mini_batch_prompts=2, max_steps=2, max_completion_length=48,
                    warmup_steps=0, save_steps=1),
-    "tiny": RLConfig(learning_rate=5e-5),  # STACK.md addendum: GPPO collapsed at 2e-4, improved at 5e-5
+    "tiny": RLConfig(learning_rate=5e-5,  # STACK.md addendum: GPPO collapsed at 2e-4, improved at 5e-5
+                     max_steps=60, warmup_steps=5),
     "full": RLConfig(
         learning_rate=1e-6,               # PAPER.md §2.4 math (code stage: CODE_STAGE_OVERRIDES)
         warmup_steps=10,                  # PAPER.md §2.4
@@ -88,5 +89,7 @@ PRESETS = {
 # The code-RL stage differs from math in two values (PAPER.md §2.4): get_config("rl", "full", **CODE_STAGE_OVERRIDES).
 CODE_STAGE_OVERRIDES = {"learning_rate": 5e-7, "mini_batch_prompts": 32}
 # Per (preset, stage) overrides that ``klear_lib.pipeline.rl_cfg`` applies. At tiny the code stage is shorter:
-# every rollout runs up to 16 tests in the sandbox, the slowest part of a CPU step (scale only).
-STAGE_OVERRIDES = {("full", "code"): CODE_STAGE_OVERRIDES, ("tiny", "code"): {"max_steps": 40}}
+# every rollout runs up to 16 tests in the sandbox, the slowest part of a CPU step; 4 prompts a step with 1-prompt
+# mini-batches keeps the paper's 4 updates per code step (128 / 32).
+STAGE_OVERRIDES = {("full", "code"): CODE_STAGE_OVERRIDES,
+                   ("tiny", "code"): {"max_steps": 20, "prompts_per_step": 4, "mini_batch_prompts": 1}}

@@ -38,6 +38,8 @@ SPECS = {s.name: s for s in (
                   note="PAPER.md §4; no offline copy, hub only"),
     BenchmarkSpec("tiny_aime", "math", None, "world", note="miniature AIME: held-out hardest tier"),
     BenchmarkSpec("tiny_lcb", "code", None, "world", note="miniature LiveCodeBench: held-out code split"),
+    *(BenchmarkSpec(f"math_eval_t{k}", "math", None, "world", note=f"miniature math, held-out tier {k}")
+      for k in range(1, 6)),
 )}
 
 
