@@ -85,3 +85,27 @@ def train_sft(cfg: SFTConfig, model_path: str, rows: list[dict], output_dir: Pat
     tokenizer.save_pretrained(str(final))
     artifacts.mark_complete(final)
     return final
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI for ``accelerate launch -m klear_lib.training.sft``: SFT rows (jsonl/parquet with ``messages``)."""
+    import argparse
+
+    from datasets import load_dataset
+
+    from klear_lib.configs import get_config
+
+    parser = argparse.ArgumentParser(description="Long-CoT SFT (PAPER.md §2.2)")
+    parser.add_argument("--preset", default="full")
+    parser.add_argument("--model", required=True, help="base model directory or hub id (e.g. Qwen/Qwen3-8B-Base)")
+    parser.add_argument("--train-file", required=True, help="SFT rows with a `messages` column (.jsonl/.parquet)")
+    parser.add_argument("--output-dir", required=True)
+    parser.add_argument("--run-record", default=None)
+    args = parser.parse_args(argv)
+    kind = "parquet" if args.train_file.endswith(".parquet") else "json"
+    rows = load_dataset(kind, data_files=args.train_file, split="train").to_list()
+    train_sft(get_config("sft", args.preset), args.model, rows, Path(args.output_dir), args.run_record)
+
+
+if __name__ == "__main__":
+    main()
