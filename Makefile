@@ -9,7 +9,7 @@ PRESET ?= tiny
 export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup reproduce test test-unit test-notebooks test-nbval refresh ablations clean-artifacts
+.PHONY: setup reproduce readme test test-unit test-notebooks test-nbval refresh ablations clean-artifacts
 
 setup: .venv/.setup-done
 
@@ -32,6 +32,11 @@ reproduce: setup
 	    -p PRESET $(PRESET) -k python3 --no-progress-bar || exit 1; \
 	  echo "== $$nb done in $$(( $$(date +%s) - start )) s"; \
 	done
+	$(MAKE) --no-print-directory readme PRESET=$(PRESET)
+
+# README tables generated from results/ (never typed).
+readme: setup
+	$(PY) -c "from klear_lib.report import write_readme; write_readme('$(PRESET)')"
 
 test: setup test-unit test-notebooks test-nbval
 

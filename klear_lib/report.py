@@ -1,0 +1,50 @@
+"""README sections generated from results files (never typed): our numbers beside the paper's.
+
+Each section sits between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` markers in README.md; only the text
+between them is replaced, so the rest of the README stays hand-written.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from klear_lib.paths import REPO, RESULTS
+
+
+def replace_section(text: str, name: str, body: str) -> str:
+    """``text`` with the part between the ``name`` markers replaced by ``body`` (markers appended if absent)."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    if start not in text or end not in text:
+        text = text.rstrip("\n") + f"\n\n{start}\n{end}\n"
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{body.strip()}\n{end}{tail}"
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """A GitHub markdown table of ``df`` (values as printed by pandas, NaN as an em dash)."""
+    cells = df.astype(object).where(df.notna(), "—").astype(str)
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(row) + " |" for row in cells.values.tolist()]
+    return "\n".join(lines)
+
+
+def results_section(preset: str = "tiny") -> str:
+    """Our avg@k per stage (with 95% CI) beside the paper's Table 1 value for the analogous benchmark."""
+    from klear_lib.results import eval_csv, load_reported, read_eval, side_by_side
+
+    path = eval_csv(preset)
+    if not path.exists():
+        return f"_No `results/{preset}/eval.csv` yet: run `make reproduce`._"
+    table = side_by_side(read_eval(path), load_reported())
+    table["ours_pct"] = table["ours_pct"].round(1)
+    note = (f"Ours: `results/{preset}/eval.csv` (miniature benchmarks, avg@k in %, bootstrap 95% CI over "
+            "problems). Paper: `results/reported.csv` (Table 1, the analogous real benchmark and model).")
+    return note + "\n\n" + markdown_table(table)
+
+
+def write_readme(preset: str = "tiny", readme: Path = REPO / "README.md") -> Path:
+    """Regenerate the README's results section from ``results/``."""
+    readme.write_text(replace_section(readme.read_text(), "results", results_section(preset)))
+    return readme
