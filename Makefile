@@ -9,7 +9,7 @@ PRESET ?= tiny
 export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup reproduce readme test test-unit test-notebooks test-nbval refresh ablations clean-artifacts
+.PHONY: setup reproduce readme bench test test-unit test-notebooks test-nbval refresh ablations clean-artifacts
 
 setup: .venv/.setup-done
 
@@ -33,6 +33,15 @@ reproduce: setup
 	  echo "== $$nb done in $$(( $$(date +%s) - start )) s"; \
 	done
 	$(MAKE) --no-print-directory readme PRESET=$(PRESET)
+
+# Speed benchmarks: ratios measured side by side, results/perf.csv and its README section.
+bench: setup
+	$(PY) benchmarks/bench_gppo_step.py
+	$(PY) benchmarks/bench_rollout.py
+	$(PY) benchmarks/bench_sandbox.py
+	$(PY) benchmarks/bench_judge.py
+	$(PY) benchmarks/bench_full_gpu.py
+	$(PY) benchmarks/perf.py
 
 # README tables generated from results/ (never typed).
 readme: setup

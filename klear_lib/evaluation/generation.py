@@ -84,7 +84,7 @@ def generate_vllm(model_path: str, prompts: list[str], *, n: int, temperature: f
         req, res = Path(tmp) / "request.json", Path(tmp) / "outputs.json"
         req.write_text(json.dumps(request))
         cmd = [sys.executable, "-m", "klear_lib.evaluation.vllm_worker", str(req), str(res)]
-        proc = subprocess.run(cmd, env=_vllm_env(), capture_output=True, text=True, timeout=timeout_s,
+        proc = subprocess.run(cmd, env=vllm_env(), capture_output=True, text=True, timeout=timeout_s,
                               stdin=subprocess.DEVNULL)
         if proc.returncode != 0 or not res.exists():
             raise RuntimeError(f"vLLM worker failed ({proc.returncode}):\n{_error_lines(proc.stdout + proc.stderr)}")
@@ -102,7 +102,7 @@ def _error_lines(log_text: str, keep: int = 8) -> str:
     return "\n".join(found[-keep:]) or log_text[-3000:]
 
 
-def _vllm_env() -> dict[str, str]:
+def vllm_env() -> dict[str, str]:
     """The child's environment: ours, plus CPU-friendly vLLM defaults where unset."""
     env = dict(os.environ)
     env.pop("TQDM_DISABLE", None)  # vLLM divides by the bar's elapsed time, which a disabled bar leaves at 0

@@ -1,0 +1,194 @@
+"""Speed benchmarks: interleaved timing, median/IQR, and ``results/perf.csv`` with its generated README section.
+
+Speed goals live in ``benchmarks/`` as ratios measured side by side in one run, never as timed assertions in
+tests. ``perf.csv`` is long-format, one row per (benchmark, machine, metric); a rerun of a benchmark on a
+machine replaces all of that benchmark's rows from that machine, so renamed metrics never linger.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+from klear_lib.paths import REPO, RESULTS
+
+PERF_CSV = RESULTS / "perf.csv"
+README = REPO / "README.md"
+COLUMNS = ["benchmark", "metric", "value", "unit", "ratio_to", "notes", "machine"]
+KEY = ["benchmark", "machine", "metric"]
+START, END = "<!-- perf:start -->", "<!-- perf:end -->"
+
+
+# ---- timing -------------------------------------------------------------------------------------------------
+def interleave(fns: Mapping[str, Callable[[], object]], reps: int, warmup: int = 1,
+               clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
+    """Seconds per call of each fn, run interleaved ``reps`` times after ``warmup`` untimed rounds.
+
+    Round r runs the fns in order rotated by r (A B C, B C A, ...), so no variant always runs first or after
+    the same neighbour; load drift on a shared machine then hits every variant alike.
+    """
+    names = list(fns)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(warmup + reps):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            start = clock()
+            fns[name]()
+            if r >= warmup:
+                times[name].append(clock() - start)
+    return times
+
+
+def summary(xs: Iterable[float]) -> dict[str, float]:
+    """Median and interquartile range (``q1``, ``q3``; inclusive quartiles) of ``xs``."""
+    xs = sorted(xs)
+    if not xs:
+        raise ValueError("no samples to summarise")
+    q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else (xs[0],) * 3
+    return {"median": statistics.median(xs), "q1": q1, "q3": q3, "n": len(xs)}
+
+
+def paired_ratios(times: Mapping[str, list[float]], num: str, den: str) -> list[float]:
+    """Per-round ratios ``times[num][i] / times[den][i]`` (same round = same machine load)."""
+    if len(times[num]) != len(times[den]):
+        raise ValueError(f"{num} has {len(times[num])} samples, {den} has {len(times[den])}")
+    return [a / b for a, b in zip(times[num], times[den])]
+
+
+def iqr_note(stats: Mapping[str, float], fmt: str = "{:.4g}") -> str:
+    """``"IQR q1-q3, n=N"`` for a ``summary`` dict."""
+    return f"IQR {fmt.format(stats['q1'])}-{fmt.format(stats['q3'])}, n={stats['n']}"
+
+
+# ---- machine ------------------------------------------------------------------------------------------------
+def cpu_name() -> str:
+    """The CPU model name from ``/proc/cpuinfo`` (``platform.processor()`` elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine(gpu: str | None = None) -> str:
+    """A short machine label for ``perf.csv``: usable CPU cores and model, plus the GPU when one is used."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    label = f"{cores} cores {cpu_name()}"
+    return f"{gpu}; {label}" if gpu else label
+
+
+def loadavg() -> float:
+    """The 1-minute load average (NaN where the OS has none): absolute times on a shared machine depend on it."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
+def load_note(before: float, after: float) -> str:
+    """``"load 5.4->5.8 on 2 cores"``: the machine's load around a run."""
+    return f"load {before:.1f}->{after:.1f} on {os.cpu_count()} cores"
+
+
+# ---- rows and the CSV ---------------------------------------------------------------------------------------
+def row(benchmark: str, metric: str, value: float, unit: str, ratio_to: str = "", notes: str = "") -> dict:
+    """One ``perf.csv`` row (``machine`` is filled in by ``record``)."""
+    return {"benchmark": benchmark, "metric": metric, "value": value, "unit": unit, "ratio_to": ratio_to,
+            "notes": notes}
+
+
+def validate(rows: list[dict]) -> list[dict]:
+    """Raise ``ValueError`` naming the row and field for a missing field or a non-finite value."""
+    for k, r in enumerate(rows):
+        where = f"perf row {k} ({r.get('benchmark')}/{r.get('metric')})"
+        for col in COLUMNS:
+            if col not in r or r[col] is None:
+                raise ValueError(f"{where}: field {col!r} is missing")
+        for col in ("benchmark", "metric", "unit", "machine"):
+            if not str(r[col]).strip():
+                raise ValueError(f"{where}: field {col!r} is empty")
+        if not math.isfinite(float(r["value"])):
+            raise ValueError(f"{where}: field 'value' is not finite ({r['value']!r})")
+    return rows
+
+
+def read(path: Path | str = PERF_CSV) -> list[dict]:
+    """Rows of ``perf.csv`` (values as float); an absent file has none."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [{**r, "value": float(r["value"])} for r in rows]
+
+
+def merge(old: list[dict], new: list[dict]) -> list[dict]:
+    """``old`` without the (benchmark, machine) pairs present in ``new``, plus ``new``; sorted by key."""
+    fresh = {(r["benchmark"], r["machine"]) for r in new}
+    kept = [r for r in old if (r["benchmark"], r["machine"]) not in fresh]
+    rows = validate(kept + list(new))
+    keys = [tuple(r[c] for c in KEY) for r in rows]
+    dup = {k for k in keys if keys.count(k) > 1}
+    if dup:
+        raise ValueError(f"duplicate perf rows for {sorted(dup)}")
+    return sorted(rows, key=lambda r: tuple(r[c] for c in KEY))
+
+
+def write(rows: list[dict], path: Path | str = PERF_CSV) -> Path:
+    """Write rows in ``COLUMNS`` order, values at 4 significant digits."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        out.writeheader()
+        for r in validate(rows):
+            out.writerow({**{c: r[c] for c in COLUMNS}, "value": f"{float(r['value']):.4g}"})
+    return path
+
+
+def record(rows: list[dict], machine_label: str, path: Path | str = PERF_CSV) -> Path:
+    """Upsert one benchmark run's ``rows`` (all from ``machine_label``) into ``perf.csv``."""
+    new = [{**r, "machine": machine_label} for r in rows]
+    return write(merge(read(path), new), path)
+
+
+# ---- README section -----------------------------------------------------------------------------------------
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render(rows: list[dict]) -> str:
+    """The README section body: one markdown table per machine, rows as in ``perf.csv``."""
+    lines = ["## Speed benchmarks", "", "Generated from `results/perf.csv` by `python benchmarks/perf.py`; commands in "
+             "`benchmarks/README.md`. Ratios were measured interleaved in one run; absolute times depend on "
+             "the machine and its load (see notes)."]
+    for label in sorted({r["machine"] for r in rows}):
+        lines += ["", f"Machine: {_cell(label)}", "",
+                  "| benchmark | metric | value | unit | ratio to | notes |", "|---|---|---|---|---|---|"]
+        lines += [f"| {_cell(r['benchmark'])} | {_cell(r['metric'])} | {float(r['value']):.4g} | {_cell(r['unit'])}"
+                  f" | {_cell(r['ratio_to'])} | {_cell(r['notes'])} |" for r in rows if r["machine"] == label]
+    if not rows:
+        lines += ["", "No benchmark has been recorded yet."]
+    return "\n".join(lines)
+
+
+def splice(text: str, body: str) -> str:
+    """``text`` with ``body`` between the perf markers; markers appended at the end when absent."""
+    if text.count(START) != text.count(END) or text.count(START) > 1:
+        raise ValueError(f"README must hold {START} and {END} once each, in that order")
+    if START not in text:
+        text = text.rstrip("\n") + f"\n\n{START}\n{END}\n"
+    head, rest = text.split(START, 1)
+    if END not in rest:
+        raise ValueError(f"{END} comes before {START} in the README")
+    return f"{head}{START}\n{body.strip()}\n{END}{rest.split(END, 1)[1]}"
+
+
+def update_readme(rows: list[dict], readme: Path | str = README) -> Path:
+    """Rewrite the README's perf section from ``rows`` (only the text between the markers changes)."""
+    readme = Path(readme)
+    readme.write_text(splice(readme.read_text(), render(rows)))
+    return readme

@@ -1,0 +1,115 @@
+"""The non-timing logic of the speed benchmarks: interleaving order, statistics, perf.csv upserts, README section.
+
+No timed assertions here (speed goals live in benchmarks/); the clock is faked where order matters.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import pytest
+
+from klear_lib import perf
+from klear_lib.paths import REPO
+
+
+def fake_clock():
+    """A clock that advances by 1 s per reading, so every timed call lasts exactly 1 s."""
+    ticks = iter(range(10_000))
+    return lambda: float(next(ticks))
+
+
+def test_interleave_rotates_order_and_drops_warmup():
+    calls = []
+    fns = {name: (lambda n=name: calls.append(n)) for name in "ABC"}
+    times = perf.interleave(fns, reps=3, warmup=1, clock=fake_clock())
+    assert calls == list("ABC" "BCA" "CAB" "ABC")
+    assert times == {"A": [1.0] * 3, "B": [1.0] * 3, "C": [1.0] * 3}
+
+
+def test_summary_median_and_iqr():
+    assert perf.summary([5, 1, 4, 2, 3]) == {"median": 3, "q1": 2, "q3": 4, "n": 5}
+    assert perf.summary([7.0]) == {"median": 7.0, "q1": 7.0, "q3": 7.0, "n": 1}
+    with pytest.raises(ValueError, match="no samples"):
+        perf.summary([])
+
+
+def test_paired_ratios():
+    times = {"gppo": [2.0, 3.0], "dapo": [1.0, 2.0]}
+    assert perf.paired_ratios(times, "gppo", "dapo") == [2.0, 1.5]
+    with pytest.raises(ValueError, match="samples"):
+        perf.paired_ratios({"gppo": [1.0], "dapo": [1.0, 2.0]}, "gppo", "dapo")
+
+
+def rows(benchmark, machine, *metrics, value=1.0):
+    return [{**perf.row(benchmark, m, value, "s"), "machine": machine} for m in metrics]
+
+
+def test_merge_replaces_only_the_same_benchmark_on_the_same_machine():
+    old = rows("gppo_step", "cpu", "a", "stale") + rows("gppo_step", "gpu", "a") + rows("rollout", "cpu", "x")
+    merged = perf.merge(old, rows("gppo_step", "cpu", "a", "b", value=2.0))
+    keys = [(r["benchmark"], r["machine"], r["metric"], r["value"]) for r in merged]
+    assert keys == [("gppo_step", "cpu", "a", 2.0), ("gppo_step", "cpu", "b", 2.0), ("gppo_step", "gpu", "a", 1.0),
+                    ("rollout", "cpu", "x", 1.0)]
+
+
+def test_bad_rows_name_the_row_and_field():
+    with pytest.raises(ValueError, match=r"gppo_step/a.*'value' is not finite"):
+        perf.validate(rows("gppo_step", "cpu", "a", value=math.nan))
+    bad = rows("gppo_step", "cpu", "a")
+    del bad[0]["unit"]
+    with pytest.raises(ValueError, match="'unit' is missing"):
+        perf.validate(bad)
+    with pytest.raises(ValueError, match="duplicate"):
+        perf.merge([], rows("gppo_step", "cpu", "a", "a"))
+
+
+def test_record_round_trip(tmp_path):
+    path = tmp_path / "perf.csv"
+    perf.record([perf.row("b", "m", 1.234567, "s", "base", "n1")], "cpu", path)
+    perf.record([perf.row("c", "m", 2, "x")], "cpu", path)
+    assert path.read_text().splitlines() == ["benchmark,metric,value,unit,ratio_to,notes,machine",
+                                             "b,m,1.235,s,base,n1,cpu", "c,m,2,x,,,cpu"]
+    assert [r["value"] for r in perf.read(path)] == [1.235, 2.0]
+    assert perf.read(tmp_path / "absent.csv") == []
+
+
+def test_splice_adds_markers_once_and_edits_only_between_them():
+    text = "# Title\n\nbody\n"
+    once = perf.splice(text, "table v1")
+    assert once == f"# Title\n\nbody\n\n{perf.START}\ntable v1\n{perf.END}\n"
+    after = once + "\n## Later section\n"
+    twice = perf.splice(after, "table v2")
+    assert twice == after.replace("table v1", "table v2")
+    assert perf.splice(twice, "table v2") == twice
+
+
+@pytest.mark.parametrize("broken", [f"{perf.END}\n{perf.START}\n", f"{perf.START}\n{perf.START}\n{perf.END}\n",
+                                    f"{perf.START}\n"])
+def test_splice_rejects_broken_markers(broken):
+    with pytest.raises(ValueError, match="perf"):
+        perf.splice("# Title\n" + broken, "table")
+
+
+def test_update_readme_renders_a_table_per_machine(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# Kit\n")
+    data = rows("gppo_step", "2 cores X", "ratio") + rows("full_gpu", "H200; 16 cores", "tok|s")
+    perf.update_readme(data, readme)
+    text = readme.read_text()
+    assert text.startswith("# Kit\n") and text.count(perf.START) == 1
+    assert "Machine: 2 cores X" in text and "Machine: H200; 16 cores" in text
+    assert "| gppo_step | ratio | 1 | s |  |  |" in text and "tok\\|s" in text
+    assert "No benchmark has been recorded yet." in perf.render([])
+
+
+def test_full_gpu_bench_skips_cleanly_without_cuda(capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA present: the skip path does not apply")
+    spec = importlib.util.spec_from_file_location("bench_full_gpu", REPO / "benchmarks" / "bench_full_gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--layers", "1"]) == 0
+    assert capsys.readouterr().out.startswith("skipped: no CUDA")
