@@ -69,7 +69,7 @@ refresh: setup
 	@for nb in $(NOTEBOOKS); do \
 	  echo "== refresh $$nb"; \
 	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 $$nb || exit 1; \
-	  $(BIN)/nbstripout --keep-output --keep-count $$nb; \
+	  $(BIN)/nbstripout --keep-output --keep-count --extra-keys "metadata.papermill cell.metadata.papermill cell.metadata.execution metadata.language_info.version" $$nb; \
 	done
 
 clean-artifacts:
