@@ -34,6 +34,12 @@ reproduce: setup
 	done
 	$(MAKE) --no-print-directory readme PRESET=$(PRESET)
 
+# The SFT data ablations (Tables 2-5) at tiny, 3 seeds each; stored rows with a matching config hash are reused.
+ablations: setup
+	mkdir -p results/tiny/notebooks
+	$(BIN)/papermill notebooks/05_sft_ablations.ipynb results/tiny/notebooks/05_sft_ablations.ipynb \
+	  -p PRESET tiny -p RETRAIN False -k python3 --no-progress-bar
+
 # Speed benchmarks: ratios measured side by side, results/perf.csv and its README section.
 bench: setup
 	$(PY) benchmarks/bench_gppo_step.py

@@ -69,8 +69,10 @@ def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dic
     return final
 
 
-def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None, **overrides):
-    """avg@k and pass@k of one checkpoint on ``benchmarks`` (default: the preset's), upserted into eval.csv.
+def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None, write_csv: bool = True,
+               **overrides):
+    """avg@k and pass@k of one checkpoint on ``benchmarks`` (default: the preset's), upserted into eval.csv
+    unless ``write_csv`` is False (the ablations keep their own table).
 
     Samples are stored per checkpoint under ``<artifacts>/<preset>/eval/<key>`` so a rerun resumes, and a
     different checkpoint under the same stage name never reuses another's samples.
@@ -89,5 +91,6 @@ def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None,
         samples = evaluate(str(model_path), get_spec(name), load_rows(name, preset, cfg.max_problems), cfg, out,
                            stage=stage)
         rows += summarize(samples, stage=stage, benchmark=name, seed=cfg.seed, config_hash=config_hash(cfg))
-    append_eval_rows(rows, eval_csv(preset))
+    if write_csv:
+        append_eval_rows(rows, eval_csv(preset))
     return pd.DataFrame(rows)

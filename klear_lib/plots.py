@@ -45,6 +45,30 @@ def stage_bars(eval_rows: pd.DataFrame, metric: str = "avg@k", title: str = ""):
     return fig
 
 
+def ablation_bars(summary: pd.DataFrame, metric: str = "avg@k", title: str = ""):
+    """Bars per condition (in row order) grouped by benchmark: mean over seeds, 95% t-interval whiskers (none
+    when infinite, i.e. one seed) and one dot per seed, from ``klear_lib.ablations.table.aggregate`` rows."""
+    df = summary[summary["metric"] == metric]
+    benches, conds = sorted(df["benchmark"].unique()), list(dict.fromkeys(df["condition"]))
+    fig, ax = plt.subplots(figsize=(1.6 + 0.45 * len(conds) * len(benches), 2.8))
+    width = 0.8 / max(len(conds), 1)
+    for i, cond in enumerate(conds):
+        sub = df[df["condition"] == cond].set_index("benchmark").reindex(benches)
+        xs = [b + i * width for b in range(len(benches))]
+        err = [(sub["mean"] - sub["ci_low"]).where(sub["ci_low"] > -float("inf")),
+               (sub["ci_high"] - sub["mean"]).where(sub["ci_high"] < float("inf"))]
+        ax.bar(xs, sub["mean"], width, yerr=err, capsize=2, label=cond)
+        for x, vals in zip(xs, sub["values"]):
+            if isinstance(vals, tuple):
+                ax.scatter([x] * len(vals), vals, s=6, color="black", zorder=3)
+    ax.set_xticks([b + width * (len(conds) - 1) / 2 for b in range(len(benches))], benches)
+    ax.set_ylabel(f"{metric} (mean over seeds)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
 def save(fig, name: str) -> Path:
     """Save ``fig`` as ``results/figures/<name>.png`` and return the path."""
     from klear_lib.paths import FIGURES

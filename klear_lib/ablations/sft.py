@@ -1,0 +1,335 @@
+"""The SFT data ablations in miniature (PAPER.md §3, Tables 2-5): experiments as data, one SFT + eval per
+(condition, seed), results reused by config hash, and a verdict per paper claim.
+
+Each condition is a rule over the teacher pool (``klear_lib.data.sft_subset``); every condition of an experiment
+gets the same row budget (K-Center Greedy), trains the preset's base model with the same SFT config, and is
+evaluated with the same (cheaper) eval config. Seeds vary the subset selection, the SFT data order and the
+evaluation sampling; the base model's initialisation is the preset's, shared by every run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from klear_lib.ablations import table
+from klear_lib.ablations import verdicts as V
+from klear_lib.configs import config_hash, get_config, to_dict
+from klear_lib.seeding import py_rng
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One SFT data condition: ``subset`` holds the ``sft_subset`` kwargs except ``budget`` and ``seed``."""
+
+    experiment: str                           # "table2"
+    label: str                                # "hard/mixed"
+    subset: tuple[tuple[str, object], ...]    # (("ability", "math"), ("difficulty", "hard"), ...)
+    benchmarks: tuple[str, ...]               # miniature benchmark names (mapped at full, see Scale)
+    paper_setting: str                        # model_or_setting of this condition in results/reported.csv
+    claim: str                                # the paper's claim the condition takes part in
+    fixed_prompts: bool = False               # Table 3: every teacher answers the same prompts
+
+    @property
+    def kwargs(self) -> dict:
+        """The ``sft_subset`` keyword arguments."""
+        return dict(self.subset)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A paper table: its conditions, the pairs (claimed better, claimed worse) and the benchmarks a verdict reads."""
+
+    id: str
+    table: str                                # "Table 2" (as in results/reported.csv)
+    claim: str
+    conditions: tuple[Condition, ...]
+    comparisons: tuple[tuple[str, str], ...]
+    primary: tuple[str, ...]                  # benchmarks the experiment-level verdict reads
+
+    def condition(self, label: str) -> Condition:
+        """The condition called ``label``; unknown labels raise ``KeyError`` listing the known ones."""
+        found = [c for c in self.conditions if c.label == label]
+        if not found:
+            raise KeyError(f"{self.id} has no condition {label!r}; known: {[c.label for c in self.conditions]}")
+        return found[0]
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Sizes of the SFT ablations at one preset; the subsets' rules are the same at every preset."""
+
+    budget: dict = field(default_factory=dict)     # experiment -> rows per condition (K-Center Greedy)
+    prompts: dict = field(default_factory=dict)    # ability -> fixed prompts (Table 3)
+    seeds: int = 3                                 # default number of seeds
+    reduced: bool = False                          # only the conditions of each experiment's first comparison
+    sft: dict = field(default_factory=dict)        # SFT config overrides for every ablation run
+    eval: dict = field(default_factory=dict)       # eval config overrides for every ablation run
+    benchmarks: dict = field(default_factory=dict)  # miniature benchmark -> the benchmarks evaluated instead
+
+
+SCALES = {
+    # ci: a smoke test of the whole path; one seed, two conditions per experiment, the ci world's tiny pool.
+    "ci": Scale(budget={"table2": 32, "table4": 96, "table5": 96}, prompts={"math": 12, "code": 6}, seeds=1,
+                reduced=True),
+    # tiny: 2,000-3,000 rows per run (top-1 math teacher has ~6,000 rows), 2 epochs = 63-94 SFT steps;
+    # eval on 100 problems, k=4 (math) / k=2 (code), transformers backend (no vLLM start-up; results/perf.csv).
+    "tiny": Scale(budget={"table2": 2000, "table4": 3000, "table5": 3000}, prompts={"math": 1000, "code": 250},
+                  seeds=3, sft={"num_epochs": 2.0},
+                  eval={"k_math": 4, "k_code": 2, "max_problems": 100, "backend": "transformers"}),
+    "full": Scale(
+        budget={"table2": 31600,          # UNVERIFIED: no size given for Table 2; Tables 4-5's 31,600 reused
+                "table4": 31600,          # PAPER.md §3 Table 4 (31,600 examples each)
+                "table5": 31600},         # PAPER.md §3 Table 5
+        prompts={"math": 15800, "code": 15800},  # UNVERIFIED: Table 3's prompt count is not given
+        seeds=1,                          # UNVERIFIED: the paper reports one run per setting
+        eval={"k_math": 32, "k_code": 4},  # PAPER.md §4: ablations use avg@32 (AIME) and avg@4 (LCB)
+        benchmarks={"tiny_aime": ("aime24", "aime25"), "tiny_lcb": ("lcb_v5", "lcb_v6")},  # PAPER.md §3
+    ),
+}
+
+BOTH = ("tiny_aime", "tiny_lcb")  # math-trained models are evaluated on both, like the paper (PAPER.md §3)
+CLAIM2 = ("easy prompts: only-correct traces beat mixed; hard prompts: mixed (correct + incorrect) traces beat "
+          "only-correct (PAPER.md §3 Table 2)")
+CLAIM3 = "the strongest teacher gives the best student on the same prompts (PAPER.md §3 Table 3)"
+CLAIM4 = "math: the top-1/top-2 sources beat mixing in lower-ranked ones at a fixed budget (PAPER.md §3 Table 4)"
+CLAIM5 = "code: the top-1/top-2 sources beat mixing in lower-ranked ones at a fixed budget (PAPER.md §3 Table 5)"
+# Miniature teacher pairs (math, code) by rank, standing in for the paper's teachers, strongest first.
+TEACHER_PAIRS = {"rank1": ("reflective", "code_reflective", "DeepSeek-R1-0528"),
+                 "rank2": ("careful", "code_stepwise", "DeepSeek-R1-0120"),
+                 "rank3": ("mixed", "code_mixed", "QwQ-32B")}
+
+
+def _table2() -> Experiment:
+    """Easy vs hard prompts x only-correct vs mixed traces, math, the top-3 math teachers (miniature scale)."""
+    conds = tuple(
+        Condition("table2", f"{d}/{c}", (("ability", "math"), ("top_k", 3), ("difficulty", d), ("correctness", c)),
+                  BOTH, f"{d.title()}: {'Only True' if c == 'only_correct' else 'Mixed'}", CLAIM2)
+        for d in ("easy", "hard") for c in ("only_correct", "mixed"))
+    return Experiment("table2", "Table 2", CLAIM2, conds,
+                      (("easy/only_correct", "easy/mixed"), ("hard/mixed", "hard/only_correct")), ("tiny_aime",))
+
+
+def _table3() -> Experiment:
+    """One teacher pair per condition (math + code), all answering the same fixed prompts."""
+    conds = tuple(Condition("table3", name, (("teachers", (m, c)),), BOTH, paper, CLAIM3, fixed_prompts=True)
+                  for name, (m, c, paper) in TEACHER_PAIRS.items())
+    return Experiment("table3", "Table 3", CLAIM3, conds, (("rank1", "rank2"), ("rank1", "rank3")), BOTH)
+
+
+def _top_k(exp: str, ability: str, ks: Sequence[int], benchmarks, claim: str) -> tuple[Condition, ...]:
+    return tuple(Condition(exp, f"top{k}", (("ability", ability), ("top_k", k), ("correctness", "all")),
+                           benchmarks, f"Top{k}", claim) for k in ks)
+
+
+EXPERIMENTS = {e.id: e for e in (
+    _table2(),
+    _table3(),
+    Experiment("table4", "Table 4", CLAIM4, _top_k("table4", "math", (1, 2, 4, 6), BOTH, CLAIM4),
+               (("top1", "top4"), ("top1", "top6"), ("top2", "top4"), ("top2", "top6")), ("tiny_aime",)),
+    # A code-only miniature model cannot answer math prompts, so Table 5 is read on tiny_lcb only.
+    Experiment("table5", "Table 5", CLAIM5, _top_k("table5", "code", (1, 2, 4), ("tiny_lcb",), CLAIM5),
+               (("top1", "top4"), ("top2", "top4")), ("tiny_lcb",)),
+)}
+
+
+def get_experiment(experiment: str | Experiment) -> Experiment:
+    """An experiment by id (or itself); unknown ids raise ``KeyError`` listing the known ones."""
+    if isinstance(experiment, Experiment):
+        return experiment
+    if experiment not in EXPERIMENTS:
+        raise KeyError(f"unknown SFT ablation {experiment!r}; known: {sorted(EXPERIMENTS)}")
+    return EXPERIMENTS[experiment]
+
+
+def get_scale(preset: str) -> Scale:
+    """The ablation sizes of ``preset``; unknown presets raise ``KeyError``."""
+    if preset not in SCALES:
+        raise KeyError(f"unknown preset {preset!r}; choose one of {sorted(SCALES)}")
+    return SCALES[preset]
+
+
+def conditions_for(experiment: str | Experiment, preset: str) -> tuple[Condition, ...]:
+    """The conditions run at ``preset``: all, or (reduced scale) those of the first comparison."""
+    exp = get_experiment(experiment)
+    if not get_scale(preset).reduced:
+        return exp.conditions
+    return tuple(c for c in exp.conditions if c.label in exp.comparisons[0])
+
+
+def resolve_seeds(seeds: int | Sequence[int] | None, preset: str) -> list[int]:
+    """None -> the preset's default count; an int n -> 0..n-1; a list -> itself."""
+    if seeds is None:
+        seeds = get_scale(preset).seeds
+    return list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
+
+
+def benchmarks_at(condition: Condition, preset: str) -> tuple[str, ...]:
+    """The condition's benchmarks at ``preset`` (at full each miniature benchmark maps to the paper's)."""
+    mapping = get_scale(preset).benchmarks
+    return tuple(b for name in condition.benchmarks for b in mapping.get(name, (name,)))
+
+
+def sft_config(preset: str, seed: int = 0):
+    """The SFT config of every ablation run at ``preset``."""
+    return get_config("sft", preset, **{**get_scale(preset).sft, "seed": seed})
+
+
+def eval_config(preset: str, seed: int = 0):
+    """The eval config of every ablation run at ``preset``."""
+    return get_config("eval", preset, **{**get_scale(preset).eval, "seed": seed})
+
+
+def condition_hash(preset: str, condition: Condition) -> str:
+    """A stable hash of everything a condition's result depends on except the seed."""
+    scale = get_scale(preset)
+    rule = {k: v for k, v in to_dict(condition).items() if k not in ("claim", "paper_setting")}  # text only
+    payload = {"condition": rule, "budget": scale.budget.get(condition.experiment),
+               "prompts": scale.prompts if condition.fixed_prompts else None,
+               "benchmarks": benchmarks_at(condition, preset), "sft": config_hash(sft_config(preset)),
+               "eval": config_hash(eval_config(preset)), "data": config_hash(get_config("data", preset)),
+               "model": config_hash(get_config("model", preset))}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:12]
+
+
+def fixed_prompt_rows(pool: Sequence[dict], prompts: dict, seed: int) -> list[dict]:
+    """The pool rows of ``prompts[ability]`` prompts per ability, drawn with ``py_rng(seed, "ablation", ...)``."""
+    chosen: set[str] = set()
+    for ability, n in sorted(prompts.items()):
+        items = sorted({r["item_id"] for r in pool if r["ability"] == ability})
+        if n > len(items):
+            raise ValueError(f"fixed prompts: {n} {ability} prompts asked, the pool has {len(items)}")
+        chosen |= set(py_rng(seed, "ablation", "fixed_prompts", ability).sample(items, n))
+    return [r for r in pool if r["item_id"] in chosen]
+
+
+def condition_rows(pool: Sequence[dict], condition: Condition, preset: str, seed: int) -> list[dict]:
+    """The SFT rows of ``condition`` at ``preset``; fewer rows than the budget raises (budgets must be equal)."""
+    from klear_lib.data import sft_subset
+
+    scale = get_scale(preset)
+    pool = fixed_prompt_rows(pool, scale.prompts, seed) if condition.fixed_prompts else pool
+    budget = scale.budget.get(condition.experiment)
+    rows = sft_subset(pool, **condition.kwargs, budget=budget, seed=seed)
+    if budget is not None and len(rows) < budget:
+        raise ValueError(f"{condition.experiment} {condition.label}: {len(rows)} rows left for a budget of "
+                         f"{budget} at preset {preset}; lower the budget in klear_lib.ablations.sft.SCALES")
+    if not rows:
+        raise ValueError(f"{condition.experiment} {condition.label}: no rows at preset {preset}")
+    return rows
+
+
+def run_name(condition: Condition, seed: int) -> str:
+    """``ablations_sft/<experiment>/<label>-s<seed>`` (run record name; label made file-safe)."""
+    return f"ablations_sft/{condition.experiment}/{re.sub(r'[^A-Za-z0-9_.-]+', '-', condition.label)}-s{seed}"
+
+
+def result_rows(scores: pd.DataFrame, condition: Condition, seed: int, cfg_hash: str, n_train: int) -> list[dict]:
+    """Ablation table rows from ``eval_stage`` rows of one run."""
+    keep = ["benchmark", "metric", "k", "mean", "stderr", "ci_low", "ci_high", "n_problems", "n_samples"]
+    return [{"experiment": condition.experiment, "condition": condition.label, "seed": int(seed),
+             **{k: r[k] for k in keep}, "n_train": int(n_train), "config_hash": cfg_hash}
+            for r in scores.to_dict("records")]
+
+
+def run_condition(preset: str, condition: Condition, seed: int, pool: Sequence[dict] | None = None) -> list[dict]:
+    """Train (or reuse the checkpoint of) one condition with one seed, evaluate it; one row per benchmark/metric."""
+    from klear_lib.pipeline import eval_stage, sft_stage
+
+    pool = _pool(preset) if pool is None else pool
+    rows = condition_rows(pool, condition, preset, seed)
+    name = run_name(condition, seed)
+    log.info("%s: %d SFT rows", name, len(rows))
+    ckpt = sft_stage(preset, rows, name=name, **{**get_scale(preset).sft, "seed": seed})
+    scores = eval_stage(preset, name.replace("/", "--"), ckpt, benchmarks_at(condition, preset), write_csv=False,
+                        **{**get_scale(preset).eval, "seed": seed})
+    return result_rows(scores, condition, seed, condition_hash(preset, condition), len(rows))
+
+
+def ablations_csv(preset: str) -> Path:
+    """``results/<preset>/ablations_sft.csv``."""
+    from klear_lib.paths import results_dir
+
+    return results_dir(preset) / "ablations_sft.csv"
+
+
+def run_experiment(preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | None = None,
+                   retrain: bool = False, path: Path | str | None = None) -> pd.DataFrame:
+    """Every condition x seed of ``experiment``; rows stored in ``path`` under the same config hash are reused
+    unless ``retrain`` (checkpoints and samples in the artifact store, keyed by config and data, are reused
+    either way). Each finished run is written at once. Returns this experiment's rows for ``seeds``."""
+    exp, path, seeds = get_experiment(experiment), Path(path or ablations_csv(preset)), resolve_seeds(seeds, preset)
+    stored = table.read(path)
+    hashes = {c.label: condition_hash(preset, c) for c in conditions_for(exp, preset)}
+    todo = [(c, s) for c in conditions_for(exp, preset) for s in seeds if retrain or not table.has_run(
+        stored, exp.id, c.label, s, hashes[c.label], benchmarks_at(c, preset))]
+    pool = _pool(preset) if todo else None
+    for cond, seed in tqdm(todo, desc=f"{exp.id} runs", unit="run", disable=not todo):
+        stored = table.upsert(stored, run_condition(preset, cond, seed, pool))
+        table.write(stored, path)
+    mine = [(r.experiment == exp.id and hashes.get(r.condition) == r.config_hash and int(r.seed) in seeds)
+            for r in stored.itertuples()]
+    return stored[mine].reset_index(drop=True)
+
+
+def _pool(preset: str) -> list[dict]:
+    """The teacher pool of ``preset``'s world."""
+    from klear_lib.data import load_split
+
+    return load_split("sft_pool", preset)
+
+
+def condition_order() -> list[tuple[str, str]]:
+    """(experiment, condition) in definition order (for tables and figures)."""
+    return [(e.id, c.label) for e in EXPERIMENTS.values() for c in e.conditions]
+
+
+def aggregate(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean over seeds ± 95% t-interval per (experiment, condition, benchmark, metric); per-seed values kept."""
+    return table.aggregate(df, condition_order())
+
+
+def verdicts(summary: pd.DataFrame, metric: str = "avg@k", reported: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Pairwise verdicts of the SFT ablations (see ``klear_lib.ablations.verdicts.verdicts``)."""
+    return V.verdicts(summary, EXPERIMENTS, metric, reported)
+
+
+def experiment_verdicts(pairs: pd.DataFrame) -> pd.DataFrame:
+    """One verdict per SFT ablation on its primary benchmarks (see ``klear_lib.ablations.verdicts``)."""
+    return V.experiment_verdicts(pairs, EXPERIMENTS)
+
+
+def side_by_side(summary: pd.DataFrame, reported: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:
+    """Our mean ± 95% CI (in %) per condition and benchmark beside the paper's value of the same setting."""
+    return V.side_by_side(summary, EXPERIMENTS, reported, metric)
+
+
+def write_reports(summary: pd.DataFrame, pairs: pd.DataFrame, preset: str) -> list[Path]:
+    """``ablations_sft_summary.csv`` (mean ± 95% CI over seeds, per-seed values) and ``ablations_sft_verdicts.csv``
+    beside ``ablations_sft.csv``; sorted as given, floats at fixed precision."""
+    base = ablations_csv(preset)
+    paths = [base.with_name("ablations_sft_summary.csv"), base.with_name("ablations_sft_verdicts.csv")]
+    for df, path in zip((table.flat(summary), pairs), paths):
+        df.to_csv(path, index=False, float_format=table.FLOAT_FORMAT, lineterminator="\n")
+    return paths
+
+
+def describe(preset: str) -> pd.DataFrame:
+    """The conditions run at ``preset``: subset rule, budget (or fixed prompts) and benchmarks."""
+    scale = get_scale(preset)
+    return pd.DataFrame([{
+        "experiment": c.experiment, "condition": c.label,
+        "subset": ", ".join(f"{k}={'+'.join(v) if isinstance(v, tuple) else v}" for k, v in c.subset),
+        "budget": (f"prompts {'+'.join(f'{v} {k}' for k, v in sorted(scale.prompts.items()))}" if c.fixed_prompts
+                   else str(scale.budget.get(c.experiment))),
+        "benchmarks": " ".join(benchmarks_at(c, preset)), "paper": c.paper_setting,
+    } for e in EXPERIMENTS.values() for c in conditions_for(e, preset)])

@@ -1,0 +1,251 @@
+"""SFT data ablations: the statistics over seeds, the verdict rule, the results table with reuse by config hash,
+the subsets each condition trains on (ci world), and one real ci run end to end."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pandas as pd
+import pytest
+
+from klear_lib.ablations import sft, stats, table
+from klear_lib.ablations.verdicts import claim_verdict
+from klear_lib.results import load_reported
+
+
+# --- statistics and the verdict rule -------------------------------------------------------------------------
+
+def test_t_critical_values():
+    assert stats.t_crit95(2) == pytest.approx(4.303)
+    assert stats.t_crit95(4.9) == pytest.approx(2.776)  # Welch df rounds down (conservative)
+    assert stats.t_crit95(1000) == pytest.approx(1.9623, abs=1e-3)
+    assert stats.t_crit95(0.5) == math.inf
+
+
+def test_t_interval_over_seeds():
+    mean, low, high = stats.t_interval([1.0, 2.0, 3.0])
+    assert mean == 2.0 and high - mean == pytest.approx(4.303 / math.sqrt(3))
+    assert low == pytest.approx(2 * mean - high)
+    assert stats.t_interval([0.4]) == (0.4, -math.inf, math.inf)
+    with pytest.raises(ValueError):
+        stats.t_interval([])
+
+
+def test_welch_interval_matches_hand_computation():
+    diff, low, high = stats.welch_interval([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])  # se = sqrt(2/3), df = 4
+    assert diff == -3.0 and high - diff == pytest.approx(2.776 * math.sqrt(2 / 3))
+    assert stats.welch_interval([1.0, 1.0], [0.0, 0.0]) == (1.0, 1.0, 1.0)
+    assert stats.welch_interval([0.5], [0.1, 0.2])[1:] == (-math.inf, math.inf)
+
+
+@pytest.mark.parametrize("interval, sign, expected", [
+    ((0.10, 0.05, 0.20), 1, "replicated"),
+    ((-0.10, -0.20, -0.05), 1, "not replicated"),
+    ((0.10, -0.01, 0.20), 1, "inconclusive"),
+    ((0.0, 0.0, 0.0), 1, "inconclusive"),
+    ((-0.10, -0.20, -0.05), -1, "replicated"),
+    ((0.3, -math.inf, math.inf), 1, "inconclusive"),
+])
+def test_verdict_rule(interval, sign, expected):
+    assert stats.verdict(*interval, claimed_sign=sign) == expected
+
+
+def test_verdict_rejects_a_bad_sign():
+    with pytest.raises(ValueError, match="claimed_sign"):
+        stats.verdict(0.1, 0.0, 0.2, claimed_sign=0)
+
+
+def test_claim_verdict_combines_pairs():
+    assert claim_verdict(["replicated", "replicated"]) == "replicated"
+    assert claim_verdict(["replicated", "inconclusive"]) == "inconclusive"
+    assert claim_verdict(["not replicated", "inconclusive"]) == "not replicated"
+    assert claim_verdict(["replicated", "not replicated"]) == "inconclusive"
+    assert claim_verdict([]) == "inconclusive"
+
+
+# --- the results table, aggregation and verdicts on synthetic runs -------------------------------------------
+
+def _row(exp, cond, seed, bench, mean, cfg_hash="h1", metric="avg@k"):
+    return {"experiment": exp, "condition": cond, "seed": seed, "benchmark": bench, "metric": metric, "k": 4,
+            "mean": mean, "stderr": 0.01, "ci_low": max(0.0, mean - 0.02), "ci_high": min(1.0, mean + 0.02),
+            "n_problems": 100, "n_samples": 400, "n_train": 2000, "config_hash": cfg_hash}
+
+
+def _table2_runs():
+    means = {"easy/only_correct": (0.50, 0.55, 0.60), "easy/mixed": (0.20, 0.25, 0.30),
+             "hard/only_correct": (0.60, 0.62, 0.64), "hard/mixed": (0.10, 0.12, 0.14)}
+    rows = [_row("table2", c, s, "tiny_aime", m) for c, ms in means.items() for s, m in enumerate(ms)]
+    rows += [_row("table2", c, s, "tiny_lcb", 0.0) for c in means for s in range(3)]
+    return pd.DataFrame(rows)
+
+
+def test_aggregate_t_interval_seed_values_and_definition_order():
+    summary = sft.aggregate(_table2_runs())
+    aime = summary[summary["benchmark"] == "tiny_aime"]
+    assert list(aime["condition"]) == ["easy/only_correct", "easy/mixed", "hard/only_correct", "hard/mixed"]
+    first = aime.iloc[0]
+    assert first["n_seeds"] == 3 and first["seeds"] == (0, 1, 2) and first["values"] == (0.5, 0.55, 0.6)
+    assert first["mean"] == pytest.approx(0.55)
+    assert first["ci_high"] - first["mean"] == pytest.approx(4.303 * 0.05 / math.sqrt(3))
+
+
+def test_verdicts_per_pair_with_the_papers_difference():
+    pairs = sft.verdicts(sft.aggregate(_table2_runs()), reported=load_reported())
+    aime = pairs[pairs["benchmark"] == "tiny_aime"].set_index("better")
+    assert aime.loc["easy/only_correct", "verdict"] == "replicated"
+    assert aime.loc["hard/mixed", "verdict"] == "not replicated"
+    assert aime.loc["easy/only_correct", "paper_diff_pts"] == pytest.approx(45.00 - 40.22)
+    lcb = pairs[pairs["benchmark"] == "tiny_lcb"]
+    assert set(lcb["verdict"]) == {"inconclusive"} and set(lcb["note"]) == {"both at 0"}
+    claims = sft.experiment_verdicts(pairs)
+    assert claims.set_index("experiment").loc["table2", ["replicated", "not_replicated", "verdict"]].tolist() == [
+        1, 1, "inconclusive"]
+
+
+def test_verdicts_refuse_two_configurations_of_one_cell():
+    runs = _table2_runs()
+    runs.loc[0, "config_hash"] = "h2"
+    with pytest.raises(ValueError, match="two config hashes"):
+        sft.verdicts(sft.aggregate(runs))
+
+
+def test_upsert_replaces_every_row_of_a_rerun(tmp_path):
+    stored = table.upsert(table.empty(), _table2_runs())
+    rerun = [_row("table2", "easy/mixed", 0, "tiny_aime", 0.9, cfg_hash="h2")]
+    out = table.upsert(stored, rerun)
+    sel = out[(out["condition"] == "easy/mixed") & (out["seed"] == 0)]
+    assert sel[["benchmark", "mean", "config_hash"]].values.tolist() == [["tiny_aime", 0.9, "h2"]]
+    assert len(out) == len(stored) - 1
+    path = table.write(out, tmp_path / "abl.csv")
+    again = table.read(path)
+    assert len(again) == len(out) and again["config_hash"].tolist() == table.tidy(out)["config_hash"].tolist()
+    table.write(again, tmp_path / "abl2.csv")
+    assert (tmp_path / "abl2.csv").read_bytes() == path.read_bytes()
+
+
+def test_bad_rows_are_named():
+    bad = _table2_runs()
+    bad.loc[3, "mean"] = 1.5
+    with pytest.raises(ValueError, match="'easy/mixed', 'seed': 0"):
+        table.validate(bad)
+    dup = pd.concat([_table2_runs().head(2), _table2_runs().head(1)])
+    with pytest.raises(ValueError, match="duplicate"):
+        table.validate(dup)
+
+
+# --- definitions and reuse --------------------------------------------------------------------------------------
+
+def test_every_comparison_names_defined_conditions_and_paper_settings():
+    reported = load_reported()
+    for exp in sft.EXPERIMENTS.values():
+        labels = {c.label for c in exp.conditions}
+        assert all(b in labels and w in labels for b, w in exp.comparisons), exp.id
+        settings = set(reported[reported["table"] == exp.table]["model_or_setting"])
+        assert {c.paper_setting for c in exp.conditions} <= settings, exp.id
+
+
+def test_ci_runs_the_first_pair_only_and_tiny_runs_all():
+    for exp in sft.EXPERIMENTS.values():
+        assert {c.label for c in sft.conditions_for(exp, "ci")} == set(exp.comparisons[0])
+        assert sft.conditions_for(exp, "tiny") == exp.conditions
+    assert sft.resolve_seeds(None, "tiny") == [0, 1, 2] and sft.resolve_seeds([4, 7], "ci") == [4, 7]
+
+
+def test_condition_hash_ignores_the_seed_but_not_the_scale(monkeypatch):
+    cond = sft.EXPERIMENTS["table4"].conditions[0]
+    h = sft.condition_hash("ci", cond)
+    assert h == sft.condition_hash("ci", cond) and h != sft.condition_hash("tiny", cond)
+    assert sft.condition_hash("ci", dataclasses.replace(cond, claim="reworded")) == h
+    assert sft.condition_hash("ci", dataclasses.replace(cond, subset=(("ability", "math"), ("top_k", 2)))) != h
+    monkeypatch.setitem(sft.SCALES, "ci", sft.Scale(budget={"table4": 50}, reduced=True))
+    assert sft.condition_hash("ci", cond) != h
+
+
+def test_run_experiment_reuses_rows_with_the_same_hash(monkeypatch, tmp_path):
+    calls = []
+
+    def fake_run(preset, cond, seed, pool=None):
+        calls.append((cond.label, seed))
+        return [_row(cond.experiment, cond.label, seed, b, 0.25, sft.condition_hash(preset, cond))
+                for b in sft.benchmarks_at(cond, preset)]
+
+    monkeypatch.setattr(sft, "run_condition", fake_run)
+    monkeypatch.setattr(sft, "_pool", lambda preset: [])
+    path = tmp_path / "ablations_sft.csv"
+    first = sft.run_experiment("ci", "table4", seeds=[0, 1], path=path)
+    assert sorted(calls) == [("top1", 0), ("top1", 1), ("top4", 0), ("top4", 1)] and len(first) == 8
+    calls.clear()
+    assert sft.run_experiment("ci", "table4", seeds=[0, 1], path=path).equals(first) and calls == []
+    sft.run_experiment("ci", "table4", seeds=[1], path=path, retrain=True)
+    assert sorted(calls) == [("top1", 1), ("top4", 1)]
+    calls.clear()
+    monkeypatch.setitem(sft.SCALES, "ci", sft.Scale(budget={"table4": 50}, seeds=1, reduced=True))
+    sft.run_experiment("ci", "table4", path=path)
+    assert sorted(calls) == [("top1", 0), ("top4", 0)]
+
+
+# --- the subsets each condition trains on (ci world) -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ci_pool():
+    from klear_lib.data import load_split
+
+    return load_split("sft_pool", "ci")
+
+
+def test_every_ci_condition_fills_its_budget_by_its_rule(ci_pool):
+    for exp in sft.EXPERIMENTS.values():
+        for cond in exp.conditions:
+            rows = sft.condition_rows(ci_pool, cond, "ci", seed=0)
+            kw = cond.kwargs
+            if not cond.fixed_prompts:
+                assert len(rows) == sft.SCALES["ci"].budget[exp.id], cond.label
+            assert all(r["ability"] == kw.get("ability", r["ability"]) for r in rows)
+            assert all(r["teacher_rank"] <= kw.get("top_k", 99) for r in rows)
+            assert all(r["difficulty"] == kw.get("difficulty", r["difficulty"]) for r in rows)
+            if kw.get("correctness") == "only_correct":
+                assert all(r["correct"] for r in rows)
+
+
+def test_table2_mixed_keeps_incorrect_traces_and_seeds_change_the_subset(ci_pool):
+    cond = sft.EXPERIMENTS["table2"].condition("hard/mixed")
+    rows = sft.condition_rows(ci_pool, cond, "ci", seed=0)
+    assert not all(r["correct"] for r in rows)
+    other = sft.condition_rows(ci_pool, cond, "ci", seed=1)
+    assert {r["id"] for r in rows} != {r["id"] for r in other}
+
+
+def test_table3_teachers_answer_the_same_prompts(ci_pool):
+    exp = sft.EXPERIMENTS["table3"]
+    items = [sorted({r["item_id"] for r in sft.condition_rows(ci_pool, c, "ci", seed=0)}) for c in exp.conditions]
+    assert items[0] == items[1] == items[2] and len(items[0]) == 12 + 6
+    teachers = {r["teacher"] for r in sft.condition_rows(ci_pool, exp.condition("rank2"), "ci", seed=0)}
+    assert teachers == {"careful", "code_stepwise"}
+
+
+def test_a_budget_the_pool_cannot_fill_raises_naming_the_condition(ci_pool, monkeypatch):
+    monkeypatch.setitem(sft.SCALES, "ci", sft.Scale(budget={"table2": 10_000}, reduced=True))
+    with pytest.raises(ValueError, match="table2 easy/only_correct: .* budget of 10000"):
+        sft.condition_rows(ci_pool, sft.EXPERIMENTS["table2"].conditions[0], "ci", seed=0)
+    with pytest.raises(ValueError, match="fixed prompts"):
+        sft.fixed_prompt_rows(ci_pool, {"math": 10_000}, seed=0)
+
+
+# --- one real run at ci, and the figure ---------------------------------------------------------------------------
+
+def test_one_ci_run_end_to_end(ci_pool, monkeypatch, tmp_path):
+    monkeypatch.setattr("klear_lib.pipeline.runs_dir", lambda preset: tmp_path)
+    monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path / "artifacts"))  # train afresh: a cached run writes no record
+    cond = sft.EXPERIMENTS["table5"].condition("top1")
+    rows = sft.run_condition("ci", cond, seed=0, pool=ci_pool)
+    df = table.validate(pd.DataFrame(rows))
+    assert set(df["benchmark"]) == {"tiny_lcb"} and set(df["metric"]) == {"avg@k", "pass@k"}
+    assert set(df["config_hash"]) == {sft.condition_hash("ci", cond)} and set(df["n_train"]) == {96}
+    assert (tmp_path / "ablations_sft" / "table5" / "top1-s0.csv").exists()
+
+
+def test_ablation_bars_draws_one_bar_per_condition_and_benchmark():
+    from klear_lib import plots
+
+    fig = plots.ablation_bars(sft.aggregate(_table2_runs()), title="Table 2")
+    assert len(fig.axes[0].patches) == 4 * 2
