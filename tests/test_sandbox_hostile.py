@@ -143,12 +143,12 @@ for fd in (1, 2):
     except OSError as e:
         print("denied", e)
 os.kill(os.getppid(), 9)"""
-DAEMON = """import os, time
+DAEMON_MARK = "klear-hostile-daemon-7f3a"
+DAEMON = f"""import os, sys
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        while True:
-            time.sleep(0.1)
+        os.execv(sys.executable, [sys.executable, "-c", "import time\\nwhile True: time.sleep(0.1)", "{DAEMON_MARK}"])
 raise SystemExit(1)"""
 
 
@@ -227,14 +227,15 @@ def test_daemon_does_not_outlive_its_test():
     tests = TESTS * 3
     assert code_reward(respond(DAEMON), tests, timeout_s=2) == -1.0
     time.sleep(0.5)
-    assert not any(_uid_of(p) in range(61000, 61256) for p in os.listdir("/proc") if p.isdigit())
+    # only this test's daemon (marked in its argv): sandboxes of other runs on the machine may be alive
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and DAEMON_MARK in _cmdline(p)]
 
 
-def _uid_of(pid: str) -> int:
+def _cmdline(pid: str) -> str:
     try:
-        return os.stat(f"/proc/{pid}").st_uid
+        return open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
     except OSError:
-        return -1
+        return ""
 
 
 def test_hostile_programs_cost_only_their_own_reward():
