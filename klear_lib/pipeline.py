@@ -74,23 +74,24 @@ def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None,
     """avg@k and pass@k of one checkpoint on ``benchmarks`` (default: the preset's), upserted into eval.csv
     unless ``write_csv`` is False (the ablations keep their own table).
 
-    Samples are stored per checkpoint under ``<artifacts>/<preset>/eval/<key>`` so a rerun resumes, and a
-    different checkpoint under the same stage name never reuses another's samples.
+    Samples go to ``<artifacts>/<preset>/eval/<eval config hash>``, the folder notebook 04 reads, in files keyed
+    by the checkpoint: a rerun resumes, and another checkpoint under the same stage name never reuses them.
     """
     import pandas as pd
 
     from klear_lib.evaluation.benchmarks import get_spec, load_rows
+    from klear_lib.evaluation.checkpoints import checkpoint_label
     from klear_lib.evaluation.harness import evaluate, summarize
     from klear_lib.results import append_eval_rows, eval_csv
 
     cfg = get_config("eval", preset, **overrides)
-    key = hashlib.sha256(f"{config_hash(cfg)}|{Path(model_path).resolve()}".encode()).hexdigest()[:12]
-    out = artifacts.artifact_dir(preset, "eval", key)
+    out = artifacts.artifact_dir(preset, "eval", config_hash(cfg))  # sample files are keyed by model inside
     rows = []
     for name in benchmarks or cfg.benchmarks:
         samples = evaluate(str(model_path), get_spec(name), load_rows(name, preset, cfg.max_problems), cfg, out,
                            stage=stage)
-        rows += summarize(samples, stage=stage, benchmark=name, seed=cfg.seed, config_hash=config_hash(cfg))
+        rows += summarize(samples, stage=stage, benchmark=name, seed=cfg.seed, config_hash=config_hash(cfg),
+                          model=checkpoint_label(str(model_path)))
     if write_csv:
         append_eval_rows(rows, eval_csv(preset))
     return pd.DataFrame(rows)
