@@ -31,20 +31,30 @@ def eval_csv(preset: str) -> Path:
     return results_dir(preset) / "eval.csv"
 
 
-def validate_eval(df: pd.DataFrame) -> pd.DataFrame:
-    """Raise ``ValueError`` on missing columns, empty keys, duplicate keys or bad values; return ``df``."""
-    missing = [c for c in EVAL_COLUMNS if c not in df.columns]
+def validate_rows(df: pd.DataFrame, columns: list[str], key: list[str], what: str,
+                  required: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Raise ``ValueError`` naming the rows (by ``key``) with missing columns, an empty key or ``required`` field,
+    duplicate keys, or a ``mean`` outside [0, 1] or its CI; return ``df``. Shared by the long-format tables."""
+    where = lambda mask: df.loc[mask, key].to_dict("records")  # noqa: E731
+    missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise ValueError(f"eval rows miss columns {missing}")
-    if df[EVAL_KEY].isna().any().any():
-        raise ValueError("eval rows have empty key fields")
-    dup = df.duplicated(EVAL_KEY, keep=False)
+        raise ValueError(f"{what} rows miss columns {missing}")
+    filled = key + list(required)
+    empty = df[filled].isna().any(axis=1) | (df[filled].astype(str) == "").any(axis=1)
+    if empty.any():
+        raise ValueError(f"{what} rows with an empty key field: {where(empty)}")
+    dup = df.duplicated(key, keep=False)
     if dup.any():
-        raise ValueError(f"duplicate eval keys: {df.loc[dup, EVAL_KEY].to_dict('records')}")
+        raise ValueError(f"duplicate {what} keys: {where(dup)}")
     bad = ~df["mean"].between(0, 1) | (df["ci_low"] > df["mean"] + 1e-9) | (df["ci_high"] < df["mean"] - 1e-9)
     if bad.any():
-        raise ValueError(f"eval rows with mean outside [0,1] or outside its CI: {df.loc[bad, EVAL_KEY].to_dict('records')}")
+        raise ValueError(f"{what} rows with mean outside [0, 1] or outside its CI: {where(bad)}")
     return df
+
+
+def validate_eval(df: pd.DataFrame) -> pd.DataFrame:
+    """``eval.csv`` rows checked by ``validate_rows`` (key: stage, benchmark, metric, k, config_hash)."""
+    return validate_rows(df, EVAL_COLUMNS, EVAL_KEY, "eval")
 
 
 def _tidy(df: pd.DataFrame) -> pd.DataFrame:

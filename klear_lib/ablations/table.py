@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from klear_lib.ablations.stats import t_interval
+from klear_lib.results import validate_rows
 
 RUN_KEY = ["experiment", "condition", "seed"]
 KEY = RUN_KEY + ["benchmark", "metric"]
@@ -22,25 +23,9 @@ GROUP = ["experiment", "condition", "benchmark", "metric", "k", "config_hash"]
 FLOAT_FORMAT = "%.6f"
 
 
-def _where(df: pd.DataFrame, mask) -> list[dict]:
-    return df.loc[mask, KEY].to_dict("records")
-
-
 def validate(df: pd.DataFrame) -> pd.DataFrame:
     """Raise ``ValueError`` naming the rows with missing columns, empty keys, duplicate keys or bad values."""
-    missing = [c for c in COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"ablation rows miss columns {missing}")
-    empty = df[KEY + ["config_hash"]].isna().any(axis=1) | (df[KEY + ["config_hash"]].astype(str) == "").any(axis=1)
-    if empty.any():
-        raise ValueError(f"ablation rows with an empty key or config_hash: {_where(df, empty)}")
-    dup = df.duplicated(KEY, keep=False)
-    if dup.any():
-        raise ValueError(f"duplicate ablation keys: {_where(df, dup)}")
-    bad = ~df["mean"].between(0, 1) | (df["ci_low"] > df["mean"] + 1e-9) | (df["ci_high"] < df["mean"] - 1e-9)
-    if bad.any():
-        raise ValueError(f"ablation rows with mean outside [0, 1] or outside its CI: {_where(df, bad)}")
-    return df
+    return validate_rows(df, COLUMNS, KEY, "ablation", required=("config_hash",))
 
 
 def tidy(df: pd.DataFrame) -> pd.DataFrame:
