@@ -9,7 +9,7 @@ PRESET ?= tiny
 export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup reproduce readme bench test test-unit test-notebooks test-nbval refresh ablations clean-artifacts
+.PHONY: setup reproduce readme bench test test-unit test-notebooks test-nbval refresh ablations stability clean-artifacts
 
 setup: .venv/.setup-done
 
@@ -34,10 +34,22 @@ reproduce: setup
 	done
 	$(MAKE) --no-print-directory readme PRESET=$(PRESET)
 
-# The SFT data ablations (Tables 2-5) at tiny, 3 seeds each; stored rows with a matching config hash are reused.
+# Every ablation at tiny, 3 seeds each: the SFT data ablations (Tables 2-5), the RL ablations and the claims table
+# (Figs. 2-5, Table 6), the stability map (issue 8); stored rows with a matching config hash are reused.
+ABLATIONS := 05_sft_ablations 06_rl_ablations 07_stability_map
 ablations: setup
 	mkdir -p results/tiny/notebooks
-	$(BIN)/papermill notebooks/05_sft_ablations.ipynb results/tiny/notebooks/05_sft_ablations.ipynb \
+	@for nb in $(ABLATIONS); do \
+	  echo "== $$nb (PRESET=tiny)"; start=$$(date +%s); \
+	  $(BIN)/papermill notebooks/$$nb.ipynb results/tiny/notebooks/$$nb.ipynb \
+	    -p PRESET tiny -p RETRAIN False -k python3 --no-progress-bar || exit 1; \
+	  echo "== $$nb done in $$(( $$(date +%s) - start )) s"; \
+	done
+
+# The stability map alone (notebook 07) at tiny.
+stability: setup
+	mkdir -p results/tiny/notebooks
+	$(BIN)/papermill notebooks/07_stability_map.ipynb results/tiny/notebooks/07_stability_map.ipynb \
 	  -p PRESET tiny -p RETRAIN False -k python3 --no-progress-bar
 
 # Speed benchmarks: ratios measured side by side, results/perf.csv and its README section.

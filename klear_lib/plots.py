@@ -69,6 +69,57 @@ def ablation_bars(summary: pd.DataFrame, metric: str = "avg@k", title: str = "")
     return fig
 
 
+def condition_curves(df: pd.DataFrame, columns: Sequence[str], *, x: str = "rl_step", by: str = "condition",
+                     title: str = "", smooth: int = 1):
+    """One panel per column, one line per ``by`` value: the mean over seeds at each ``x`` (rolling mean over
+    ``smooth`` points), each seed as a thin line; from run records or held-out curve rows (long ``df`` with a
+    ``seed`` column)."""
+    fig, axes = plt.subplots(1, len(columns), figsize=(3.2 * len(columns), 2.7), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, col in zip(axes[0], columns):
+        for i, (name, grp) in enumerate(df.groupby(by, sort=False)):
+            color = colors[i % len(colors)]
+            for _, seed in grp.groupby("seed"):
+                per_x = seed.groupby(x)[col].mean()
+                ax.plot(per_x.index, per_x.rolling(smooth, min_periods=1).mean(), color=color, lw=0.5, alpha=0.4)
+            mean = grp.groupby(x)[col].mean()
+            ax.plot(mean.index, mean.rolling(smooth, min_periods=1).mean(), color=color, lw=1.5, label=str(name))
+        ax.set_title(col, fontsize=9)
+        ax.set_xlabel(x, fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def stability_map(summary: pd.DataFrame, metric: str, *, title: str = "", fmt: str = "{:.2f}",
+                  vmin: float | None = None, vmax: float | None = None):
+    """Heat map of ``metric`` per loss (rows, in order of appearance) × learning rate (columns), one panel per
+    updates-per-step setting, each cell annotated; from ``klear_lib.ablations.stability.aggregate`` rows."""
+    settings = sorted(summary["updates_per_step"].unique())
+    losses = list(dict.fromkeys(summary["loss"]))
+    lrs = sorted(summary["learning_rate"].unique())
+    fig, axes = plt.subplots(1, len(settings), figsize=(1.8 + 1.1 * len(lrs) * len(settings), 1.2 + 0.4 * len(losses)),
+                             squeeze=False, layout="constrained")
+    values = summary[metric].astype(float)
+    vmin = float(values.min()) if vmin is None else vmin
+    vmax = max(float(values.max()) if vmax is None else vmax, vmin + 1e-6)
+    for ax, updates in zip(axes[0], settings):
+        sub = summary[summary["updates_per_step"] == updates].pivot(index="loss", columns="learning_rate",
+                                                                   values=metric).reindex(index=losses, columns=lrs)
+        image = ax.imshow(sub.to_numpy(dtype=float), aspect="auto", cmap="viridis", vmin=vmin, vmax=vmax)
+        for (r, c), v in pd.DataFrame(sub.to_numpy(dtype=float)).stack().items():
+            ax.text(c, r, fmt.format(v), ha="center", va="center", fontsize=7, color="white")
+        ax.set_xticks(range(len(lrs)), [f"{lr:g}" for lr in lrs], fontsize=7)
+        ax.set_yticks(range(len(losses)), losses, fontsize=7)
+        ax.set_xlabel("learning rate", fontsize=8)
+        ax.set_title(f"{updates} updates / step", fontsize=9)
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8)
+    fig.suptitle(title or metric, fontsize=10)
+    return fig
+
+
 def save(fig, name: str) -> Path:
     """Save ``fig`` as ``results/figures/<name>.png`` and return the path."""
     from klear_lib.paths import FIGURES

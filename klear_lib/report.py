@@ -44,7 +44,28 @@ def results_section(preset: str = "tiny") -> str:
     return note + "\n\n" + markdown_table(table)
 
 
-def write_readme(preset: str = "tiny", readme: Path = REPO / "README.md") -> Path:
-    """Regenerate the README's results section from ``results/``."""
-    readme.write_text(replace_section(readme.read_text(), "results", results_section(preset)))
+def claims_section(preset: str = "tiny") -> str:
+    """The paper's claims (Tables 2-6, Figures 2-5) with its difference, ours and the verdict, from claims.csv."""
+    from klear_lib.ablations.claims import claims_csv, read_claims, readme_table
+
+    path = claims_csv(preset)
+    if not path.exists():
+        return f"_No `results/{preset}/claims.csv` yet: run `make ablations`._"
+    claims = read_claims(path)
+    counts = claims["verdict"].value_counts().sort_index()
+    note = (f"Generated from `results/{preset}/claims.csv` (paper numbers from `results/reported.csv`). Δ = claimed "
+            "better minus claimed worse, in points (avg@k); 95% Welch interval over seeds; "
+            + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".")
+    return note + "\n\n" + markdown_table(readme_table(claims))
+
+
+SECTIONS = {"results": results_section, "claims": claims_section}
+
+
+def write_readme(preset: str = "tiny", readme: Path = REPO / "README.md", sections=tuple(SECTIONS)) -> Path:
+    """Regenerate the README's generated sections (``SECTIONS``) from ``results/``."""
+    text = readme.read_text()
+    for name in sections:
+        text = replace_section(text, name, SECTIONS[name](preset))
+    readme.write_text(text)
     return readme

@@ -25,6 +25,18 @@ def test_math_items_stay_small_and_nonnegative(tier):
         item = tm.sample_item(rng, tier)
         assert item.tier == tier and min(item.values()) >= 0 and len(item.prompt) < 100
         assert eval(item.prompt[len("Compute "):-1]) == item.answer  # the prompt's expression is the answer
+        assert 2 <= item.start <= tm.DEFAULT_MAX_OPERAND
+        assert all(b <= tm.DEFAULT_MAX_OPERAND if op != "*" else 2 <= b <= 9 for op, b in item.ops)
+
+
+def test_max_operand_bounds_every_operand_and_rejects_nonsense():
+    rng = random.Random(0)
+    items = [tm.sample_item(rng, 4, max_operand=9) for _ in range(300)]
+    assert max(max(item.start, *(b for _, b in item.ops)) for item in items) == 9
+    cur_before_mul = [v for item in items for v, (op, _) in zip([item.start, *item.values()], item.ops) if op == "*"]
+    assert max(cur_before_mul) <= 9  # products only of small values
+    with pytest.raises(ValueError, match="max_operand"):
+        tm.sample_item(rng, 2, max_operand=1)
 
 
 def test_boxed_extraction_and_judge():

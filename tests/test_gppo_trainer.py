@@ -280,6 +280,20 @@ def test_reward_adapters_read_the_verl_schema():
         reward_adapters.code_tests("nope", "c1")
 
 
+def test_reward_adapters_apply_the_tag_shaping():
+    truth = [{"ground_truth": "12", "style": "rule"}]
+    unclosed = ["<think>\n3*4=12 \\boxed{12}"]
+    assert reward_adapters.make_reward_func("math")(completions=unclosed, reward_model=truth) == [-0.5]
+    binary = reward_adapters.make_reward_func("math", tag_shaping="binary")
+    assert binary(completions=unclosed, reward_model=truth) == [-1.0]
+    assert binary(completions=["<think>\nok\n</think>\n\\boxed{12}"], reward_model=truth) == [1.0]
+    gt = [{"ground_truth": '{"inputs": ["1\\n"], "outputs": ["2\\n"]}', "style": "rule"}]
+    code = reward_adapters.make_reward_func("code", tag_shaping="binary")
+    assert code(completions=["```python\nprint(2)\n```"], reward_model=gt) == [-1.0]  # no tags: no sandbox run
+    with pytest.raises(ValueError, match="tag_shaping"):
+        reward_adapters.make_reward_func("code", tag_shaping="lenient")
+
+
 def test_rows_are_validated_and_long_prompts_dropped():
     from klear_lib.models import build_tokenizer
 

@@ -26,6 +26,15 @@ def test_shaping_values_and_order():
     assert math_reward(wrap("no answer here"), "12") == -1.0
 
 
+def test_binary_tag_shaping_scores_a_missing_tag_as_wrong():
+    """The paper's text: a binary reward; a missing think tag is penalised like a wrong answer (-1)."""
+    assert math_reward("<think>\nstill thinking \\boxed{12}", "12", tag_shaping="binary") == -1.0
+    assert math_reward("reasoning</think>\n\\boxed{12}", "12", tag_shaping="binary") == -1.0
+    assert math_reward(wrap("\\boxed{12}"), "12", tag_shaping="binary") == 1.0
+    with pytest.raises(ValueError, match="tag_shaping"):
+        math_reward(wrap("\\boxed{12}"), "12", tag_shaping="soft")
+
+
 @pytest.mark.parametrize("text,truth", [
     ("\\boxed{073}", "73"), ("\\boxed{73}", "073"), ("The answer is $\\boxed{204}$.", "204"),
     ("\\boxed{ 25 }", "025"), ("so the result is \\(\\boxed{\\dfrac{1}{576}}\\)", "\\frac{1}{576}"),

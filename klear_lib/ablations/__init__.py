@@ -4,6 +4,9 @@
 >>> runs = sft.run_experiment("ci", "table2", seeds=1)
 >>> pairs = sft.verdicts(sft.aggregate(runs))
 
-``stats`` (t-intervals, Welch differences, the verdict rule) and ``verdicts`` (claims against results) are pure
-and shared by every ablation family; ``table`` is the long-format results table with reuse by config hash.
+Families: ``sft`` (Tables 2-5), ``rl`` (Figures 2-5, Table 6; checkpoints, records and curves in ``rl_runs``),
+``stability`` (beyond the paper: losses × learning rates × updates per step), and ``claims`` (one row per paper
+claim, from the families' tables). ``common`` holds what they share (the experiment record, the reuse loop over
+stored rows, report files); ``stats`` (t-intervals, Welch differences, the verdict rule) and ``verdicts`` (claims
+against results) are pure; ``table`` is the long-format results table with reuse by config hash.
 """

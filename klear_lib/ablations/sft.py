@@ -11,16 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
-from tqdm.auto import tqdm
 
-from klear_lib.ablations import table
+from klear_lib.ablations import common, table
 from klear_lib.ablations import verdicts as V
+from klear_lib.ablations.common import Experiment
 from klear_lib.configs import config_hash, get_config, to_dict
 from klear_lib.seeding import py_rng
 
@@ -43,25 +42,6 @@ class Condition:
     def kwargs(self) -> dict:
         """The ``sft_subset`` keyword arguments."""
         return dict(self.subset)
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """A paper table: its conditions, the pairs (claimed better, claimed worse) and the benchmarks a verdict reads."""
-
-    id: str
-    table: str                                # "Table 2" (as in results/reported.csv)
-    claim: str
-    conditions: tuple[Condition, ...]
-    comparisons: tuple[tuple[str, str], ...]
-    primary: tuple[str, ...]                  # benchmarks the experiment-level verdict reads
-
-    def condition(self, label: str) -> Condition:
-        """The condition called ``label``; unknown labels raise ``KeyError`` listing the known ones."""
-        found = [c for c in self.conditions if c.label == label]
-        if not found:
-            raise KeyError(f"{self.id} has no condition {label!r}; known: {[c.label for c in self.conditions]}")
-        return found[0]
 
 
 @dataclass(frozen=True)
@@ -160,17 +140,12 @@ def get_scale(preset: str) -> Scale:
 
 def conditions_for(experiment: str | Experiment, preset: str) -> tuple[Condition, ...]:
     """The conditions run at ``preset``: all, or (reduced scale) those of the first comparison."""
-    exp = get_experiment(experiment)
-    if not get_scale(preset).reduced:
-        return exp.conditions
-    return tuple(c for c in exp.conditions if c.label in exp.comparisons[0])
+    return common.reduced(get_experiment(experiment), get_scale(preset).reduced)
 
 
 def resolve_seeds(seeds: int | Sequence[int] | None, preset: str) -> list[int]:
     """None -> the preset's default count; an int n -> 0..n-1; a list -> itself."""
-    if seeds is None:
-        seeds = get_scale(preset).seeds
-    return list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
+    return common.resolve_seeds(seeds, get_scale(preset).seeds)
 
 
 def benchmarks_at(condition: Condition, preset: str) -> tuple[str, ...]:
@@ -230,15 +205,7 @@ def condition_rows(pool: Sequence[dict], condition: Condition, preset: str, seed
 
 def run_name(condition: Condition, seed: int) -> str:
     """``ablations_sft/<experiment>/<label>-s<seed>`` (run record name; label made file-safe)."""
-    return f"ablations_sft/{condition.experiment}/{re.sub(r'[^A-Za-z0-9_.-]+', '-', condition.label)}-s{seed}"
-
-
-def result_rows(scores: pd.DataFrame, condition: Condition, seed: int, cfg_hash: str, n_train: int) -> list[dict]:
-    """Ablation table rows from ``eval_stage`` rows of one run."""
-    keep = ["benchmark", "metric", "k", "mean", "stderr", "ci_low", "ci_high", "n_problems", "n_samples"]
-    return [{"experiment": condition.experiment, "condition": condition.label, "seed": int(seed),
-             **{k: r[k] for k in keep}, "n_train": int(n_train), "config_hash": cfg_hash}
-            for r in scores.to_dict("records")]
+    return common.run_name("ablations_sft", condition.experiment, condition.label, seed)
 
 
 def run_condition(preset: str, condition: Condition, seed: int, pool: Sequence[dict] | None = None) -> list[dict]:
@@ -252,7 +219,8 @@ def run_condition(preset: str, condition: Condition, seed: int, pool: Sequence[d
     ckpt = sft_stage(preset, rows, name=name, **{**get_scale(preset).sft, "seed": seed})
     scores = eval_stage(preset, name.replace("/", "--"), ckpt, benchmarks_at(condition, preset), write_csv=False,
                         **{**get_scale(preset).eval, "seed": seed})
-    return result_rows(scores, condition, seed, condition_hash(preset, condition), len(rows))
+    return common.result_rows(scores, condition.experiment, condition.label, seed, condition_hash(preset, condition),
+                              len(rows))
 
 
 def ablations_csv(preset: str) -> Path:
@@ -267,18 +235,13 @@ def run_experiment(preset: str, experiment: str | Experiment, seeds: int | Seque
     """Every condition x seed of ``experiment``; rows stored in ``path`` under the same config hash are reused
     unless ``retrain`` (checkpoints and samples in the artifact store, keyed by config and data, are reused
     either way). Each finished run is written at once. Returns this experiment's rows for ``seeds``."""
-    exp, path, seeds = get_experiment(experiment), Path(path or ablations_csv(preset)), resolve_seeds(seeds, preset)
-    stored = table.read(path)
-    hashes = {c.label: condition_hash(preset, c) for c in conditions_for(exp, preset)}
-    todo = [(c, s) for c in conditions_for(exp, preset) for s in seeds if retrain or not table.has_run(
-        stored, exp.id, c.label, s, hashes[c.label], benchmarks_at(c, preset))]
-    pool = _pool(preset) if todo else None
-    for cond, seed in tqdm(todo, desc=f"{exp.id} runs", unit="run", disable=not todo):
-        stored = table.upsert(stored, run_condition(preset, cond, seed, pool))
-        table.write(stored, path)
-    mine = [(r.experiment == exp.id and hashes.get(r.condition) == r.config_hash and int(r.seed) in seeds)
-            for r in stored.itertuples()]
-    return stored[mine].reset_index(drop=True)
+    exp, seeds = get_experiment(experiment), resolve_seeds(seeds, preset)
+    conds = conditions_for(exp, preset)
+    return common.run_table(
+        Path(path or ablations_csv(preset)), exp, conds, seeds, {c.label: condition_hash(preset, c) for c in conds},
+        {c.label: benchmarks_at(c, preset) for c in conds},
+        run=lambda cond, seed, pool: run_condition(preset, cond, seed, pool), setup=lambda: _pool(preset),
+        retrain=retrain)
 
 
 def _pool(preset: str) -> list[dict]:
@@ -316,11 +279,7 @@ def side_by_side(summary: pd.DataFrame, reported: pd.DataFrame, metric: str = "a
 def write_reports(summary: pd.DataFrame, pairs: pd.DataFrame, preset: str) -> list[Path]:
     """``ablations_sft_summary.csv`` (mean ± 95% CI over seeds, per-seed values) and ``ablations_sft_verdicts.csv``
     beside ``ablations_sft.csv``; sorted as given, floats at fixed precision."""
-    base = ablations_csv(preset)
-    paths = [base.with_name("ablations_sft_summary.csv"), base.with_name("ablations_sft_verdicts.csv")]
-    for df, path in zip((table.flat(summary), pairs), paths):
-        df.to_csv(path, index=False, float_format=table.FLOAT_FORMAT, lineterminator="\n")
-    return paths
+    return common.write_reports(summary, pairs, ablations_csv(preset))
 
 
 def describe(preset: str) -> pd.DataFrame:

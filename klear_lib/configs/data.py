@@ -34,6 +34,7 @@ class DataConfig:
     n_math_rl: int = 1000
     n_code_rl: int = 500
     n_eval: int = 200                            # per evaluation split
+    math_max_operand: int = 29                   # start/summand bound: facts a 0.8 M model can learn (STACK.md)
     code_tests: int = 16                         # tests per miniature code problem
     sft_tier_weights: tuple = (0.25, 0.25, 0.2, 0.2, 0.1)   # tier 5 sparse in SFT (DESIGN.md)
     rl_tier_weights: tuple = (0.1, 0.15, 0.2, 0.25, 0.3)

@@ -33,6 +33,9 @@ class RLConfig:
     temperature: float = algo(1.0)        # rollout sampling (PAPER.md §2.4)
     top_p: float = algo(1.0)              # PAPER.md §2.4
     code_reward_mode: str = algo("soft")  # soft pass-rate reward (PAPER.md §2.5)
+    tag_shaping: str = algo("binary")     # missing think tag: -1 as the paper's text ("binary reward", PAPER.md
+                                          # §2.5); "official" = the code's -0.5 / -2, which a policy below 25%
+                                          # accuracy exploits by never closing </think> (results/LOG.md)
     max_tests: int = algo(16)             # PAPER.md §2.5
     lr_scheduler: str = algo("constant_with_warmup")  # constant LR after warmup (PAPER.md §2.4)
     weight_decay: float = algo(0.1)       # PAPER.md §2.4

@@ -1,6 +1,9 @@
 """Miniature math: chained integer arithmetic, tier k = number of operations (k = 1..5).
 
 Prompt ``Compute ((19*2)-20)+7.``; response ``<think>\\n19*2=10*2+9*2=20+18=38\\n...\\n</think>\\n\\boxed{25}``.
+Numbers stay small (start, summands and subtrahends <= ``max_operand``; products only of values <= ``max_operand``),
+so that the arithmetic facts are learnable by the tiny model (STACK.md addendum: a world with 2-digit operands
+up to 99 left the 0.8 M model at 2% on one operation).
 Steps are written either directly (``19*2=38``) or decomposed into tens and units
 (``19*2=10*2+9*2=20+18=38``, ``58+27=58+20+7=78+7=85``): the reliable and unreliable strategies of STACK.md's
 probe. Intermediate values stay >= 0; multiplications are (1-2 digit) x (1 digit).
@@ -58,22 +61,28 @@ def apply(a: int, op: str, b: int) -> int:
     return a + b if op == "+" else a - b if op == "-" else a * b
 
 
-def _next_op(rng: random.Random, cur: int) -> tuple[str, int]:
-    allowed = [(op, w) for op, w in _OP_WEIGHTS if (op != "*" or 2 <= cur <= 99) and (op != "-" or cur >= 2)]
+DEFAULT_MAX_OPERAND = 29
+
+
+def _next_op(rng: random.Random, cur: int, max_operand: int) -> tuple[str, int]:
+    allowed = [(op, w) for op, w in _OP_WEIGHTS
+               if (op != "*" or 2 <= cur <= max_operand) and (op != "-" or cur >= 2)]
     op = rng.choices([o for o, _ in allowed], weights=[w for _, w in allowed])[0]
     if op == "*":
         return op, rng.randint(2, 9)
     if op == "-":
-        return op, rng.randint(1, min(cur, 99))
-    return op, rng.randint(1, 99)
+        return op, rng.randint(1, min(cur, max_operand))
+    return op, rng.randint(1, max_operand)
 
 
-def sample_item(rng: random.Random, tier: int) -> MathItem:
-    """A random problem with ``tier`` operations (start 2..99)."""
-    start = rng.randint(2, 99)
+def sample_item(rng: random.Random, tier: int, max_operand: int = DEFAULT_MAX_OPERAND) -> MathItem:
+    """A random problem with ``tier`` operations (start 2..``max_operand``)."""
+    if max_operand < 2:
+        raise ValueError(f"max_operand must be >= 2, got {max_operand}")
+    start = rng.randint(2, max_operand)
     ops, cur = [], start
     for _ in range(tier):
-        op, b = _next_op(rng, cur)
+        op, b = _next_op(rng, cur, max_operand)
         ops.append((op, b))
         cur = apply(cur, op, b)
     return MathItem(start, tuple(ops))

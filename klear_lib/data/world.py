@@ -25,7 +25,7 @@ from klear_lib.seeding import py_rng
 log = logging.getLogger(__name__)
 MATH_EVAL_SPLITS = tuple(f"math_eval_t{k}" for k in tm.TIERS)
 EVAL_SPLITS = ("tiny_aime", "tiny_lcb", *MATH_EVAL_SPLITS)
-TRAIN_SPLITS = ("sft_pool", "sft", "math_rl", "code_rl")
+TRAIN_SPLITS = ("sft_pool", "sft", "math_rl", "code_rl", "math_rl_unfiltered", "code_rl_unfiltered")
 TASKS = {"math": tm, "code": tc}
 
 
@@ -41,7 +41,7 @@ class World:
 def _math_rows(cfg, concern: str, n: int, weights, split: str, tiers=tm.TIERS) -> list[dict]:
     rng = py_rng(cfg.seed, "world", concern)
     chosen = rng.choices(tiers, weights=weights, k=n)
-    return [tm.to_row(tm.sample_item(rng, k), split) for k in chosen]
+    return [tm.to_row(tm.sample_item(rng, k, cfg.math_max_operand), split) for k in chosen]
 
 
 def _code_rows(cfg, concern: str, n: int, split: str) -> list[dict]:
@@ -169,8 +169,10 @@ def _noise_step(before: list[dict], after: list[dict]) -> cu.Step:
     return cu.Step("inject_noise", len(before), len(after), {}, ";".join(f"{k}={v}" for k, v in sorted(kinds.items())))
 
 
-def rl_split(cfg, ability: str, heldout: set[str], index: cu.NgramIndex, funnel: cu.Funnel) -> list[dict]:
-    """``math_rl`` / ``code_rl``: candidates -> clean -> inject noise -> the paper's RL filters -> target size."""
+def rl_split(cfg, ability: str, heldout: set[str], index: cu.NgramIndex,
+             funnel: cu.Funnel) -> tuple[list[dict], list[dict]]:
+    """``math_rl`` / ``code_rl``: candidates -> clean -> inject noise -> the paper's RL filters -> target size; and
+    ``<ability>_rl_unfiltered``: the same noisy candidates without the filters, cut to the same size (Fig. 4)."""
     name, n = f"{ability}_rl", cfg.n_math_rl if ability == "math" else cfg.n_code_rl
     n_cand = _n_candidates(n, cfg.rl_candidate_factor[ability == "code"])
     if ability == "math":
@@ -180,6 +182,7 @@ def rl_split(cfg, ability: str, heldout: set[str], index: cu.NgramIndex, funnel:
     rows = _clean(rows, name, heldout, index, cfg.ngram_decontam, funnel)
     noisy = inject_math_noise(cfg, rows) if ability == "math" else inject_code_noise(cfg, rows)
     funnel.add(name, _noise_step(rows, noisy))
+    unfiltered = sorted(noisy[:n], key=cu.item_of)
     teacher = cfg.filter_teacher_math if ability == "math" else cfg.filter_teacher_code
     rates = pass_rates(noisy, teacher, cfg.responses_per_prompt, seed=cfg.seed, concern="filter")
     if ability == "math":
@@ -191,7 +194,7 @@ def rl_split(cfg, ability: str, heldout: set[str], index: cu.NgramIndex, funnel:
     rows = [{**r, "extra_info": {**r["extra_info"], "filter_pass_rate": rates[cu.item_of(r)]}} for r in rows]
     rows, step = cu.take_first(rows, n)
     funnel.add(name, step)
-    return sorted(rows, key=cu.item_of)
+    return sorted(rows, key=cu.item_of), unfiltered
 
 
 def heldout_texts(cfg, evals: dict[str, list[dict]]) -> list[str]:
@@ -230,6 +233,6 @@ def build_world(cfg) -> World:
                                budget=cfg.sft_budget, seed=cfg.seed, funnel=sub)
     funnel.steps += [("sft", s) for _, s in sub.steps]
     for ability in ("math", "code"):
-        splits[f"{ability}_rl"] = rl_split(cfg, ability, heldout, index, funnel)
+        splits[f"{ability}_rl"], splits[f"{ability}_rl_unfiltered"] = rl_split(cfg, ability, heldout, index, funnel)
     splits.update(evals)
     return World(splits=splits, funnel=funnel, config_hash=config_hash(cfg))

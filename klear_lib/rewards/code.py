@@ -232,9 +232,11 @@ def score_passes(passed: Sequence[bool], mode: str = "soft") -> float:
 
 
 def code_reward(response: str, tests: Sequence[dict], mode: str = "soft", max_tests: int | None = MAX_TESTS,
-                seed: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, batched: bool = True) -> float:
-    """The paper's code reward of one response (think checks, extraction, sampled tests in the sandbox)."""
-    penalty = think_tag_score(response)
+                seed: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, batched: bool = True,
+                tag_shaping: str = "official") -> float:
+    """The paper's code reward of one response (think checks, extraction, sampled tests in the sandbox);
+    ``tag_shaping`` as in ``klear_lib.rewards.format.think_tag_score``."""
+    penalty = think_tag_score(response, tag_shaping)
     if penalty is not None:
         return penalty
     if isinstance(tests, (str, dict)):  # a row's ground truth (JSON text or object) instead of parsed tests

@@ -73,9 +73,10 @@ def answer_is_correct(text: str, ground_truth: str | int) -> bool:
     return _verify_in_pool([text], [gt])[0]
 
 
-def math_reward(response: str, ground_truth: str | int) -> float:
-    """The paper's shaped math reward: -0.5 no ``</think>``, -2 no ``<think>``, else +1 correct / -1 wrong."""
-    penalty = think_tag_score(response)
+def math_reward(response: str, ground_truth: str | int, tag_shaping: str = "official") -> float:
+    """The paper's shaped math reward: -0.5 no ``</think>``, -2 no ``<think>`` (both -1 with ``tag_shaping=
+    "binary"``), else +1 correct / -1 wrong."""
+    penalty = think_tag_score(response, tag_shaping)
     if penalty is not None:
         return penalty
     return binary_score(answer_is_correct(answer_text(response), ground_truth))

@@ -369,7 +369,8 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     tokenizer = AutoTokenizer.from_pretrained(str(model_path))
     rows = [training_view(r) for r in validate_rl_rows(list(train_rows))]
     rows = drop_long_prompts(rows, tokenizer, rl_cfg.max_prompt_length)
-    reward_func = make_reward_func(reward, mode=rl_cfg.code_reward_mode, max_tests=rl_cfg.max_tests, seed=rl_cfg.seed)
+    reward_func = make_reward_func(reward, mode=rl_cfg.code_reward_mode, max_tests=rl_cfg.max_tests, seed=rl_cfg.seed,
+                                   tag_shaping=rl_cfg.tag_shaping)
     callbacks = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg))] if run_record else []
     dtype = "bfloat16" if rl_cfg.bf16 else "float32"
     args.model_init_kwargs = {**(args.model_init_kwargs or {}), "dtype": dtype}

@@ -7,6 +7,7 @@ list (STACK.md §1.7); ours read ``completions`` and the verl-schema ``reward_mo
 """
 from __future__ import annotations
 
+import functools
 import json
 from typing import Callable
 
@@ -43,13 +44,13 @@ def _row_ids(extra_info, n: int) -> list:
     return [info.get("id", k) if isinstance(info, dict) else k for k, info in enumerate(infos)]
 
 
-def math_reward_func(judge: Callable[[str, str], float] | None = None) -> Callable:
+def math_reward_func(judge: Callable[[str, str], float] | None = None, tag_shaping: str = "official") -> Callable:
     """A TRL reward function scoring each completion with ``judge(response, ground_truth)``.
 
-    ``judge`` defaults to ``klear_lib.rewards.math.math_reward`` (the paper's +1/-1/-0.5/-2 shaping).
+    ``judge`` defaults to ``klear_lib.rewards.math.math_reward`` with ``tag_shaping`` (official: +1/-1/-0.5/-2).
     """
     def math_reward(completions, reward_model, extra_info=None, **kwargs) -> list[float]:
-        score = judge or _default_judge("math")
+        score = judge or _default_judge("math", tag_shaping)
         ids = _row_ids(extra_info, len(completions))
         return [float(score(completion_text(c), ground_truth(rm, i)))
                 for c, rm, i in zip(completions, reward_model, ids)]
@@ -57,14 +58,14 @@ def math_reward_func(judge: Callable[[str, str], float] | None = None) -> Callab
 
 
 def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0,
-                     judge: Callable | None = None) -> Callable:
+                     judge: Callable | None = None, tag_shaping: str = "official") -> Callable:
     """A TRL reward function running ``judge(response, tests, mode, max_tests, seed)`` per completion.
 
-    ``judge`` defaults to ``klear_lib.rewards.code.code_reward``; the test-sampling seed is derived from
+    ``judge`` defaults to ``klear_lib.rewards.code.code_reward`` with ``tag_shaping``; the test-sampling seed is derived from
     ``(seed, row id, global step, rollout index)`` so reruns sample the same tests.
     """
     def code_reward(completions, reward_model, extra_info=None, trainer_state=None, **kwargs) -> list[float]:
-        score = judge or _default_judge("code")
+        score = judge or _default_judge("code", tag_shaping)
         step = getattr(trainer_state, "global_step", 0)
         ids = _row_ids(extra_info, len(completions))
         return [float(score(completion_text(c), code_tests(ground_truth(rm, i), i), mode=mode, max_tests=max_tests,
@@ -73,20 +74,25 @@ def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0,
     return code_reward
 
 
-def _default_judge(kind: str) -> Callable:
-    """The shared judge of ``klear_lib.rewards`` (imported late: it is written alongside this module)."""
+def _default_judge(kind: str, tag_shaping: str = "official") -> Callable:
+    """The shared judge of ``klear_lib.rewards`` with ``tag_shaping`` (imported late: the judges import more)."""
+    from klear_lib.rewards.format import TAG_SHAPINGS
+
+    if tag_shaping not in TAG_SHAPINGS:
+        raise ValueError(f"tag_shaping={tag_shaping!r}; choose one of {TAG_SHAPINGS}")
     if kind == "math":
         from klear_lib.rewards.math import math_reward
-        return math_reward
+        return functools.partial(math_reward, tag_shaping=tag_shaping)
     from klear_lib.rewards.code import code_reward
-    return code_reward
+    return functools.partial(code_reward, tag_shaping=tag_shaping)
 
 
 def make_reward_func(kind: str, *, mode: str = "soft", max_tests: int = 16, seed: int = 0,
-                     judge: Callable | None = None) -> Callable:
-    """``"math"`` or ``"code"`` reward function for ``GPPOTrainer``."""
+                     judge: Callable | None = None, tag_shaping: str = "official") -> Callable:
+    """``"math"`` or ``"code"`` reward function for ``GPPOTrainer`` (``tag_shaping``: see ``rewards.format``)."""
+    _default_judge(kind, tag_shaping)  # fail here, not at the first rollout, on a bad tag_shaping
     if kind == "math":
-        return math_reward_func(judge)
+        return math_reward_func(judge, tag_shaping)
     if kind == "code":
-        return code_reward_func(mode, max_tests, seed, judge)
+        return code_reward_func(mode, max_tests, seed, judge, tag_shaping)
     raise ValueError(f"reward={kind!r}; choose 'math' or 'code'")

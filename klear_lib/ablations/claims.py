@@ -1,0 +1,114 @@
+"""The claims table: one row per paper claim tested in miniature — every claimed pair (better, worse) of Tables 2-6
+and Figures 2-5 on its experiment's primary benchmarks — with the paper's difference, ours with its 95% interval
+over seeds, and the verdict; a claim without stored runs under the current config is "not run" (no number).
+
+>>> from klear_lib.ablations import claims
+>>> path = claims.write_claims("tiny")   # results/tiny/claims.csv, read by klear_lib.report.claims_section
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import pandas as pd
+
+from klear_lib.ablations import rl, sft, table
+from klear_lib.ablations import verdicts as V
+
+FAMILIES: dict[str, ModuleType] = {"sft": sft, "rl": rl}
+NOT_RUN = "not run"
+COLUMNS = ["claim_id", "family", "table", "experiment", "benchmark", "better", "worse", "paper_benchmark",
+           "paper_better", "paper_worse", "paper_diff_pts", "ours_better_pct", "ours_worse_pct", "ours_diff_pts",
+           "ci_low_pts", "ci_high_pts", "n_seeds", "verdict", "claim"]
+
+
+def expected(reported: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every claim the kit tests, with the paper's numbers (``results/reported.csv``) and no result yet."""
+    from klear_lib.results import ANALOGUE
+
+    rows = []
+    for family, module in FAMILIES.items():
+        for exp in module.EXPERIMENTS.values():
+            for (better, worse) in exp.comparisons:
+                for bench in exp.primary:
+                    pb, pw = (V.paper_value(reported, exp, label, bench) for label in (better, worse))
+                    rows.append({"claim_id": f"{exp.id}:{better}>{worse}@{bench}", "family": family,
+                                 "table": exp.table, "experiment": exp.id, "benchmark": bench, "better": better,
+                                 "worse": worse, "paper_benchmark": ANALOGUE.get(bench, bench), "paper_better": pb,
+                                 "paper_worse": pw, "paper_diff_pts": pb - pw, "claim": exp.claim})
+    return pd.DataFrame(rows)
+
+
+def current_rows(preset: str, module: ModuleType, path: Path | str | None = None) -> pd.DataFrame:
+    """The rows of a family's table run under the current config hash of their condition at ``preset``."""
+    df = table.read(path or module.ablations_csv(preset))
+    hashes = {(e.id, c.label): module.condition_hash(preset, c)
+              for e in module.EXPERIMENTS.values() for c in e.conditions}
+    keep = [hashes.get((r.experiment, r.condition)) == r.config_hash for r in df.itertuples()]
+    return df[keep].reset_index(drop=True)
+
+
+def measured(preset: str, paths: dict | None = None, metric: str = "avg@k") -> pd.DataFrame:
+    """Pairwise verdicts of every family from its stored rows (``paths``: family -> table path override)."""
+    out = []
+    for family, module in FAMILIES.items():
+        rows = current_rows(preset, module, (paths or {}).get(family))
+        if len(rows):
+            out.append(V.verdicts(table.aggregate(rows, module.condition_order()), module.EXPERIMENTS, metric))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=V.VERDICT_COLUMNS)
+
+
+def build_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict | None = None) -> pd.DataFrame:
+    """One row per expected claim: the paper's numbers, ours (in points) and the verdict, or "not run"."""
+    from klear_lib.results import load_reported
+
+    claims = expected(load_reported() if reported is None else reported)
+    pairs = measured(preset, paths).rename(columns={"ci_low": "pair_ci_low", "ci_high": "pair_ci_high"})
+    merged = claims.merge(pairs[["experiment", "benchmark", "better", "worse", "mean_better", "mean_worse", "diff",
+                                 "pair_ci_low", "pair_ci_high", "n_seeds", "verdict"]],
+                          on=["experiment", "benchmark", "better", "worse"], how="left")
+    for col, src in (("ours_better_pct", "mean_better"), ("ours_worse_pct", "mean_worse"),
+                     ("ours_diff_pts", "diff"), ("ci_low_pts", "pair_ci_low"), ("ci_high_pts", "pair_ci_high")):
+        merged[col] = 100 * merged[src]
+    merged["verdict"] = merged["verdict"].fillna(NOT_RUN)
+    merged["n_seeds"] = merged["n_seeds"].fillna(0).astype(int)
+    return merged[COLUMNS]
+
+
+def claims_csv(preset: str) -> Path:
+    """``results/<preset>/claims.csv``."""
+    from klear_lib.paths import results_dir
+
+    return results_dir(preset) / "claims.csv"
+
+
+def write_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict | None = None,
+                 path: Path | str | None = None) -> Path:
+    """Build the claims table and write it (rows in definition order, floats at fixed precision)."""
+    path = Path(path or claims_csv(preset))
+    build_claims(preset, reported, paths).to_csv(path, index=False, float_format="%.4f", lineterminator="\n")
+    return path
+
+
+def read_claims(path: Path | str) -> pd.DataFrame:
+    """A claims.csv (``not run`` rows keep empty numbers)."""
+    df = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in COLUMNS if c.endswith(("pts", "pct"))})
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: missing columns {missing}")
+    return df
+
+
+def readme_table(claims: pd.DataFrame) -> pd.DataFrame:
+    """The README view: claim, benchmark, the paper's difference and ours with its interval, seeds, verdict."""
+    def pts(v):
+        return "—" if pd.isna(v) else f"{v:+.1f}"
+
+    def interval(lo, hi):
+        return "—" if pd.isna(lo) else f"[{lo:+.1f}, {hi:+.1f}]".replace("inf", "∞")
+    return pd.DataFrame({
+        "paper": claims["table"], "claim (better > worse)": claims["better"] + " > " + claims["worse"],
+        "ours on (paper on)": claims["benchmark"] + " (" + claims["paper_benchmark"] + ")",
+        "paper Δ pts": claims["paper_diff_pts"].map(pts), "ours Δ pts": claims["ours_diff_pts"].map(pts),
+        "95% CI": [interval(lo, hi) for lo, hi in zip(claims["ci_low_pts"], claims["ci_high_pts"])],
+        "seeds": claims["n_seeds"], "verdict": claims["verdict"]})

@@ -1,0 +1,372 @@
+"""The RL ablations in miniature (PAPER.md §3, Figures 2-5 and Table 6): conditions as RL config overrides, one RL
+stage + evaluation per (condition, seed) from the preset's SFT checkpoint, results reused by config hash, held-out
+curves over the saved checkpoints, and a verdict per paper claim.
+
+Every run starts from the same SFT checkpoint (``sft_stage(preset)``, like the paper's "earlier SFT model");
+seeds vary the RL data order, the rollouts and the evaluation samples. Two conditions whose RL config, data and
+start are the same (e.g. Fig. 2's GPPO, Fig. 5's filtered arm and Table 6's α = 0.1) train once: the second
+reuses the checkpoint (``rl_stage`` keys it by config, data and start) and gets its run record rebuilt from the
+checkpoint's trainer state; evaluation samples are reused per checkpoint too.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from klear_lib.ablations import common, table
+from klear_lib.ablations import rl_runs as R
+from klear_lib.ablations import verdicts as V
+from klear_lib.ablations.common import Experiment
+from klear_lib.configs import config_hash, get_config, to_dict
+
+log = logging.getLogger(__name__)
+FAMILY = "ablations_rl"
+UNFILTERED = "code_rl_unfiltered"  # Fig. 4: code RL problems before the test-case filter (klear_lib.data.world)
+START = "start"                    # the label of a condition that evaluates the start checkpoint untrained
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One RL condition: ``overrides`` of the RL config, the stage (``reward``) and the RL rows it trains on."""
+
+    experiment: str                              # "fig2"
+    label: str                                   # "gppo"
+    overrides: tuple[tuple[str, object], ...]    # (("loss_type", "gppo"),)
+    reward: str                                  # "math" | "code": the stage (its reward, LR and mini-batch)
+    rows: str                                    # RL split: "math_rl" | "code_rl" | UNFILTERED
+    benchmarks: tuple[str, ...]                  # miniature benchmarks (mapped at full, see Scale)
+    paper_setting: str                           # model_or_setting in results/reported.csv
+    claim: str
+    train: bool = True                           # False: evaluate the start checkpoint (Table 6's first row)
+
+    @property
+    def kwargs(self) -> dict:
+        """The RL config overrides."""
+        return dict(self.overrides)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Sizes of the RL ablations at one preset; the conditions' overrides are the same at every preset."""
+
+    seeds: int = 3                                       # default number of seeds
+    reduced: bool = False                                # only the conditions of each first comparison
+    rl: dict = field(default_factory=dict)               # RL config overrides for every run
+    per_experiment: dict = field(default_factory=dict)   # experiment -> RL overrides (steps, lengths)
+    curve_every: int | None = None                       # RL steps between held-out points (sets save_steps)
+    eval: dict = field(default_factory=dict)             # eval config overrides
+    benchmarks: dict = field(default_factory=dict)       # miniature benchmark -> the benchmarks evaluated instead
+
+
+def _steps(math: int, code: int, code_extra: dict | None = None) -> dict:
+    """Per-experiment RL overrides: ``math`` steps for the math-RL figures, ``code`` (+ ``code_extra``) for code."""
+    return {e: ({"max_steps": code, **(code_extra or {})} if e in ("fig3", "fig4") else {"max_steps": math})
+            for e in ("fig2", "fig3", "fig4", "fig5", "table6")}
+
+
+SCALES = {
+    # ci: a smoke test of the whole path (the ci RL preset: 2 steps, a checkpoint per step); one seed, first pairs.
+    "ci": Scale(seeds=1, reduced=True),
+    # tiny: half the main run's 60 math and 20 code steps; a held-out point every 10 math / 5 code steps; eval on
+    # 100 problems, k=4, transformers backend (no vLLM start-up per checkpoint; results/perf.csv).
+    "tiny": Scale(seeds=3, per_experiment=_steps(math=30, code=10, code_extra={"save_steps": 5}), curve_every=10,
+                  eval={"k_math": 4, "k_code": 4, "max_problems": 100, "backend": "transformers"}),
+    "full": Scale(
+        seeds=1,                                  # UNVERIFIED: the paper shows one run per setting
+        per_experiment={
+            "fig2": {"max_steps": 250},           # PAPER.md §3 Fig. 2 (~250 steps, 32K)
+            "fig3": {"max_steps": 100, "max_completion_length": 16384},  # PAPER.md §3 Fig. 3 (100 steps, 16K)
+            "fig4": {"max_steps": 100, "max_completion_length": 16384},  # PAPER.md §3 Fig. 4 (100 steps, 16K)
+            "fig5": {"max_steps": 100},           # PAPER.md §3 Fig. 5 (to step ~100; UNVERIFIED: the paper starts
+                                                  # from an intermediate RL checkpoint, we start from SFT)
+            "table6": {"max_steps": 100},         # PAPER.md §3 Table 6 (100 steps math RL, 32K)
+        },
+        curve_every=25,                           # UNVERIFIED: the scripts test every 5 steps (PAPER.md §2.4);
+                                                  # 25 bounds the checkpoint storage of an 8B model
+        eval={"k_math": 32, "k_code": 4},         # PAPER.md §4: ablations use avg@32 (AIME), avg@4 (LCB)
+        benchmarks={"tiny_aime": ("aime24", "aime25"), "tiny_lcb": ("lcb_v5",)},  # PAPER.md §3 (Figs 2-5, Tab. 6)
+    ),
+}
+
+MATH = ("tiny_aime",)
+CODE = ("tiny_lcb",)
+CLAIM2 = "GPPO beats CISPO, which beats GRPO with clip-higher, on held-out math (PAPER.md §3 Fig. 2)"
+CLAIM3 = "the soft (pass-rate) code reward beats the hard (all tests pass) one (PAPER.md §3 Fig. 3)"
+CLAIM4 = "code RL on test-case-filtered problems beats RL on unfiltered ones (PAPER.md §3 Fig. 4)"
+CLAIM5 = "dropping zero-advantage groups beats keeping them (PAPER.md §3 Fig. 5)"
+CLAIM6 = "the SFT-loss weight α = 0.1 beats 0, 0.05 and 0.2 (PAPER.md §3 Table 6)"
+
+
+def _cond(exp: str, label: str, overrides: dict, reward: str, rows: str, benchmarks, paper: str, claim: str,
+          train: bool = True) -> Condition:
+    return Condition(exp, label, tuple(sorted(overrides.items())), reward, rows, tuple(benchmarks), paper, claim,
+                     train)
+
+
+def _fig2() -> Experiment:
+    """GPPO vs GRPO with clip-higher vs CISPO, math RL; held-out math and code (the paper's Fig. 2a-b)."""
+    paper = {"gppo": "GPPO (end)", "clip_higher": "GRPO w/ Clip-Higher (end)",
+             "cispo": "CISPO (range low)"}  # Fig. 2 gives CISPO only as a range; its low end stands in
+    conds = tuple(_cond("fig2", loss, {"loss_type": loss}, "math", "math_rl", MATH + CODE, paper[loss], CLAIM2)
+                  for loss in ("gppo", "clip_higher", "cispo"))
+    return Experiment("fig2", "Figure 2", CLAIM2, conds,
+                      (("gppo", "clip_higher"), ("gppo", "cispo"), ("cispo", "clip_higher")), MATH)
+
+
+def _pair(exp: str, table_: str, claim: str, reward: str, arms: Sequence[tuple]) -> Experiment:
+    """A two-arm figure: ``arms`` = ((label, overrides, rows, paper setting), ...), the first claimed better."""
+    bench = MATH if reward == "math" else CODE
+    conds = tuple(_cond(exp, label, over, reward, rows, bench, paper, claim) for label, over, rows, paper in arms)
+    return Experiment(exp, table_, claim, conds, ((arms[0][0], arms[1][0]),), bench)
+
+
+def _table6() -> Experiment:
+    """SFT-loss weight α ∈ {0, 0.05, 0.1, 0.2} in math RL, and the start checkpoint for reference."""
+    alphas = {0.1: "α = 0.1", 0.0: 'α = 0 ("standard GRPO loss")', 0.05: "α = 0.05", 0.2: "α = 0.2"}
+    conds = tuple(_cond("table6", f"a{a:g}", {"sft_alpha": a}, "math", "math_rl", MATH, p, CLAIM6)
+                  for a, p in alphas.items())
+    start = _cond("table6", START, {}, "math", "math_rl", MATH, "Starting checkpoint", CLAIM6, train=False)
+    return Experiment("table6", "Table 6", CLAIM6, conds + (start,),
+                      (("a0.1", "a0"), ("a0.1", "a0.05"), ("a0.1", "a0.2")), MATH)
+
+
+EXPERIMENTS = {e.id: e for e in (
+    _fig2(),
+    _pair("fig3", "Figure 3", CLAIM3, "code",
+          (("soft", {"code_reward_mode": "soft"}, "code_rl", "soft reward (best)"),     # ours: the final point
+           ("hard", {"code_reward_mode": "hard"}, "code_rl", "hard reward (best)"))),
+    _pair("fig4", "Figure 4", CLAIM4, "code",
+          (("filtered", {}, "code_rl", "test-case filtered (end)"),
+           ("unfiltered", {}, UNFILTERED, "unfiltered (end)"))),
+    _pair("fig5", "Figure 5", CLAIM5, "math",
+          (("filtered", {"filter_zero_adv": True}, "math_rl", "zero-advantage filtered (peak)"),  # best points:
+           ("unfiltered", {"filter_zero_adv": False}, "math_rl", "unfiltered (range high)"))),  # no end value given
+    _table6(),
+)}
+
+
+def get_experiment(experiment: str | Experiment) -> Experiment:
+    """An experiment by id (or itself); unknown ids raise ``KeyError`` listing the known ones."""
+    if isinstance(experiment, Experiment):
+        return experiment
+    if experiment not in EXPERIMENTS:
+        raise KeyError(f"unknown RL ablation {experiment!r}; known: {sorted(EXPERIMENTS)}")
+    return EXPERIMENTS[experiment]
+
+
+def get_scale(preset: str) -> Scale:
+    """The RL ablation sizes of ``preset``; unknown presets raise ``KeyError``."""
+    if preset not in SCALES:
+        raise KeyError(f"unknown preset {preset!r}; choose one of {sorted(SCALES)}")
+    return SCALES[preset]
+
+
+def conditions_for(experiment: str | Experiment, preset: str) -> tuple[Condition, ...]:
+    """The conditions run at ``preset``: all, or (reduced scale) those of the first comparison."""
+    return common.reduced(get_experiment(experiment), get_scale(preset).reduced)
+
+
+def resolve_seeds(seeds: int | Sequence[int] | None, preset: str) -> list[int]:
+    """None -> the preset's default count; an int n -> 0..n-1; a list -> itself."""
+    return common.resolve_seeds(seeds, get_scale(preset).seeds)
+
+
+def benchmarks_at(condition: Condition, preset: str) -> tuple[str, ...]:
+    """The condition's benchmarks at ``preset`` (at full each miniature benchmark maps to the paper's)."""
+    mapping = get_scale(preset).benchmarks
+    return tuple(b for name in condition.benchmarks for b in mapping.get(name, (name,)))
+
+
+def rl_overrides(preset: str, condition: Condition, seed: int = 0) -> dict:
+    """The RL config overrides of one run: scale, then experiment sizes, then the condition, then the seed."""
+    scale = get_scale(preset)
+    curve = {"save_steps": scale.curve_every} if scale.curve_every else {}
+    return {**scale.rl, **curve, **scale.per_experiment.get(condition.experiment, {}), **condition.kwargs,
+            "seed": seed}
+
+
+def rl_config(preset: str, condition: Condition, seed: int = 0):
+    """The ``RLConfig`` of one run (``klear_lib.pipeline.rl_cfg`` of the condition's stage)."""
+    from klear_lib.pipeline import rl_cfg
+
+    return rl_cfg(preset, condition.reward, **rl_overrides(preset, condition, seed))
+
+
+def eval_overrides(preset: str, seed: int = 0) -> dict:
+    """The eval config overrides of every RL ablation run."""
+    return {**get_scale(preset).eval, "seed": seed}
+
+
+def condition_hash(preset: str, condition: Condition) -> str:
+    """A stable hash of everything a condition's result depends on except the seed."""
+    rule = {k: v for k, v in to_dict(condition).items() if k not in ("claim", "paper_setting")}  # text only
+    payload = {"condition": rule, "benchmarks": benchmarks_at(condition, preset),
+               "rl": config_hash(rl_config(preset, condition)) if condition.train else None,
+               "eval": config_hash(get_config("eval", preset, **eval_overrides(preset))),
+               "sft": config_hash(get_config("sft", preset)), "data": config_hash(get_config("data", preset)),
+               "model": config_hash(get_config("model", preset)), "curve_every": get_scale(preset).curve_every}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:12]
+
+
+def run_name(condition: Condition, seed: int) -> str:
+    """``ablations_rl/<experiment>/<label>-s<seed>`` (run record name; label made file-safe)."""
+    return common.run_name(FAMILY, condition.experiment, condition.label, seed)
+
+
+def rl_rows(preset: str, split: str) -> list[dict]:
+    """The RL rows of ``split`` of the preset's world (UNFILTERED: code problems before the test-case filter)."""
+    from klear_lib.data import load_split
+
+    return load_split(split, preset)
+
+
+def start_checkpoint(preset: str) -> Path:
+    """The checkpoint every RL ablation starts from: the preset's SFT model (trained once, then reused)."""
+    from klear_lib.pipeline import sft_stage
+
+    return sft_stage(preset)
+
+
+def evaluate(preset: str, condition: Condition, seed: int, path: Path, stage: str) -> pd.DataFrame:
+    """``eval_stage`` rows of one checkpoint on the condition's benchmarks (samples reused per stage and path)."""
+    from klear_lib.pipeline import eval_stage
+
+    return eval_stage(preset, stage, path, benchmarks_at(condition, preset), write_csv=False,
+                      **eval_overrides(preset, seed))
+
+
+def record_path(preset: str, condition: Condition, seed: int) -> Path:
+    """``results/<preset>/runs/ablations_rl/<experiment>/<label>-s<seed>.csv``."""
+    from klear_lib.paths import runs_dir
+
+    return runs_dir(preset) / f"{run_name(condition, seed)}.csv"
+
+
+def train(preset: str, condition: Condition, seed: int, init: Path, rows: list[dict]) -> list[tuple[int, Path]]:
+    """Train (or reuse) the condition's RL stage; its curve points (RL step, checkpoint), start at step 0."""
+    from klear_lib.pipeline import rl_stage
+
+    if not condition.train:
+        return [(0, Path(init))]
+    cfg, name = rl_config(preset, condition, seed), run_name(condition, seed)
+    final = rl_stage(preset, init, condition.reward, rows, name=name, **rl_overrides(preset, condition, seed))
+    R.ensure_record(record_path(preset, condition, seed), final, cfg)
+    return [(0, Path(init))] + R.checkpoints(final, cfg.updates_per_step, cfg.max_steps)
+
+
+def run_condition(preset: str, condition: Condition, seed: int, init: Path | None = None,
+                  curves_path: Path | None = None) -> list[dict]:
+    """Train (or reuse) one condition with one seed and evaluate every curve point; the held-out curve is upserted
+    into ``curves_path`` and the rows of the last point are returned (one per benchmark and metric)."""
+    init = start_checkpoint(preset) if init is None else init
+    rows = rl_rows(preset, condition.rows) if condition.train else []
+    cfg_hash, curve, scores = condition_hash(preset, condition), [], None
+    for step, path in train(preset, condition, seed, init, rows):
+        # samples are stored per stage label and checkpoint path: one label per step lets conditions that share a
+        # stage (or the start) share its samples, while another checkpoint never reuses them
+        scores = evaluate(preset, condition, seed, path, f"{FAMILY}--{START}" if step == 0 else f"{FAMILY}--step{step}")
+        curve += R.curve_rows(scores, condition.experiment, condition.label, seed, step, cfg_hash)
+    path = curves_path or curves_csv(preset)
+    R.write_curves(R.upsert_curves(R.read_curves(path), curve), path)
+    return common.result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows))
+
+
+def ablations_csv(preset: str) -> Path:
+    """``results/<preset>/ablations_rl.csv``."""
+    from klear_lib.paths import results_dir
+
+    return results_dir(preset) / "ablations_rl.csv"
+
+
+def curves_csv(preset: str) -> Path:
+    """``results/<preset>/ablations_rl_curves.csv``: held-out avg@k / pass@k per saved checkpoint."""
+    return ablations_csv(preset).with_name("ablations_rl_curves.csv")
+
+
+def run_experiment(preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | None = None,
+                   retrain: bool = False, path: Path | str | None = None) -> pd.DataFrame:
+    """Every condition x seed of ``experiment``; rows stored in ``path`` under the same config hash are reused
+    unless ``retrain`` (checkpoints and samples in the artifact store are reused either way). The start checkpoint
+    is built only when a run is due. Returns this experiment's rows for ``seeds``."""
+    exp, seeds, path = get_experiment(experiment), resolve_seeds(seeds, preset), Path(path or ablations_csv(preset))
+    conds = conditions_for(exp, preset)
+    curves = path.with_name(f"{path.stem}_curves.csv")
+    return common.run_table(
+        path, exp, conds, seeds, {c.label: condition_hash(preset, c) for c in conds},
+        {c.label: benchmarks_at(c, preset) for c in conds},
+        run=lambda cond, seed, init: run_condition(preset, cond, seed, init, curves),
+        setup=lambda: start_checkpoint(preset), retrain=retrain)
+
+
+def records(preset: str, runs: pd.DataFrame) -> pd.DataFrame:
+    """The per-update run records of ``runs`` (one per (experiment, condition, seed) that trained), labelled."""
+    out = []
+    for exp, label, seed in runs[table.RUN_KEY].drop_duplicates().itertuples(index=False):
+        cond = get_experiment(exp).condition(label)
+        if cond.train:
+            rec = pd.read_csv(record_path(preset, cond, int(seed)))
+            out.append(rec.assign(experiment=exp, condition=label, seed=int(seed)))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+
+def figures(preset: str, runs: pd.DataFrame, panels: Sequence[str] = ("heldout", "dynamics")) -> dict:
+    """Figures of one experiment's runs, from stored files only: held-out avg@k per saved checkpoint
+    ("heldout"), training dynamics ("dynamics") and clipping-case fractions ("clipping") from the run records."""
+    from klear_lib import plots
+
+    exp = get_experiment(runs["experiment"].iloc[0])
+    wide = R.heldout_wide(R.curves_of(runs, R.read_curves(curves_csv(preset))))
+    data = {"heldout": (wide, [b for b in wide.columns if b not in R.CURVE_KEY], "held-out avg@k"),
+            "dynamics": (records(preset, runs), R.DYNAMICS, "training"),
+            "clipping": (records(preset, runs), R.CLIPPING, "clipping cases")}
+    return {p: plots.condition_curves(data[p][0], data[p][1], title=f"{exp.table} in miniature: {data[p][2]}")
+            for p in panels}
+
+
+def condition_order() -> list[tuple[str, str]]:
+    """(experiment, condition) in definition order (for tables and figures)."""
+    return [(e.id, c.label) for e in EXPERIMENTS.values() for c in e.conditions]
+
+
+def aggregate(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean over seeds ± 95% t-interval per (experiment, condition, benchmark, metric); per-seed values kept."""
+    return table.aggregate(df, condition_order())
+
+
+def verdicts(summary: pd.DataFrame, metric: str = "avg@k", reported: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Pairwise verdicts of the RL ablations (see ``klear_lib.ablations.verdicts.verdicts``)."""
+    return V.verdicts(summary, EXPERIMENTS, metric, reported)
+
+
+def experiment_verdicts(pairs: pd.DataFrame) -> pd.DataFrame:
+    """One verdict per RL ablation on its primary benchmarks."""
+    return V.experiment_verdicts(pairs, EXPERIMENTS)
+
+
+def side_by_side(summary: pd.DataFrame, reported: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:
+    """Our mean ± 95% CI (in %) per condition and benchmark beside the paper's value of the same setting."""
+    return V.side_by_side(summary, EXPERIMENTS, reported, metric)
+
+
+def write_reports(summary: pd.DataFrame, pairs: pd.DataFrame, preset: str) -> list[Path]:
+    """``ablations_rl_summary.csv`` and ``ablations_rl_verdicts.csv`` beside ``ablations_rl.csv``."""
+    return common.write_reports(summary, pairs, ablations_csv(preset))
+
+
+def describe(preset: str) -> pd.DataFrame:
+    """The conditions run at ``preset``: stage, RL rows, overrides, RL steps, updates per step and benchmarks."""
+    out = []
+    for e in EXPERIMENTS.values():
+        for c in conditions_for(e, preset):
+            cfg = rl_config(preset, c) if c.train else None
+            out.append({"experiment": e.id, "condition": c.label, "stage": c.reward if c.train else "none",
+                        "rows": c.rows if c.train else "-", "overrides": ", ".join(f"{k}={v}" for k, v in c.overrides),
+                        "steps": cfg.max_steps if cfg else 0, "updates": cfg.updates_per_step if cfg else 0,
+                        "benchmarks": " ".join(benchmarks_at(c, preset))})
+    return pd.DataFrame(out)

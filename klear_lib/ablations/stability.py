@@ -1,0 +1,397 @@
+"""Beyond the paper: a stability map of GPPO (β_low = 1, 0.5, 0.25; dual clip c = 10), clip-higher and CISPO
+across learning rates and off-policy updates per generation batch, in miniature (issue 8; STACK.md last addendum).
+
+Every cell (loss × learning rate × updates per step) trains math RL from the preset's SFT checkpoint for each
+seed, then records the final held-out avg@k, the clipping-case fractions of the run and whether it collapsed.
+The collapse criterion (``Collapse``) reads only stored columns, so it can be changed and re-applied to
+``results/<preset>/stability.csv`` without retraining.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from klear_lib.ablations import common
+from klear_lib.ablations.rl import FAMILY as RL_FAMILY
+from klear_lib.ablations.rl import START, start_checkpoint
+from klear_lib.ablations.rl_runs import ensure_record
+from klear_lib.ablations.stats import t_interval, verdict, welch_interval
+from klear_lib.configs import config_hash, get_config
+
+NAME = "stability"
+CASES = ["frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg_ratio_low", "frac_adv_neg_ratio_high",
+         "clip_frac", "clipped_grad_share"]
+KEY = ["loss", "learning_rate", "updates_per_step", "seed"]
+SUMMARY_COLUMNS = ["start_mean", "train_acc_first", "train_acc_last", "length_first", "length_last",
+                   "entropy_last", "nonfinite"]
+COLUMNS = (KEY + ["benchmark", "metric", "k", "mean", "ci_low", "ci_high"] + SUMMARY_COLUMNS + CASES
+           + ["collapsed", "collapse_reasons", "config_hash"])
+FLOAT_FORMAT = "%.6g"   # learning rates down to 5e-7 keep their digits
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A policy loss of the map: its label and RL config overrides."""
+
+    label: str
+    overrides: tuple[tuple[str, object], ...]
+
+
+LOSSES = (
+    Loss("gppo", (("loss_type", "gppo"),)),                                          # PAPER.md §1.3, β1 = β2 = 1
+    Loss("gppo_b0.5", (("beta_low", 0.5), ("loss_type", "gppo"))),                   # PAPER.md §1.5 (advice)
+    Loss("gppo_b0.25", (("beta_low", 0.25), ("loss_type", "gppo"))),                 # PAPER.md §1.5 (default)
+    Loss("gppo_dual10", (("dual_clip", 10.0), ("loss_type", "gppo"))),               # PAPER.md §1.4 (scripts)
+    Loss("clip_higher", (("loss_type", "clip_higher"),)),                            # PAPER.md §1.2 Eq. 7
+    Loss("cispo", (("loss_type", "cispo"),)),                                        # PAPER.md §1.4, App. A.1
+)
+RANKING = ("gppo", "cispo", "clip_higher")  # the paper's order, best first (PAPER.md §3 Fig. 2)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The map at one preset: learning rates × updates per generation batch × seeds, every loss of ``LOSSES``."""
+
+    learning_rates: tuple[float, ...]
+    updates: tuple[int, ...]                       # mini_batch_prompts = prompts_per_step // updates
+    seeds: int = 3
+    rl: dict = field(default_factory=dict)         # RL config overrides of every run (steps, prompts per step)
+    eval: dict = field(default_factory=dict)       # eval config overrides
+    benchmark: str = "tiny_aime"
+
+
+GRIDS = {
+    # ci: 6 losses × 2 LRs × 2 update settings × 1 seed of the ci RL preset (4 prompts a step, 2 steps).
+    "ci": Grid(learning_rates=(1e-4, 1e-3), updates=(1, 2), seeds=1),
+    # tiny: LRs from the probe's stable 5e-5 past its collapse at 2e-4 (STACK.md); 8 prompts a step, so 4 or 8
+    # updates are 2- or 1-prompt mini-batches; 20 RL steps (the main run collapsed by step 14); eval 50 problems.
+    "tiny": Grid(learning_rates=(3e-5, 1e-4, 2e-4, 4e-4), updates=(4, 8), seeds=3,
+                 rl={"max_steps": 20, "prompts_per_step": 8},
+                 eval={"k_math": 4, "max_problems": 50, "backend": "transformers"}),
+    "full": Grid(
+        learning_rates=(5e-7, 1e-6, 2e-6, 4e-6),   # UNVERIFIED: a grid around the paper's 1e-6 (PAPER.md §2.4)
+        updates=(4, 8),                            # PAPER.md §2.4: 4 (code stage) and 8 (math stage) updates
+        seeds=1,                                   # UNVERIFIED: our choice (cost)
+        rl={"max_steps": 100},                     # UNVERIFIED: the ablations run 100-250 steps (PAPER.md §2.4)
+        eval={"k_math": 32},                       # PAPER.md §4: ablations use avg@32 on AIME
+        benchmark="aime24",                        # PAPER.md §3 Fig. 2
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Collapse:
+    """When a run counts as collapsed: any one of these, each reported by name in ``collapse_reasons``.
+
+    * ``heldout``: final held-out avg@k below ``heldout_fraction`` × the start checkpoint's;
+    * ``train_acc``: training accuracy over the last ``window`` of the run below ``train_fraction`` × over the
+      first ``window`` (the start policy's own rollouts);
+    * ``length``: mean response length over the last window below ``length_fraction`` × over the first — the
+      failure seen in miniature, where the policy stops closing ``</think>`` for the −0.5 reward (results/LOG.md);
+    * ``nonfinite``: a NaN or infinite loss or gradient norm anywhere in the run.
+
+    The two accuracy tests apply only when the reference accuracy is at least ``min_acc`` (a model that starts
+    at 0 cannot lose half of it).
+    """
+
+    heldout_fraction: float = 0.5
+    train_fraction: float = 0.5
+    length_fraction: float = 0.5
+    min_acc: float = 0.02
+    window: float = 0.1
+
+
+COLLAPSE = Collapse()
+
+
+def get_grid(preset: str) -> Grid:
+    """The stability grid of ``preset``; unknown presets raise ``KeyError``."""
+    if preset not in GRIDS:
+        raise KeyError(f"unknown preset {preset!r}; choose one of {sorted(GRIDS)}")
+    return GRIDS[preset]
+
+
+def get_loss(label: str) -> Loss:
+    """The loss called ``label``; unknown labels raise ``KeyError`` listing the known ones."""
+    found = [loss for loss in LOSSES if loss.label == label]
+    if not found:
+        raise KeyError(f"unknown loss {label!r}; known: {[loss.label for loss in LOSSES]}")
+    return found[0]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the map (a run per seed)."""
+
+    loss: Loss
+    learning_rate: float
+    updates: int
+
+    @property
+    def label(self) -> str:
+        """``lr<learning rate>-u<updates>`` (the run record's file stem, without the seed)."""
+        return f"lr{self.learning_rate:g}-u{self.updates}"
+
+
+def cells(preset: str) -> list[Cell]:
+    """Every cell of ``preset``'s grid, losses in ``LOSSES`` order."""
+    grid = get_grid(preset)
+    return [Cell(loss, lr, u) for loss in LOSSES for lr in grid.learning_rates for u in grid.updates]
+
+
+def rl_overrides(preset: str, cell: Cell, seed: int = 0) -> dict:
+    """RL config overrides of one run; the mini-batch is derived from the updates per step."""
+    from klear_lib.pipeline import rl_cfg
+
+    grid = get_grid(preset)
+    prompts = rl_cfg(preset, "math", **grid.rl).prompts_per_step
+    if prompts % cell.updates:
+        raise ValueError(f"{cell.updates} updates per step do not divide {prompts} prompts per step at {preset}")
+    return {**grid.rl, **dict(cell.loss.overrides), "learning_rate": cell.learning_rate,
+            "mini_batch_prompts": prompts // cell.updates, "seed": seed}
+
+
+def eval_overrides(preset: str, seed: int = 0) -> dict:
+    """Eval config overrides of every stability run."""
+    return {**get_grid(preset).eval, "seed": seed}
+
+
+def benchmark(preset: str) -> str:
+    """The held-out benchmark the map reads."""
+    return get_grid(preset).benchmark
+
+
+def cell_hash(preset: str, cell: Cell) -> str:
+    """A stable hash of everything a cell's result depends on except the seed (not the collapse criterion)."""
+    from klear_lib.pipeline import rl_cfg
+
+    payload = {"rl": config_hash(rl_cfg(preset, "math", **rl_overrides(preset, cell))),
+               "eval": config_hash(get_config("eval", preset, **eval_overrides(preset))),
+               "benchmark": benchmark(preset), "sft": config_hash(get_config("sft", preset)),
+               "data": config_hash(get_config("data", preset)), "model": config_hash(get_config("model", preset))}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def run_name(cell: Cell, seed: int) -> str:
+    """``stability/<loss>/lr<lr>-u<updates>-s<seed>`` (run record name)."""
+    return common.run_name(NAME, cell.loss.label, cell.label, seed)
+
+
+# --- the collapse criterion (pure) ----------------------------------------------------------------------------
+
+def run_summary(record: pd.DataFrame, start_acc: float, final_acc: float, window: float = COLLAPSE.window) -> dict:
+    """What the collapse criterion and the map read from one run record (``klear_lib.training.run_record``)."""
+    n = max(1, int(len(record) * window))
+    first, last = record.head(n), record.tail(n)
+    values = record[["loss", "grad_norm"]].astype(float).to_numpy()
+    return {"start_mean": float(start_acc), "mean": float(final_acc),
+            "train_acc_first": float(first["accuracy"].mean()), "train_acc_last": float(last["accuracy"].mean()),
+            "length_first": float(first["response_length"].mean()),
+            "length_last": float(last["response_length"].mean()),
+            "entropy_last": float(last["entropy"].mean()), "nonfinite": int(not all(map(math.isfinite, values.flat))),
+            **{c: float(record[c].mean()) for c in CASES}}
+
+
+def collapse_reasons(row: Mapping, criterion: Collapse = COLLAPSE) -> list[str]:
+    """The names of the collapse tests that ``row`` (a ``run_summary`` or a stability.csv row) fails."""
+    c, out = criterion, []
+    if row["start_mean"] >= c.min_acc and row["mean"] < c.heldout_fraction * row["start_mean"]:
+        out.append("heldout")
+    if row["train_acc_first"] >= c.min_acc and row["train_acc_last"] < c.train_fraction * row["train_acc_first"]:
+        out.append("train_acc")
+    if row["length_last"] < c.length_fraction * row["length_first"]:
+        out.append("length")
+    if int(row["nonfinite"]):
+        out.append("nonfinite")
+    return out
+
+
+def mark_collapse(df: pd.DataFrame, criterion: Collapse = COLLAPSE) -> pd.DataFrame:
+    """``df`` with ``collapsed`` (0/1) and ``collapse_reasons`` ('+'-joined) recomputed under ``criterion``."""
+    reasons = ["+".join(collapse_reasons(r, criterion)) for r in df.to_dict("records")]
+    return df.assign(collapsed=[int(bool(r)) for r in reasons], collapse_reasons=reasons)
+
+
+# --- the table ---------------------------------------------------------------------------------------------------
+
+def stability_csv(preset: str) -> Path:
+    """``results/<preset>/stability.csv``."""
+    from klear_lib.paths import results_dir
+
+    return results_dir(preset) / "stability.csv"
+
+
+def validate(df: pd.DataFrame) -> pd.DataFrame:
+    """Raise ``ValueError`` naming bad rows (missing columns, empty or duplicate keys, a mean outside [0, 1])."""
+    from klear_lib.results import validate_rows
+
+    return validate_rows(df, COLUMNS, KEY, "stability", required=("config_hash",))
+
+
+def tidy(df: pd.DataFrame) -> pd.DataFrame:
+    """Schema column order, integer columns as int, rows sorted by key (losses in ``LOSSES`` order)."""
+    df = df[COLUMNS].copy()
+    for col in ("updates_per_step", "seed", "k", "collapsed", "nonfinite"):
+        df[col] = df[col].astype(int)
+    df["collapse_reasons"] = df["collapse_reasons"].fillna("").astype(str)
+    df["config_hash"] = df["config_hash"].astype(str)
+    rank = {loss.label: i for i, loss in enumerate(LOSSES)}
+    df = df.assign(_rank=df["loss"].map(rank)).sort_values(["_rank"] + KEY[1:], ignore_index=True)
+    return df.drop(columns="_rank")
+
+
+def read(path: Path | str) -> pd.DataFrame:
+    """The stability table at ``path`` (validated), empty when absent."""
+    if not Path(path).exists():
+        return pd.DataFrame(columns=COLUMNS)
+    return validate(pd.read_csv(path, dtype={"config_hash": str, "collapse_reasons": str}, keep_default_na=False))
+
+
+def _run_keys(df: pd.DataFrame, with_hash: bool = False) -> list[tuple]:
+    """(loss, learning rate as text, updates, seed[, hash]) per row: float learning rates compared as printed."""
+    return [(r["loss"], f"{float(r['learning_rate']):.6g}", int(r["updates_per_step"]), int(r["seed"]))
+            + ((str(r["config_hash"]),) if with_hash else ()) for r in df.to_dict("records")]
+
+
+def upsert(stored: pd.DataFrame, rows: Sequence[dict]) -> pd.DataFrame:
+    """``stored`` with the runs of ``rows`` replaced (same loss, learning rate, updates and seed)."""
+    new = tidy(validate(pd.DataFrame(list(rows))))
+    drop = set(_run_keys(new))
+    keep = stored[[k not in drop for k in _run_keys(stored)]] if len(stored) else stored
+    return tidy(validate(pd.concat([keep, new], ignore_index=True) if len(keep) else new))
+
+
+def write(df: pd.DataFrame, path: Path | str) -> Path:
+    """Write the table sorted, floats at ``FLOAT_FORMAT``."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    tidy(validate(df)).to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+    return Path(path)
+
+
+def run_key(cell: Cell, seed: int, cfg_hash: str) -> tuple:
+    """The ``_run_keys`` tuple (with hash) of one run."""
+    return (cell.loss.label, f"{cell.learning_rate:.6g}", cell.updates, int(seed), cfg_hash)
+
+
+def has_run(stored: pd.DataFrame, cell: Cell, seed: int, cfg_hash: str) -> bool:
+    """Whether ``stored`` holds this run under ``cfg_hash``."""
+    return run_key(cell, seed, cfg_hash) in set(_run_keys(stored, with_hash=True))
+
+
+# --- runs --------------------------------------------------------------------------------------------------------
+
+def _heldout(preset: str, path: Path, stage: str, seed: int) -> dict:
+    """The avg@k row of one checkpoint on the map's benchmark."""
+    from klear_lib.pipeline import eval_stage
+
+    scores = eval_stage(preset, stage, path, [benchmark(preset)], write_csv=False, **eval_overrides(preset, seed))
+    return scores[scores["metric"] == "avg@k"].iloc[0].to_dict()
+
+
+def run_cell(preset: str, cell: Cell, seed: int, init: Path | None = None) -> list[dict]:
+    """Train (or reuse) one cell with one seed; its stability.csv row (final and start held-out avg@k, the run
+    record's summary, the collapse verdict under ``COLLAPSE``)."""
+    from klear_lib.data import load_split
+    from klear_lib.paths import runs_dir
+    from klear_lib.pipeline import rl_cfg, rl_stage
+
+    init = start_checkpoint(preset) if init is None else init
+    name, overrides = run_name(cell, seed), rl_overrides(preset, cell, seed)
+    final = rl_stage(preset, init, "math", load_split("math_rl", preset), name=name, **overrides)
+    record = ensure_record(runs_dir(preset) / f"{name}.csv", final, rl_cfg(preset, "math", **overrides))
+    start = _heldout(preset, init, f"{RL_FAMILY}--{START}", seed)
+    end = _heldout(preset, final, name.replace("/", "--"), seed)
+    summary = run_summary(pd.read_csv(record), start["mean"], end["mean"])
+    row = {"loss": cell.loss.label, "learning_rate": cell.learning_rate, "updates_per_step": cell.updates,
+           "seed": int(seed), **{k: end[k] for k in ("benchmark", "metric", "k", "ci_low", "ci_high")},
+           **summary, "config_hash": cell_hash(preset, cell)}
+    return [mark_collapse(pd.DataFrame([row])).iloc[0].to_dict()]
+
+
+def run_grid(preset: str, seeds: int | Sequence[int] | None = None, retrain: bool = False,
+             path: Path | str | None = None, losses: Sequence[str] | None = None) -> pd.DataFrame:
+    """Every cell × seed of the grid (``losses``: a subset of loss labels); rows stored under the same hash are
+    reused unless ``retrain``. Returns the grid's rows for ``seeds``, collapse re-marked under ``COLLAPSE``."""
+    path, seeds = Path(path or stability_csv(preset)), common.resolve_seeds(seeds, get_grid(preset).seeds)
+    grid = [c for c in cells(preset) if losses is None or c.loss.label in set(losses)]
+    hashes = {c: cell_hash(preset, c) for c in grid}
+
+    def save(stored, rows):
+        return read(write(upsert(stored, rows), path))  # as stored: floats at FLOAT_FORMAT
+
+    stored = common.run_missing([(c, s) for c in grid for s in seeds], read(path),
+                                lambda st, c, s: has_run(st, c, s, hashes[c]),
+                                lambda c, s, init: run_cell(preset, c, s, init), save,
+                                setup=lambda: start_checkpoint(preset), retrain=retrain, desc="stability runs")
+    wanted = {run_key(c, s, hashes[c]) for c in grid for s in seeds}
+    mine = [k in wanted for k in _run_keys(stored, with_hash=True)]
+    return mark_collapse(stored[mine].reset_index(drop=True))
+
+
+# --- reading the map ----------------------------------------------------------------------------------------------
+
+GROUP = ["loss", "learning_rate", "updates_per_step"]
+
+
+def aggregate(df: pd.DataFrame) -> pd.DataFrame:
+    """Per cell: seeds, final avg@k mean ± 95% t-interval, collapsed runs and their share, mean clipping cases."""
+    out = []
+    for key, grp in df.groupby(GROUP, sort=False):
+        mean, low, high = t_interval(grp["mean"].astype(float).tolist())
+        out.append({**dict(zip(GROUP, key)), "n_seeds": len(grp), "mean": mean, "ci_low": low, "ci_high": high,
+                    "start_mean": grp["start_mean"].mean(), "collapsed": int(grp["collapsed"].sum()),
+                    "collapse_share": grp["collapsed"].mean(), **grp[CASES].mean().to_dict(),
+                    "values": tuple(float(v) for v in grp["mean"])})
+    return pd.DataFrame(out)
+
+
+def safe_region(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per loss and updates setting: the learning rates where no seed collapsed, and the largest of them."""
+    out = []
+    for (loss, updates), grp in summary.groupby(["loss", "updates_per_step"], sort=False):
+        safe = sorted(grp.loc[grp["collapsed"] == 0, "learning_rate"])
+        out.append({"loss": loss, "updates_per_step": updates, "safe_lrs": " ".join(f"{lr:g}" for lr in safe),
+                    "largest_safe_lr": max(safe) if safe else float("nan"),
+                    "collapsed_cells": int((grp["collapsed"] > 0).sum()), "cells": len(grp)})
+    return pd.DataFrame(out)
+
+
+def ranking(summary: pd.DataFrame, order: Sequence[str] = RANKING) -> pd.DataFrame:
+    """Per (learning rate, updates): Welch verdicts over seeds of each adjacent pair of ``order`` (claimed better
+    first) and whether the whole order holds ("holds" only when every pair is replicated; "reversed" when some
+    pair is not replicated and none is; "inconclusive" otherwise)."""
+    from klear_lib.ablations.verdicts import claim_verdict
+
+    out = []
+    for (lr, updates), grp in summary.groupby(["learning_rate", "updates_per_step"], sort=True):
+        vals = grp.set_index("loss")["values"]
+        if not set(order) <= set(vals.index):
+            continue
+        pairs = {f"{a}>{b}": verdict(*welch_interval(vals[a], vals[b])) for a, b in zip(order, order[1:])}
+        overall = {"replicated": "holds", "not replicated": "reversed"}.get(claim_verdict(pairs.values()),
+                                                                            "inconclusive")
+        out.append({"learning_rate": lr, "updates_per_step": updates, **pairs, "paper_order": overall})
+    return pd.DataFrame(out)
+
+
+def ranking_verdict(rank: pd.DataFrame) -> str:
+    """Where the paper's order holds: "everywhere", "somewhere" or "nowhere", with the count of each cell outcome."""
+    counts, n = rank["paper_order"].value_counts() if len(rank) else pd.Series(dtype=int), len(rank)
+    holds = int(counts.get("holds", 0))
+    where = "everywhere" if n and holds == n else ("somewhere" if holds else "nowhere")
+    return (f"{where} ({holds} holds, {int(counts.get('reversed', 0))} reversed, "
+            f"{int(counts.get('inconclusive', 0))} inconclusive, of {n} cells)")
+
+
+def write_summary(summary: pd.DataFrame, preset: str) -> Path:
+    """``stability_summary.csv`` beside ``stability.csv`` (per-seed values ';'-joined)."""
+    path = stability_csv(preset).with_name("stability_summary.csv")
+    out = summary.assign(values=[";".join(f"{v:.4f}" for v in vals) for vals in summary["values"]])
+    out.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+    return path

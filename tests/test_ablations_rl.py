@@ -1,0 +1,317 @@
+"""RL ablations (Figs. 2-5, Table 6), the stability map (issue 8) and the claims table: conditions as config
+overrides, reuse by config hash, curves and run records, the collapse criterion, and one real ci run."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from klear_lib.ablations import claims as C
+from klear_lib.ablations import rl, sft, table
+from klear_lib.ablations import rl_runs as R
+from klear_lib.ablations import stability as S
+from klear_lib.results import load_reported
+
+
+def _row(exp, cond, seed, bench, mean, cfg_hash="h1", metric="avg@k"):
+    return {"experiment": exp, "condition": cond, "seed": seed, "benchmark": bench, "metric": metric, "k": 4,
+            "mean": mean, "stderr": 0.01, "ci_low": max(0.0, mean - 0.02), "ci_high": min(1.0, mean + 0.02),
+            "n_problems": 100, "n_samples": 400, "n_train": 40, "config_hash": cfg_hash}
+
+
+# --- conditions as RL config overrides -------------------------------------------------------------------------
+
+def test_conditions_map_to_their_config_overrides():
+    fig2, fig3, fig5, t6 = (rl.EXPERIMENTS[e] for e in ("fig2", "fig3", "fig5", "table6"))
+    assert rl.rl_config("ci", fig2.condition("cispo")).loss_type == "cispo"
+    assert rl.rl_config("ci", fig2.condition("clip_higher"), seed=3).seed == 3
+    assert rl.rl_config("ci", fig3.condition("hard")).code_reward_mode == "hard"
+    assert rl.rl_config("ci", fig5.condition("unfiltered")).filter_zero_adv is False
+    assert rl.rl_config("ci", t6.condition("a0.05")).sft_alpha == 0.05
+    assert rl.EXPERIMENTS["fig4"].condition("unfiltered").rows == rl.UNFILTERED
+    assert not t6.condition(rl.START).train
+    default = rl.rl_config("ci", fig2.condition("gppo"))  # the recipe itself: shared by Fig. 5 and Table 6
+    assert rl.rl_config("ci", fig5.condition("filtered")) == default == rl.rl_config("ci", t6.condition("a0.1"))
+
+
+def test_scales_set_steps_curves_and_the_papers_full_settings():
+    fig2, fig3 = rl.EXPERIMENTS["fig2"].condition("gppo"), rl.EXPERIMENTS["fig3"].condition("soft")
+    tiny2, tiny3 = rl.rl_config("tiny", fig2), rl.rl_config("tiny", fig3)
+    assert (tiny2.max_steps, tiny2.save_steps, tiny2.updates_per_step) == (30, 10, 8)
+    assert (tiny3.max_steps, tiny3.save_steps, tiny3.updates_per_step) == (10, 5, 4)
+    full2, full3 = rl.rl_config("full", fig2), rl.rl_config("full", fig3)
+    assert (full2.max_steps, full2.learning_rate, full2.updates_per_step) == (250, 1e-6, 8)
+    assert (full3.max_steps, full3.learning_rate, full3.updates_per_step) == (100, 5e-7, 4)
+    assert full3.max_completion_length == 16384
+    assert rl.benchmarks_at(fig2, "full") == ("aime24", "aime25", "lcb_v5")
+
+
+def test_every_comparison_names_defined_conditions_and_paper_settings():
+    reported = load_reported()
+    for exp in rl.EXPERIMENTS.values():
+        labels = {c.label for c in exp.conditions}
+        assert all(b in labels and w in labels for b, w in exp.comparisons), exp.id
+        settings = set(reported[reported["table"] == exp.table]["model_or_setting"])
+        assert {c.paper_setting for c in exp.conditions} <= settings, exp.id
+
+
+def test_ci_runs_the_first_pair_only_and_tiny_runs_all():
+    for exp in rl.EXPERIMENTS.values():
+        assert {c.label for c in rl.conditions_for(exp, "ci")} == set(exp.comparisons[0])
+        assert rl.conditions_for(exp, "tiny") == exp.conditions
+    assert rl.resolve_seeds(None, "tiny") == [0, 1, 2] and rl.resolve_seeds(None, "ci") == [0]
+    with pytest.raises(KeyError, match="known"):
+        rl.get_experiment("fig9")
+
+
+def test_condition_hash_ignores_the_seed_and_text_but_not_overrides_or_scale(monkeypatch):
+    cond = rl.EXPERIMENTS["fig2"].condition("gppo")
+    h = rl.condition_hash("ci", cond)
+    assert h == rl.condition_hash("ci", cond) and h != rl.condition_hash("tiny", cond)
+    assert rl.condition_hash("ci", dataclasses.replace(cond, claim="reworded", paper_setting="x")) == h
+    assert rl.condition_hash("ci", dataclasses.replace(cond, overrides=(("loss_type", "cispo"),))) != h
+    assert rl.condition_hash("ci", dataclasses.replace(cond, rows=rl.UNFILTERED)) != h
+    monkeypatch.setitem(rl.SCALES, "ci", rl.Scale(seeds=1, reduced=True, eval={"k_math": 3}))
+    assert rl.condition_hash("ci", cond) != h
+
+
+# --- reuse, curves and run records -------------------------------------------------------------------------------
+
+def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkeypatch, tmp_path):
+    calls, starts = [], []
+
+    def fake_run(preset, cond, seed, init=None, curves_path=None):
+        calls.append((cond.label, seed, init))
+        return [_row(cond.experiment, cond.label, seed, b, 0.25, rl.condition_hash(preset, cond))
+                for b in rl.benchmarks_at(cond, preset)]
+
+    monkeypatch.setattr(rl, "run_condition", fake_run)
+    monkeypatch.setattr(rl, "start_checkpoint", lambda preset: starts.append(preset) or "sft-ckpt")
+    path = tmp_path / "ablations_rl.csv"
+    first = rl.run_experiment("ci", "fig2", seeds=[0, 1], path=path)
+    assert sorted(calls) == [("clip_higher", s, "sft-ckpt") for s in (0, 1)] + [("gppo", s, "sft-ckpt")
+                                                                               for s in (0, 1)]
+    assert len(first) == 2 * 2 * 2 and starts == ["ci"]  # 2 conditions x 2 seeds x 2 benchmarks
+    calls.clear()
+    assert rl.run_experiment("ci", "fig2", seeds=[0, 1], path=path).equals(first) and calls == [] and starts == ["ci"]
+    rl.run_experiment("ci", "fig2", seeds=[1], path=path, retrain=True)
+    assert sorted(c[:2] for c in calls) == [("clip_higher", 1), ("gppo", 1)]
+
+
+def test_checkpoints_map_optimizer_updates_to_rl_steps(tmp_path):
+    for name in ("checkpoint-2", "checkpoint-4", "checkpoint-6", "final"):
+        (tmp_path / name).mkdir()
+    got = R.checkpoints(tmp_path / "final", updates_per_step=2, max_steps=3)
+    assert got == [(1, tmp_path / "checkpoint-2"), (2, tmp_path / "checkpoint-4"), (3, tmp_path / "final")]
+
+
+def test_record_from_state_rebuilds_what_run_record_writes(tmp_path):
+    from klear_lib.configs import config_hash
+    from klear_lib.pipeline import rl_cfg
+    from klear_lib.training.run_record import record_row
+
+    cfg = rl_cfg("ci", "math")
+    logs = [{"loss": 0.5, "grad_norm": 0.1, "gen/accuracy": 0.25, "gppo/clip_frac": 0.01, "step": s}
+            for s in (1, 2, 3, 4)] + [{"train_loss": 0.4, "step": 4}]
+    (tmp_path / "checkpoint-4").mkdir()
+    (tmp_path / "checkpoint-4" / "trainer_state.json").write_text(json.dumps({"global_step": 4, "log_history": logs}))
+    rows = R.record_from_state(tmp_path / "final", cfg)
+    assert rows == [record_row(e, e["step"], 2, config_hash(cfg)) for e in logs[:4]]
+    assert [r["rl_step"] for r in rows] == ["1", "1", "2", "2"]
+    path = R.ensure_record(tmp_path / "rec" / "r.csv", tmp_path / "final", cfg)
+    assert pd.read_csv(path)["accuracy"].tolist() == [0.25] * 4
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        R.record_from_state(tmp_path / "none" / "final", cfg)
+
+
+def test_curves_upsert_replaces_a_rerun_and_selects_current_runs(tmp_path):
+    scores = pd.DataFrame([_row("fig5", "filtered", 0, "tiny_aime", 0.1)])
+    curves = R.upsert_curves(R.read_curves(tmp_path / "c.csv"),
+                             [r for s in (0, 1, 2) for r in R.curve_rows(scores, "fig5", "filtered", 0, s, "h1")])
+    rerun = R.curve_rows(scores.assign(mean=0.3, ci_high=0.32), "fig5", "filtered", 0, 2, "h2")
+    curves = R.upsert_curves(curves, rerun)
+    assert curves[["rl_step", "mean", "config_hash"]].values.tolist() == [[2, 0.3, "h2"]]
+    path = R.write_curves(curves, tmp_path / "c.csv")
+    runs = pd.DataFrame([_row("fig5", "filtered", 0, "tiny_aime", 0.3, cfg_hash="h2")])
+    assert len(R.curves_of(runs, R.read_curves(path))) == 1
+    assert len(R.curves_of(runs.assign(config_hash="h1"), R.read_curves(path))) == 0
+
+
+def test_dynamics_reads_the_last_window_of_each_run_then_averages_seeds():
+    rec = pd.DataFrame({"experiment": "fig2", "condition": "gppo", "seed": [0] * 10 + [1] * 10,
+                        "entropy": list(range(10)) + list(range(10, 20))})
+    got = R.dynamics(rec, ["entropy"], fraction=0.2)
+    assert got["entropy"].tolist() == [(8.5 + 18.5) / 2]
+
+
+@pytest.fixture(scope="module")
+def ci_world():
+    from klear_lib.data import load_split
+    from klear_lib.data.world import EVAL_SPLITS
+
+    return load_split("code_rl", "ci"), {r["extra_info"]["id"] for s in EVAL_SPLITS for r in load_split(s, "ci")}
+
+
+def test_unfiltered_code_rows_keep_what_the_test_case_filter_drops(ci_world):
+    filtered, heldout = ci_world
+    rows = rl.rl_rows("ci", rl.UNFILTERED)
+    ids = {r["extra_info"]["id"] for r in rows}
+    assert len(rows) == len(filtered) and not ids & heldout
+    assert any(r["extra_info"]["noise"] for r in rows) and not any(r["extra_info"]["noise"] for r in filtered)
+    assert ids & {r["extra_info"]["id"] for r in filtered}  # same candidates, before the filter
+
+
+# --- the collapse criterion and the stability grid ----------------------------------------------------------------
+
+def _record(acc=(0.4, 0.4), length=(100.0, 100.0), n=20, grad=0.1):
+    return pd.DataFrame({"accuracy": np.linspace(*acc, n), "response_length": np.linspace(*length, n),
+                         "entropy": 1.0, "loss": 0.1, "grad_norm": grad, **{c: 0.01 for c in S.CASES}})
+
+
+@pytest.mark.parametrize("record, start, final, reasons", [
+    (_record(), 0.30, 0.30, []),
+    (_record(length=(100.0, 30.0)), 0.30, 0.30, ["length"]),
+    (_record(acc=(0.4, 0.05)), 0.30, 0.30, ["train_acc"]),
+    (_record(), 0.30, 0.10, ["heldout"]),
+    (_record(acc=(0.01, 0.0)), 0.01, 0.0, []),          # starts below min_acc: accuracy tests do not apply
+    (_record(grad=float("nan")), 0.30, 0.30, ["nonfinite"]),
+    (_record(acc=(0.4, 0.0), length=(100.0, 20.0)), 0.30, 0.0, ["heldout", "train_acc", "length"]),
+])
+def test_collapse_criterion_on_synthetic_records(record, start, final, reasons):
+    assert S.collapse_reasons(S.run_summary(record, start, final)) == reasons
+
+
+def test_collapse_is_recomputed_from_stored_columns_under_another_criterion():
+    row = S.run_summary(_record(length=(100.0, 60.0)), 0.3, 0.3)
+    df = S.mark_collapse(pd.DataFrame([row]))
+    assert df["collapsed"].tolist() == [0]
+    strict = S.mark_collapse(df, S.Collapse(length_fraction=0.7))
+    assert strict[["collapsed", "collapse_reasons"]].values.tolist() == [[1, "length"]]
+
+
+def test_grid_derives_mini_batches_and_maps_each_loss():
+    assert len(S.cells("ci")) == 6 * 2 * 2 and len(S.cells("tiny")) == 6 * 4 * 2
+    by = {(c.loss.label, c.updates): c for c in S.cells("tiny") if c.learning_rate == 1e-4}
+    assert S.rl_overrides("tiny", by[("gppo", 8)])["mini_batch_prompts"] == 1
+    assert S.rl_overrides("tiny", by[("gppo", 4)])["mini_batch_prompts"] == 2
+    dual = S.rl_overrides("tiny", by[("gppo_dual10", 4)], seed=2)
+    assert (dual["dual_clip"], dual["loss_type"], dual["learning_rate"], dual["seed"]) == (10.0, "gppo", 1e-4, 2)
+    assert S.rl_overrides("tiny", by[("gppo_b0.25", 8)])["beta_low"] == 0.25
+    with pytest.raises(ValueError, match="3 updates per step do not divide 8"):
+        S.rl_overrides("tiny", S.Cell(S.get_loss("cispo"), 1e-4, 3))
+    with pytest.raises(KeyError, match="known"):
+        S.get_loss("ppo")
+    cell = S.cells("ci")[0]
+    assert S.cell_hash("ci", cell) != S.cell_hash("ci", dataclasses.replace(cell, learning_rate=2e-3))
+
+
+def _stab_row(loss, lr, updates, seed, mean, cfg_hash="h", **kw):
+    row = {"loss": loss, "learning_rate": lr, "updates_per_step": updates, "seed": seed, "benchmark": "tiny_aime",
+           "metric": "avg@k", "k": 4, "mean": mean, "ci_low": max(0.0, mean - 0.05), "ci_high": min(1, mean + 0.05),
+           **S.run_summary(_record(), 0.3, mean), "config_hash": cfg_hash, **kw}
+    return S.mark_collapse(pd.DataFrame([row])).iloc[0].to_dict()
+
+
+def test_stability_table_round_trip_and_reuse(monkeypatch, tmp_path):
+    calls = []
+
+    def fake_cell(preset, cell, seed, init=None):
+        calls.append((cell.loss.label, cell.learning_rate, cell.updates, seed))
+        return [_stab_row(cell.loss.label, cell.learning_rate, cell.updates, seed, 0.2, S.cell_hash(preset, cell))]
+
+    monkeypatch.setattr(S, "run_cell", fake_cell)
+    monkeypatch.setattr(S, "start_checkpoint", lambda preset: "sft-ckpt")
+    path = tmp_path / "stability.csv"
+    first = S.run_grid("ci", path=path, losses=["gppo", "cispo"])
+    assert len(calls) == 8 and len(first) == 8 and list(first["loss"].unique()) == ["gppo", "cispo"]
+    calls.clear()
+    assert S.run_grid("ci", path=path, losses=["gppo", "cispo"]).equals(first) and calls == []
+    text = path.read_bytes()
+    S.write(S.read(path), path)
+    assert path.read_bytes() == text
+    assert "0.0001," in text.decode()  # learning rates keep their digits
+
+
+def test_safe_region_and_the_papers_ranking():
+    means = {"gppo": (0.50, 0.52, 0.54), "cispo": (0.40, 0.42, 0.44), "clip_higher": (0.30, 0.32, 0.34)}
+    rows = [_stab_row(loss, 1e-4, 8, s, m) for loss, ms in means.items() for s, m in enumerate(ms)]
+    rows += [_stab_row(loss, 4e-4, 8, s, 0.1 * (loss != "gppo")) for loss in means for s in range(3)]
+    rows += [_stab_row("gppo", 2e-4, 8, 0, 0.0)]
+    summary = S.aggregate(pd.DataFrame(rows))
+    rank = S.ranking(summary).set_index("learning_rate")
+    assert rank.loc[1e-4, "paper_order"] == "holds" and rank.loc[4e-4, "gppo>cispo"] == "not replicated"
+    assert S.ranking_verdict(S.ranking(summary)) == "somewhere (1 holds, 1 reversed, 0 inconclusive, of 2 cells)"
+    safe = S.safe_region(summary).set_index("loss")
+    assert safe.loc["gppo", "safe_lrs"] == "0.0001" and safe.loc["gppo", "collapsed_cells"] == 2  # held-out 0
+    assert safe.loc["cispo", "largest_safe_lr"] == 0.0001
+
+
+# --- the claims table --------------------------------------------------------------------------------------------
+
+def test_claims_mark_missing_runs_not_run_and_carry_the_papers_numbers(tmp_path):
+    cond = {c.label: c for c in sft.EXPERIMENTS["table4"].conditions}
+    rows = [_row("table4", label, s, "tiny_aime", m + 0.01 * s, sft.condition_hash("ci", cond[label]))
+            for label, m in (("top1", 0.5), ("top4", 0.2)) for s in range(3)]
+    rows += [_row("table4", "top2", 0, "tiny_aime", 0.9, cfg_hash="stale")]  # an old config does not count
+    table.write(pd.DataFrame(rows), tmp_path / "sft.csv")
+    got = C.build_claims("ci", paths={"sft": tmp_path / "sft.csv", "rl": tmp_path / "rl.csv"}).set_index("claim_id")
+    assert len(got) == len(C.expected())
+    hit = got.loc["table4:top1>top4@tiny_aime"]
+    assert hit["verdict"] == "replicated" and hit["ours_diff_pts"] == pytest.approx(30.0) and hit["n_seeds"] == 3
+    assert hit["paper_diff_pts"] == pytest.approx(40.83 - 37.29)  # PAPER.md §3 Table 4, AIME 2024
+    assert got.loc["table4:top2>top4@tiny_aime", "verdict"] == C.NOT_RUN
+    rl_rows = got[got["family"] == "rl"]
+    assert set(rl_rows["verdict"]) == {C.NOT_RUN} and rl_rows["ours_diff_pts"].isna().all()
+    assert got.loc["fig3:soft>hard@tiny_lcb", "paper_diff_pts"] == pytest.approx(61.0 - 59.2)
+    path = C.write_claims("ci", paths={"sft": tmp_path / "sft.csv", "rl": tmp_path / "rl.csv"},
+                          path=tmp_path / "claims.csv")
+    md = C.readme_table(C.read_claims(path))
+    assert (md.loc[md["verdict"] == C.NOT_RUN, "ours Δ pts"] == "—").all()
+
+
+def test_claims_section_renders_the_stored_table(monkeypatch, tmp_path):
+    from klear_lib import report
+    from klear_lib.ablations import claims
+
+    monkeypatch.setattr(claims, "claims_csv", lambda preset: tmp_path / "claims.csv")
+    assert "No `results/ci/claims.csv` yet" in report.claims_section("ci")
+    C.write_claims("ci", paths={"sft": tmp_path / "none.csv", "rl": tmp_path / "none.csv"},
+                   path=tmp_path / "claims.csv")
+    text = report.claims_section("ci")
+    assert f"{len(C.expected())} not run" in text and "| Figure 2 | gppo > clip_higher |" in text
+
+
+# --- figures, and one real ci run ---------------------------------------------------------------------------------
+
+def test_figures_draw_one_line_per_condition_and_one_panel_per_setting():
+    from klear_lib import plots
+
+    rec = pd.DataFrame({"condition": ["a"] * 4 + ["b"] * 4, "seed": [0, 0, 1, 1] * 2, "rl_step": [1, 2] * 4,
+                        "entropy": np.arange(8.0)})
+    fig = plots.condition_curves(rec, ["entropy"])
+    assert len(fig.axes[0].lines) == 2 * (2 + 1)  # per condition: two seeds and the mean
+    summary = S.aggregate(pd.DataFrame([_stab_row(l, lr, u, 0, 0.2) for l in ("gppo", "cispo")
+                                        for lr in (1e-4, 1e-3) for u in (1, 2)]))
+    assert len(plots.stability_map(summary, "mean").axes) == 2 + 1  # two panels and the colour bar
+
+
+@pytest.mark.slow
+def test_one_ci_run_end_to_end(monkeypatch, tmp_path):
+    monkeypatch.setattr("klear_lib.pipeline.runs_dir", lambda preset: tmp_path)
+    monkeypatch.setattr("klear_lib.paths.runs_dir", lambda preset: tmp_path)
+    cond = rl.EXPERIMENTS["table6"].condition("a0")
+    rows = rl.run_condition("ci", cond, seed=0, curves_path=tmp_path / "curves.csv")
+    df = table.validate(pd.DataFrame(rows))
+    assert set(df["benchmark"]) == {"tiny_aime"} and set(df["metric"]) == {"avg@k", "pass@k"}
+    assert set(df["config_hash"]) == {rl.condition_hash("ci", cond)} and set(df["n_train"]) == {40}
+    record = pd.read_csv(tmp_path / "ablations_rl" / "table6" / "a0-s0.csv")
+    assert record["rl_step"].max() == 2 and (record["sft_loss"] == 0).all()  # α = 0: no SFT term
+    assert (record["loss"] == record["policy_loss"]).all()
+    curves = R.read_curves(tmp_path / "curves.csv")
+    assert sorted(curves["rl_step"].unique()) == [0, 1, 2]
+    monkeypatch.setattr(rl, "curves_csv", lambda preset: tmp_path / "curves.csv")
+    figs = rl.figures("ci", df, panels=("heldout", "dynamics", "clipping"))
+    assert [len(f.axes) for f in figs.values()] == [1, len(R.DYNAMICS), len(R.CLIPPING)]
