@@ -14,6 +14,7 @@ from klear_lib import artifacts
 from klear_lib.configs import config_hash, get_config
 from klear_lib.configs.rl import STAGE_OVERRIDES
 from klear_lib.data import load_split
+from klear_lib.evaluation.checkpoints import register_stage_checkpoint
 from klear_lib.models import load_or_build
 from klear_lib.paths import runs_dir
 from klear_lib.training.sft import last_checkpoint, train_sft
@@ -41,7 +42,10 @@ def sft_stage(preset: str, rows: list[dict] | None = None, name: str = "sft", **
     key = stage_key(cfg, rows, base)
     out = artifacts.root() / preset / "sft" / key
     record = runs_dir(preset) / f"{name}.csv"
-    return train_sft(cfg, base, rows, out, record_path=record)
+    final = train_sft(cfg, base, rows, out, record_path=record)
+    if name == "sft":  # the pipeline's own stage (ablation runs have their own names): notebook 04 evaluates it
+        register_stage_checkpoint("sft", preset, final)
+    return final
 
 
 def rl_cfg(preset: str, reward: str, **overrides):
@@ -58,14 +62,15 @@ def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dic
     rows = load_split(RL_SPLITS[reward], preset) if rows is None else rows
     out = artifacts.root() / preset / f"rl_{reward}" / stage_key(cfg, rows, str(init))
     final = out / "final"
-    if artifacts.is_complete(final):
-        return final
-    record = runs_dir(preset) / f"{name or 'rl_' + reward}.csv"
-    trainer = build_rl_trainer(cfg, init, rows, reward=reward, output_dir=out, run_record=record)
-    trainer.train(resume_from_checkpoint=last_checkpoint(out))
-    trainer.save_model(str(final))
-    trainer.processing_class.save_pretrained(str(final))
-    artifacts.mark_complete(final)
+    if not artifacts.is_complete(final):
+        record = runs_dir(preset) / f"{name or 'rl_' + reward}.csv"
+        trainer = build_rl_trainer(cfg, init, rows, reward=reward, output_dir=out, run_record=record)
+        trainer.train(resume_from_checkpoint=last_checkpoint(out))
+        trainer.save_model(str(final))
+        trainer.processing_class.save_pretrained(str(final))
+        artifacts.mark_complete(final)
+    if name is None:  # the pipeline's own stage, not an ablation or an attempt: notebook 04 evaluates it
+        register_stage_checkpoint(f"rl_{reward}", preset, final)
     return final
 
 

@@ -42,3 +42,18 @@ def test_registered_pointer_wins(tmp_path, monkeypatch):
 
 def test_base_is_always_available(ci_model_path):
     assert ck.available_stages("ci")["base"] == ci_model_path
+
+
+def test_only_the_pipelines_own_rl_stage_registers(tmp_path, monkeypatch):
+    """An ablation or attempt run must never become the model notebook 04 evaluates as the stage."""
+    from klear_lib import pipeline
+
+    monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path))
+    rows = [{"id": "r1"}]
+    key = pipeline.stage_key(pipeline.rl_cfg("ci", "math"), rows, "init")
+    final = fake_model(tmp_path / "ci" / "rl_math" / key / "final")  # finished: rl_stage reuses it
+    newer = fake_model(tmp_path / "ci" / "rl_math" / "zz_newer_attempt" / "final")
+    assert pipeline.rl_stage("ci", "init", "math", rows, name="attempts/x") == final
+    assert ck.stage_checkpoint("rl_math", "ci") == str(newer)  # unregistered: discovery takes the newest
+    assert pipeline.rl_stage("ci", "init", "math", rows) == final
+    assert ck.stage_checkpoint("rl_math", "ci") == str(final.resolve())
