@@ -31,7 +31,7 @@ def toy_rows(n: int = 24) -> list[dict]:
 
 @pytest.fixture
 def toy_judge_installed(monkeypatch):
-    monkeypatch.setattr(reward_adapters, "_default_judge", lambda kind: toy_judge)
+    monkeypatch.setattr(reward_adapters, "_default_judge", lambda kind, *_: toy_judge)
 
 
 def run(tmp_path, model_path, name="run", callbacks=(), resume=False, n_rows=24, **cfg_overrides):
@@ -168,7 +168,8 @@ def test_filter_counts_only_kept_tokens(ci_model_path, tmp_path):
 
 def test_oversampling_generates_twice_and_filters(ci_model_path, tmp_path, toy_judge_installed, monkeypatch):
     seen = []
-    monkeypatch.setattr(reward_adapters, "_default_judge", lambda kind: lambda r, t: seen.append(t) or toy_judge(r, t))
+    judge = lambda r, t: seen.append(t) or toy_judge(r, t)  # noqa: E731
+    monkeypatch.setattr(reward_adapters, "_default_judge", lambda kind, *_: judge)
     trainer, record = run(tmp_path, ci_model_path, max_steps=1)
     cfg = get_config("rl", "ci")
     assert len(seen) == cfg.oversample * cfg.prompts_per_step * cfg.num_generations
@@ -223,7 +224,7 @@ RESUME_KW = dict(max_steps=3, n_rows=16, learning_rate=0.005)  # small LR: the p
 def uninterrupted(ci_model_path, tmp_path_factory):
     """The reference run of the resume tests, trained once: (trainer, record path)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(reward_adapters, "_default_judge", lambda kind: toy_judge)
+        patch.setattr(reward_adapters, "_default_judge", lambda kind, *_: toy_judge)
         return run(tmp_path_factory.mktemp("uninterrupted"), ci_model_path, name="full", **RESUME_KW)
 
 

@@ -46,7 +46,7 @@ def test_launch_script_builds_the_paper_batch_layout():
 
 def test_cli_trains_and_resumes(ci_model_path, tmp_path, monkeypatch):
     monkeypatch.setattr(reward_adapters, "_default_judge",
-                        lambda kind: lambda response, truth: 1.0 if truth in response else -1.0)
+                        lambda kind, *_: lambda response, truth: 1.0 if truth in response else -1.0)
     rows = [{"prompt": [{"role": "user", "content": f"Say {c}"}], "reward_model": {"ground_truth": c, "style": "rule"},
              "extra_info": {"id": f"say-{c}", "split": "train", "tier": 1}} for c in "abcdefgh"]
     train_file = tmp_path / "rows.jsonl"

@@ -44,7 +44,8 @@ def _row_ids(extra_info, n: int) -> list:
     return [info.get("id", k) if isinstance(info, dict) else k for k, info in enumerate(infos)]
 
 
-def math_reward_func(judge: Callable[[str, str], float] | None = None, tag_shaping: str = "official") -> Callable:
+def math_reward_func(judge: Callable[[str, str], float] | None = None,
+                     tag_shaping: str = "official") -> Callable:
     """A TRL reward function scoring each completion with ``judge(response, ground_truth)``.
 
     ``judge`` defaults to ``klear_lib.rewards.math.math_reward`` with ``tag_shaping`` (official: +1/-1/-0.5/-2).
