@@ -49,22 +49,29 @@ def test_scales_set_steps_curves_and_the_papers_full_settings():
     assert rl.benchmarks_at(fig2, "full") == ("aime24", "aime25", "lcb_v5")
 
 
-def test_every_comparison_names_defined_conditions_and_paper_settings():
+@pytest.mark.parametrize("family", [sft, rl], ids=["sft", "rl"])
+def test_every_comparison_names_defined_conditions_and_paper_settings(family):
     reported = load_reported()
-    for exp in rl.EXPERIMENTS.values():
+    for exp in family.EXPERIMENTS.values():
         labels = {c.label for c in exp.conditions}
         assert all(b in labels and w in labels for b, w in exp.comparisons), exp.id
         settings = set(reported[reported["table"] == exp.table]["model_or_setting"])
         assert {c.paper_setting for c in exp.conditions} <= settings, exp.id
 
 
-def test_ci_runs_the_first_pair_only_and_tiny_runs_all():
-    for exp in rl.EXPERIMENTS.values():
-        assert {c.label for c in rl.conditions_for(exp, "ci")} == set(exp.comparisons[0])
-        assert rl.conditions_for(exp, "tiny") == exp.conditions
-    assert rl.resolve_seeds(None, "tiny") == [0, 1, 2] and rl.resolve_seeds(None, "ci") == [0]
+@pytest.mark.parametrize("family", [sft, rl], ids=["sft", "rl"])
+def test_ci_runs_the_first_pair_only_and_tiny_runs_all(family):
+    for exp in family.EXPERIMENTS.values():
+        assert {c.label for c in family.conditions_for(exp, "ci")} == set(exp.comparisons[0])
+        assert family.conditions_for(exp, "tiny") == exp.conditions
     with pytest.raises(KeyError, match="known"):
-        rl.get_experiment("fig9")
+        family.get_experiment("table9")
+    with pytest.raises(KeyError, match="unknown preset"):
+        family.get_scale("huge")
+
+
+def test_rl_seeds_resolve_per_preset():
+    assert rl.resolve_seeds(None, "tiny") == [0, 1, 2] and rl.resolve_seeds(None, "ci") == [0]
 
 
 def test_condition_hash_ignores_the_seed_and_text_but_not_overrides_or_scale(monkeypatch):

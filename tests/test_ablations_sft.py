@@ -135,19 +135,7 @@ def test_bad_rows_are_named():
 
 # --- definitions and reuse --------------------------------------------------------------------------------------
 
-def test_every_comparison_names_defined_conditions_and_paper_settings():
-    reported = load_reported()
-    for exp in sft.EXPERIMENTS.values():
-        labels = {c.label for c in exp.conditions}
-        assert all(b in labels and w in labels for b, w in exp.comparisons), exp.id
-        settings = set(reported[reported["table"] == exp.table]["model_or_setting"])
-        assert {c.paper_setting for c in exp.conditions} <= settings, exp.id
-
-
-def test_ci_runs_the_first_pair_only_and_tiny_runs_all():
-    for exp in sft.EXPERIMENTS.values():
-        assert {c.label for c in sft.conditions_for(exp, "ci")} == set(exp.comparisons[0])
-        assert sft.conditions_for(exp, "tiny") == exp.conditions
+def test_seeds_resolve_per_preset():  # the definitions of both families: tests/test_ablations_rl.py
     assert sft.resolve_seeds(None, "tiny") == [0, 1, 2] and sft.resolve_seeds([4, 7], "ci") == [4, 7]
 
 

@@ -40,6 +40,20 @@ class Experiment:
         return found[0]
 
 
+def get_experiment(experiments: dict, experiment, family: str) -> Experiment:
+    """``experiments[experiment]`` (or ``experiment`` itself); unknown ids raise ``KeyError`` listing the known."""
+    if isinstance(experiment, Experiment):
+        return experiment
+    if experiment not in experiments:
+        raise KeyError(f"unknown {family} ablation {experiment!r}; known: {sorted(experiments)}")
+    return experiments[experiment]
+
+
+def mapped_benchmarks(benchmarks: Sequence[str], mapping: dict) -> tuple[str, ...]:
+    """Each miniature benchmark, or what ``mapping`` evaluates instead (at full: the paper's benchmarks)."""
+    return tuple(b for name in benchmarks for b in mapping.get(name, (name,)))
+
+
 def resolve_seeds(seeds: int | Sequence[int] | None, default: int) -> list[int]:
     """None -> ``default`` seeds; an int n -> 0..n-1; a list -> itself."""
     if seeds is None:

@@ -24,6 +24,7 @@ from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import verdicts as V
 from klear_lib.ablations.common import Experiment
 from klear_lib.configs import config_hash, get_config, to_dict
+from klear_lib.configs.base import resolve
 
 log = logging.getLogger(__name__)
 FAMILY = "ablations_rl"
@@ -153,18 +154,12 @@ EXPERIMENTS = {e.id: e for e in (
 
 def get_experiment(experiment: str | Experiment) -> Experiment:
     """An experiment by id (or itself); unknown ids raise ``KeyError`` listing the known ones."""
-    if isinstance(experiment, Experiment):
-        return experiment
-    if experiment not in EXPERIMENTS:
-        raise KeyError(f"unknown RL ablation {experiment!r}; known: {sorted(EXPERIMENTS)}")
-    return EXPERIMENTS[experiment]
+    return common.get_experiment(EXPERIMENTS, experiment, "RL")
 
 
 def get_scale(preset: str) -> Scale:
     """The RL ablation sizes of ``preset``; unknown presets raise ``KeyError``."""
-    if preset not in SCALES:
-        raise KeyError(f"unknown preset {preset!r}; choose one of {sorted(SCALES)}")
-    return SCALES[preset]
+    return resolve(SCALES, preset)
 
 
 def conditions_for(experiment: str | Experiment, preset: str) -> tuple[Condition, ...]:
@@ -179,8 +174,7 @@ def resolve_seeds(seeds: int | Sequence[int] | None, preset: str) -> list[int]:
 
 def benchmarks_at(condition: Condition, preset: str) -> tuple[str, ...]:
     """The condition's benchmarks at ``preset`` (at full each miniature benchmark maps to the paper's)."""
-    mapping = get_scale(preset).benchmarks
-    return tuple(b for name in condition.benchmarks for b in mapping.get(name, (name,)))
+    return common.mapped_benchmarks(condition.benchmarks, get_scale(preset).benchmarks)
 
 
 def rl_overrides(preset: str, condition: Condition, seed: int = 0) -> dict:

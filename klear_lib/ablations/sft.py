@@ -21,6 +21,7 @@ from klear_lib.ablations import common, table
 from klear_lib.ablations import verdicts as V
 from klear_lib.ablations.common import Experiment
 from klear_lib.configs import config_hash, get_config, to_dict
+from klear_lib.configs.base import resolve
 from klear_lib.seeding import py_rng
 
 log = logging.getLogger(__name__)
@@ -124,18 +125,12 @@ EXPERIMENTS = {e.id: e for e in (
 
 def get_experiment(experiment: str | Experiment) -> Experiment:
     """An experiment by id (or itself); unknown ids raise ``KeyError`` listing the known ones."""
-    if isinstance(experiment, Experiment):
-        return experiment
-    if experiment not in EXPERIMENTS:
-        raise KeyError(f"unknown SFT ablation {experiment!r}; known: {sorted(EXPERIMENTS)}")
-    return EXPERIMENTS[experiment]
+    return common.get_experiment(EXPERIMENTS, experiment, "SFT")
 
 
 def get_scale(preset: str) -> Scale:
     """The ablation sizes of ``preset``; unknown presets raise ``KeyError``."""
-    if preset not in SCALES:
-        raise KeyError(f"unknown preset {preset!r}; choose one of {sorted(SCALES)}")
-    return SCALES[preset]
+    return resolve(SCALES, preset)
 
 
 def conditions_for(experiment: str | Experiment, preset: str) -> tuple[Condition, ...]:
@@ -150,8 +145,7 @@ def resolve_seeds(seeds: int | Sequence[int] | None, preset: str) -> list[int]:
 
 def benchmarks_at(condition: Condition, preset: str) -> tuple[str, ...]:
     """The condition's benchmarks at ``preset`` (at full each miniature benchmark maps to the paper's)."""
-    mapping = get_scale(preset).benchmarks
-    return tuple(b for name in condition.benchmarks for b in mapping.get(name, (name,)))
+    return common.mapped_benchmarks(condition.benchmarks, get_scale(preset).benchmarks)
 
 
 def sft_config(preset: str, seed: int = 0):

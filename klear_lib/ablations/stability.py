@@ -23,6 +23,7 @@ from klear_lib.ablations.rl import START, start_checkpoint
 from klear_lib.ablations.rl_runs import ensure_record
 from klear_lib.ablations.stats import t_interval, verdict, welch_interval
 from klear_lib.configs import config_hash, get_config
+from klear_lib.configs.base import resolve
 
 NAME = "stability"
 CASES = ["frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg_ratio_low", "frac_adv_neg_ratio_high",
@@ -112,9 +113,7 @@ COLLAPSE = Collapse()
 
 def get_grid(preset: str) -> Grid:
     """The stability grid of ``preset``; unknown presets raise ``KeyError``."""
-    if preset not in GRIDS:
-        raise KeyError(f"unknown preset {preset!r}; choose one of {sorted(GRIDS)}")
-    return GRIDS[preset]
+    return resolve(GRIDS, preset)
 
 
 def get_loss(label: str) -> Loss:
