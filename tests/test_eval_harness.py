@@ -136,3 +136,21 @@ def test_a_different_model_never_reuses_samples(tmp_path, cfg, toy_tokenizer):
     assert gen.calls == [(2, 4)]
     assert harness.samples_path(tmp_path, "toy_math", "sft", "model-a") != \
         harness.samples_path(tmp_path, "toy_math", "sft", "model-b")
+
+
+def _samples(verdicts: dict[int, list[bool]]):
+    import pandas as pd
+    return pd.DataFrame([{"problem_index": i, "sample": s, "correct": c}
+                         for i, row in verdicts.items() for s, c in enumerate(row)])
+
+
+def test_stage_gains_pairs_stages_over_shared_problems():
+    samples = {("sft", "bench"): _samples({0: [False, False], 1: [True, False], 2: [True, True]}),
+               ("rl_math", "bench"): _samples({0: [True, False], 1: [True, True], 2: [True, True], 3: [True, True]}),
+               ("rl_math", "other"): _samples({0: [True, True]})}  # no sft row for "other": no pair
+    gains = harness.stage_gains(samples, seed=0)
+    assert list(gains[["benchmark", "before", "after"]].itertuples(index=False, name=None)) == [
+        ("bench", "sft", "rl_math")]
+    row = gains.iloc[0]
+    assert row.n_problems == 3 and row.gain == pytest.approx((0.5 + 0.5 + 0.0) / 3)  # problem 3 is not shared
+    assert row.ci_low <= row.gain <= row.ci_high

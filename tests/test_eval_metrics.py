@@ -55,3 +55,21 @@ def test_summarize_reports_k_and_pass_at_k():
     out = m.summarize([[True, False], [False, False]], seed=0, ks=(1, 2))
     assert out["k"] == 2 and out["n_problems"] == 2
     assert out["mean"] == pytest.approx(0.25) and out["pass@2"] == pytest.approx(0.5)
+
+
+def test_paired_gain_is_the_mean_per_problem_difference_with_a_narrow_ci():
+    rng = np.random.default_rng(0)
+    difficulty = rng.uniform(0, 1, 200)                     # shared between stages: pairing removes it
+    before = [list(rng.uniform(size=16) < p) for p in difficulty * 0.5]
+    after = [list(rng.uniform(size=16) < p) for p in difficulty * 0.5 + 0.05]
+    out = m.paired_gain(before, after, seed=0)
+    diff = m.per_problem_rates(after) - m.per_problem_rates(before)
+    assert out["gain"] == pytest.approx(diff.mean()) and out["n_problems"] == 200
+    assert out["ci_low"] < out["gain"] < out["ci_high"]
+    own = m.bootstrap_ci(m.per_problem_rates(after), seed=0)
+    assert out["ci_high"] - out["ci_low"] < own[1] - own[0]  # narrower than a stage's own CI
+
+
+def test_paired_gain_needs_the_same_problems():
+    with pytest.raises(ValueError, match="same problems"):
+        m.paired_gain([[True]], [[True], [False]], seed=0)

@@ -37,7 +37,9 @@ class DataConfig:
     math_max_operand: int = 29                   # start/summand bound: facts a 0.8 M model can learn (STACK.md)
     code_tests: int = 16                         # tests per miniature code problem
     sft_tier_weights: tuple = (0.25, 0.25, 0.2, 0.2, 0.1)   # tier 5 sparse in SFT (DESIGN.md)
-    rl_tier_weights: tuple = (0.1, 0.15, 0.2, 0.25, 0.3)
+    rl_tier_weights: tuple = (0.3, 0.35, 0.35, 0.0, 0.0)   # tiers where the SFT model has signal: on tiers 4-5
+                                                          # it is right ~4% of the time at T=1, most groups are
+                                                          # all-wrong, and RL gained nothing (results/LOG.md)
     code_tier_weights: tuple = (0.1, 0.3, 0.3, 0.3)
     math_wrong_answer_share: float = 0.05        # injected noise in RL math pools
     code_faulty_tests_share: float = 0.10        # injected noise in RL code pools

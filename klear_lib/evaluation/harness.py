@@ -156,3 +156,30 @@ def summarize(samples: pd.DataFrame, *, stage: str, benchmark: str, seed: int, c
                     "ci_low": low, "ci_high": high, "n_problems": len(correct), "n_samples": int(len(samples)),
                     "seed": seed, "config_hash": config_hash, "model": model})
     return out
+
+
+def _verdicts(samples: pd.DataFrame) -> dict:
+    """problem_index -> the sample verdicts of that problem, in sample order."""
+    by_problem = samples.sort_values(["problem_index", "sample"]).groupby("problem_index")["correct"]
+    return {int(i): list(map(bool, v)) for i, v in by_problem}
+
+
+STAGE_PAIRS = (("base", "sft"), ("sft", "rl_math"), ("rl_math", "rl_code"), ("sft", "rl_code"))
+
+
+def stage_gains(samples: dict, seed: int, pairs=STAGE_PAIRS) -> pd.DataFrame:
+    """avg@k gain of each later stage over an earlier one on each benchmark, paired over the problems both
+    answered (``samples``: (stage, benchmark) -> samples DataFrame, as the harness returns them)."""
+    rows = []
+    for before, after in pairs:
+        for (stage, name), df in samples.items():
+            if stage != after or (before, name) not in samples:
+                continue
+            a, b = _verdicts(samples[(before, name)]), _verdicts(df)
+            shared = sorted(set(a) & set(b))
+            gain = metrics.paired_gain([a[i] for i in shared], [b[i] for i in shared],
+                                       stable_seed(seed, before, after, name, "gain"))
+            rows.append({"benchmark": name, "before": before, "after": after, **gain,
+                         "significant": gain["ci_low"] > 0 or gain["ci_high"] < 0})
+    return pd.DataFrame(rows, columns=["benchmark", "before", "after", "gain", "ci_low", "ci_high", "n_problems",
+                                       "significant"])

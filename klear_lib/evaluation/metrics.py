@@ -57,6 +57,17 @@ def bootstrap_ci(values: Sequence[float], seed: int, n_boot: int = 2000, level: 
     return float(np.quantile(means, tail)), float(np.quantile(means, 1.0 - tail))
 
 
+def paired_gain(before: Sequence[Sequence[bool]], after: Sequence[Sequence[bool]], seed: int) -> dict[str, float]:
+    """avg@k gain of ``after`` over ``before`` on the same problems (same order): the mean per-problem difference
+    of pass@1 estimates, with a percentile bootstrap CI over problems. Pairing removes the between-problem
+    variance that both stages share, so this CI is far narrower than either stage's own."""
+    if len(before) != len(after):
+        raise ValueError(f"paired gain needs the same problems: {len(before)} before, {len(after)} after")
+    diff = per_problem_rates(after) - per_problem_rates(before)
+    low, high = bootstrap_ci(diff, seed)
+    return {"gain": float(diff.mean()), "ci_low": low, "ci_high": high, "n_problems": len(diff)}
+
+
 def summarize(correct: Sequence[Sequence[bool]], seed: int, ks: Sequence[int] = ()) -> dict[str, float]:
     """avg@k with its standard error and bootstrap CI, plus pass@k for each ``k`` in ``ks``."""
     rates = per_problem_rates(correct)
