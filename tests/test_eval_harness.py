@@ -154,3 +154,8 @@ def test_stage_gains_pairs_stages_over_shared_problems():
     row = gains.iloc[0]
     assert row.n_problems == 3 and row.gain == pytest.approx((0.5 + 0.5 + 0.0) / 3)  # problem 3 is not shared
     assert row.ci_low <= row.gain <= row.ci_high
+
+
+def test_stage_gains_skip_stages_without_shared_problems():
+    samples = {("sft", "bench"): _samples({0: [True]}), ("rl_math", "bench"): _samples({1: [True]})}
+    assert harness.stage_gains(samples, seed=0).empty

@@ -74,8 +74,8 @@ def _steps(math: int, code: int, code_extra: dict | None = None) -> dict:
 SCALES = {
     # ci: a smoke test of the whole path (the ci RL preset: 2 steps, a checkpoint per step); one seed, first pairs.
     "ci": Scale(seeds=1, reduced=True),
-    # tiny: a quarter of the main run's 120 math steps and half its 20 code steps; a held-out point every 10 math / 5 code steps; eval on
-    # 100 problems, k=4, transformers backend (no vLLM start-up per checkpoint; results/perf.csv).
+    # tiny: a quarter of the main run's 120 math steps and half its 20 code steps; a held-out point every 10 math /
+    # 5 code steps; eval on 100 problems, k=4, transformers backend (no vLLM start-up per checkpoint; perf.csv).
     "tiny": Scale(seeds=3, per_experiment=_steps(math=30, code=10, code_extra={"save_steps": 5}), curve_every=10,
                   eval={"k_math": 4, "k_code": 4, "max_problems": 100, "backend": "transformers"}),
     "full": Scale(

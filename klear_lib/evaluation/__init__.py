@@ -6,5 +6,5 @@ from klear_lib.evaluation.harness import evaluate, stage_gains, summarize
 from klear_lib.evaluation.metrics import avg_at_k, bootstrap_ci, paired_gain, pass_at_k, standard_error
 
 __all__ = ["SPECS", "BenchmarkSpec", "get_spec", "load_rows", "evaluate", "summarize", "stage_gains", "avg_at_k",
-           "pass_at_k", "paired_gain", "bootstrap_ci", "standard_error", "stage_checkpoint", "register_stage_checkpoint",
-           "available_stages", "checkpoint_label"]
+           "pass_at_k", "paired_gain", "bootstrap_ci", "standard_error", "stage_checkpoint",
+           "register_stage_checkpoint", "available_stages", "checkpoint_label"]

@@ -5,6 +5,7 @@
 time and appended (a torn last line from an interruption is ignored). Verdicts come from
 ``klear_lib.rewards.judge`` — the same functions that give the RL reward — so metric and reward cannot drift.
 When a chat template pre-fills ``<think>`` in the generation prompt, the judge sees that prefix too.
+``stage_gains`` compares two stages on the problems both answered (a paired bootstrap over problems).
 """
 from __future__ import annotations
 
@@ -177,6 +178,8 @@ def stage_gains(samples: dict, seed: int, pairs=STAGE_PAIRS) -> pd.DataFrame:
                 continue
             a, b = _verdicts(samples[(before, name)]), _verdicts(df)
             shared = sorted(set(a) & set(b))
+            if not shared:  # e.g. a ci run beside a tiny one: nothing to pair
+                continue
             gain = metrics.paired_gain([a[i] for i in shared], [b[i] for i in shared],
                                        stable_seed(seed, before, after, name, "gain"))
             rows.append({"benchmark": name, "before": before, "after": after, **gain,
