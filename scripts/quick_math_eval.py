@@ -18,13 +18,14 @@ from klear_lib.rewards.math import is_correct
 from klear_lib.seeding import seed_everything
 
 
-def sample(model, tok, rows: list[dict], k: int, max_new_tokens: int) -> list[list[str]]:
-    """``k`` completions per row at temperature 0.6, top-p 0.95."""
+def sample(model, tok, rows: list[dict], k: int, max_new_tokens: int, temperature: float = 0.6,
+           top_p: float = 0.95) -> list[list[str]]:
+    """``k`` completions per row (default: the paper's evaluation sampling, temperature 0.6, top-p 0.95)."""
     texts = [tok.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False) for r in rows]
     enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
     with torch.no_grad():
-        out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=True, temperature=0.6, top_p=0.95,
-                             num_return_sequences=k)
+        out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature,
+                             top_p=top_p, num_return_sequences=k)
     dec = tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
     return [dec[i * k:(i + 1) * k] for i in range(len(rows))]
 

@@ -11,23 +11,12 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from klear_lib.data import load_split
 from klear_lib.rewards.math import is_correct
 from klear_lib.seeding import seed_everything
-
-
-def sample(model, tok, rows: list[dict], k: int, temperature: float, max_new_tokens: int) -> list[list[str]]:
-    """``k`` completions per row at ``temperature`` (top-p 1, as the RL rollouts)."""
-    texts = [tok.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False) for r in rows]
-    enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-    with torch.no_grad():
-        out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature,
-                             top_p=1.0, num_return_sequences=k)
-    dec = tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-    return [dec[i * k:(i + 1) * k] for i in range(len(rows))]
+from quick_math_eval import sample  # scripts/ is on sys.path when run as a script
 
 
 def main() -> None:
@@ -49,7 +38,8 @@ def main() -> None:
     hits, mixed = defaultdict(list), defaultdict(list)
     for i in range(0, len(rows), args.batch):
         batch = rows[i:i + args.batch]
-        for row, outs in zip(batch, sample(model, tok, batch, args.k, args.temperature, args.max_new_tokens)):
+        for row, outs in zip(batch, sample(model, tok, batch, args.k, args.max_new_tokens,
+                                             temperature=args.temperature, top_p=1.0)):
             tier = row["extra_info"].get("tier", "?")
             right = [is_correct(o, row["reward_model"]["ground_truth"]) for o in outs]
             hits[tier] += right
