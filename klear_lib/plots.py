@@ -80,10 +80,11 @@ def condition_curves(df: pd.DataFrame, columns: Sequence[str], *, x: str = "rl_s
         for i, (name, grp) in enumerate(df.groupby(by, sort=False)):
             color = colors[i % len(colors)]
             for _, seed in grp.groupby("seed"):
-                per_x = seed.groupby(x)[col].mean()
+                per_x = seed.groupby(x)[col].mean().dropna()
                 ax.plot(per_x.index, per_x.rolling(smooth, min_periods=1).mean(), color=color, lw=0.5, alpha=0.4)
-            mean = grp.groupby(x)[col].mean()
-            ax.plot(mean.index, mean.rolling(smooth, min_periods=1).mean(), color=color, lw=1.5, label=str(name))
+            mean = grp.groupby(x)[col].mean().dropna()  # a benchmark read only at the last step: one marker
+            ax.plot(mean.index, mean.rolling(smooth, min_periods=1).mean(), color=color, lw=1.5, marker="o", ms=2.5,
+                    label=str(name))
         ax.set_title(col, fontsize=9)
         ax.set_xlabel(x, fontsize=8)
         ax.grid(alpha=0.3)

@@ -70,6 +70,15 @@ def test_ci_runs_the_first_pair_only_and_tiny_runs_all(family):
         family.get_scale("huge")
 
 
+def test_tiny_reads_secondary_benchmarks_at_the_last_curve_point_only():
+    gppo, soft = rl.EXPERIMENTS["fig2"].condition("gppo"), rl.EXPERIMENTS["fig3"].condition("soft")
+    assert rl.curve_benchmarks("tiny", gppo, last=False) == ("tiny_aime",)
+    assert rl.curve_benchmarks("tiny", gppo, last=True) == ("tiny_aime", "tiny_lcb")
+    assert rl.curve_benchmarks("tiny", soft, last=False) == ("tiny_lcb",)  # the primary benchmark is kept
+    assert rl.curve_benchmarks("ci", gppo, last=False) == ("tiny_aime", "tiny_lcb")
+    assert rl.curve_benchmarks("full", gppo, last=False) == ("aime24", "aime25", "lcb_v5")  # curve_primary_only off
+
+
 def test_rl_seeds_resolve_per_preset():
     assert rl.resolve_seeds(None, "tiny") == [0, 1, 2] and rl.resolve_seeds(None, "ci") == [0]
 

@@ -61,6 +61,7 @@ class Scale:
     rl: dict = field(default_factory=dict)               # RL config overrides for every run
     per_experiment: dict = field(default_factory=dict)   # experiment -> RL overrides (steps, lengths)
     curve_every: int | None = None                       # RL steps between held-out points (sets save_steps)
+    curve_primary_only: bool = False                     # points before the last: only the primary benchmarks
     eval: dict = field(default_factory=dict)             # eval config overrides
     benchmarks: dict = field(default_factory=dict)       # miniature benchmark -> the benchmarks evaluated instead
 
@@ -76,7 +77,10 @@ SCALES = {
     "ci": Scale(seeds=1, reduced=True),
     # tiny: a quarter of the main run's 120 math steps and half its 20 code steps; a held-out point every 10 math /
     # 5 code steps; eval on 100 problems, k=4, transformers backend (no vLLM start-up per checkpoint; perf.csv).
+    # Fig. 2's secondary benchmark (tiny_lcb) is read at the last step only: a tiny_lcb point costs ~75 s of
+    # sandboxed tests against ~17 s for tiny_aime (measured 2026-11-29), and 4 points per run doubled Fig. 2's cost.
     "tiny": Scale(seeds=3, per_experiment=_steps(math=30, code=10, code_extra={"save_steps": 5}), curve_every=10,
+                  curve_primary_only=True,
                   eval={"k_math": 4, "k_code": 4, "max_problems": 100, "backend": "transformers"}),
     "full": Scale(
         seeds=1,                                  # UNVERIFIED: the paper shows one run per setting
@@ -204,7 +208,8 @@ def condition_hash(preset: str, condition: Condition) -> str:
                "rl": config_hash(rl_config(preset, condition)) if condition.train else None,
                "eval": config_hash(get_config("eval", preset, **eval_overrides(preset))),
                "sft": config_hash(get_config("sft", preset)), "data": config_hash(get_config("data", preset)),
-               "model": config_hash(get_config("model", preset)), "curve_every": get_scale(preset).curve_every}
+               "model": config_hash(get_config("model", preset)), "curve_every": get_scale(preset).curve_every,
+               **({"curve_primary_only": True} if get_scale(preset).curve_primary_only else {})}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:12]
 
 
@@ -227,11 +232,24 @@ def start_checkpoint(preset: str) -> Path:
     return sft_stage(preset)
 
 
-def evaluate(preset: str, condition: Condition, seed: int, path: Path, stage: str) -> pd.DataFrame:
-    """``eval_stage`` rows of one checkpoint on the condition's benchmarks (samples reused per stage and path)."""
+def curve_benchmarks(preset: str, condition: Condition, last: bool) -> tuple[str, ...]:
+    """The benchmarks read at one curve point: all of the condition's at the last point (or at every point), else
+    only those of its experiment's primary benchmarks (``Scale.curve_primary_only``)."""
+    every = benchmarks_at(condition, preset)
+    if last or not get_scale(preset).curve_primary_only:
+        return every
+    primary = common.mapped_benchmarks(get_experiment(condition.experiment).primary, get_scale(preset).benchmarks)
+    return tuple(b for b in every if b in primary)
+
+
+def evaluate(preset: str, condition: Condition, seed: int, path: Path, stage: str,
+             benchmarks: Sequence[str] | None = None) -> pd.DataFrame:
+    """``eval_stage`` rows of one checkpoint on ``benchmarks`` (default: the condition's); samples are reused per
+    stage and path."""
     from klear_lib.pipeline import eval_stage
 
-    return eval_stage(preset, stage, path, benchmarks_at(condition, preset), write_csv=False,
+    bench = benchmarks_at(condition, preset) if benchmarks is None else benchmarks
+    return eval_stage(preset, stage, path, bench, write_csv=False,
                       **eval_overrides(preset, seed))
 
 
@@ -261,10 +279,12 @@ def run_condition(preset: str, condition: Condition, seed: int, init: Path | Non
     init = start_checkpoint(preset) if init is None else init
     rows = rl_rows(preset, condition.rows) if condition.train else []
     cfg_hash, curve, scores = condition_hash(preset, condition), [], None
-    for step, path in train(preset, condition, seed, init, rows):
+    points = train(preset, condition, seed, init, rows)
+    for i, (step, path) in enumerate(points):
         # samples are stored per stage label and checkpoint path: one label per step lets conditions that share a
         # stage (or the start) share its samples, while another checkpoint never reuses them
-        scores = evaluate(preset, condition, seed, path, f"{FAMILY}--{START}" if step == 0 else f"{FAMILY}--step{step}")
+        scores = evaluate(preset, condition, seed, path, f"{FAMILY}--{START}" if step == 0 else f"{FAMILY}--step{step}",
+                          curve_benchmarks(preset, condition, last=i == len(points) - 1))
         curve += R.curve_rows(scores, condition.experiment, condition.label, seed, step, cfg_hash)
     path = curves_path or curves_csv(preset)
     R.write_curves(R.upsert_curves(R.read_curves(path), curve), path)
