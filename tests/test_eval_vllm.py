@@ -27,7 +27,9 @@ def test_vllm_backend_through_the_harness(tmp_path):
     cfg = get_config("eval", "tiny", backend="vllm", k_math=4, max_new_tokens=24, max_model_len=128)
     spec = BenchmarkSpec("toy_vllm", "math", None, "world")
     df = harness.evaluate(model, spec, rows, cfg, tmp_path, stage="base")
-    assert len(df) == 12 and df["response"].map(lambda t: isinstance(t, str) and len(t) > 0).all()
+    assert len(df) == 12 and df["response"].map(lambda t: isinstance(t, str)).all()
+    # an untrained model may end a sample at once (an empty response, seen once in CI); most samples have text
+    assert (df["response"].str.len() > 0).mean() >= 0.75
     assert set(df["reward"]) <= {1.0, -1.0, -0.5, -2.0}
     assert df.groupby("problem_index")["response"].nunique().min() > 1  # sampled, not greedy copies
     calls = []
