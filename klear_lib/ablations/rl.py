@@ -78,7 +78,8 @@ SCALES = {
     # tiny: a quarter of the main run's 120 math steps and half its 20 code steps; a held-out point every 10 math /
     # 5 code steps; eval on 100 problems, k=4, transformers backend (no vLLM start-up per checkpoint; perf.csv).
     # Fig. 2's secondary benchmark (tiny_lcb) is read at the last step only: a tiny_lcb point costs ~75 s
-    # (generation plus sandboxed tests) against ~17 s for tiny_aime (measured 2026-11-29), and 4 points per run doubled Fig. 2's cost.
+    # (generation plus sandboxed tests) against ~17 s for tiny_aime (measured 2026-11-29), and 4 points per run
+    # doubled Fig. 2's cost.
     "tiny": Scale(seeds=3, per_experiment=_steps(math=30, code=10, code_extra={"save_steps": 5}), curve_every=10,
                   curve_primary_only=True,
                   eval={"k_math": 4, "k_code": 4, "max_problems": 100, "backend": "transformers"}),
