@@ -6,6 +6,9 @@ BIN := .venv/bin
 STAGES := 01_data_curation 02_long_cot_sft 03_gppo_rl 04_evaluation
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PRESET ?= tiny
+# Runs at a time in the SFT ablations and the stability map (make ablations, make stability): one per core
+# here. The RL ablations run one at a time (each run appends to a shared curves table).
+WORKERS ?= 2
 export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
 
@@ -42,15 +45,16 @@ ablations: setup
 	@for nb in $(ABLATIONS); do \
 	  echo "== $$nb (PRESET=tiny)"; start=$$(date +%s); \
 	  $(BIN)/papermill notebooks/$$nb.ipynb results/tiny/notebooks/$$nb.ipynb \
-	    -p PRESET tiny -p RETRAIN False -k python3 --no-progress-bar || exit 1; \
+	    -p PRESET tiny -p RETRAIN False $$( [ $$nb != 06_rl_ablations ] && echo "-p WORKERS $(WORKERS)" ) \
+	    -k python3 --no-progress-bar || exit 1; \
 	  echo "== $$nb done in $$(( $$(date +%s) - start )) s"; \
 	done
 
-# The stability map alone (notebook 07) at tiny.
+# The stability map alone (notebook 07) at tiny, WORKERS runs at a time (one torch thread each).
 stability: setup
 	mkdir -p results/tiny/notebooks
 	$(BIN)/papermill notebooks/07_stability_map.ipynb results/tiny/notebooks/07_stability_map.ipynb \
-	  -p PRESET tiny -p RETRAIN False -k python3 --no-progress-bar
+	  -p PRESET tiny -p RETRAIN False -k python3 --no-progress-bar -p WORKERS $(WORKERS)
 
 # Speed benchmarks: ratios measured side by side, results/perf.csv and its README section.
 bench: setup
@@ -58,6 +62,8 @@ bench: setup
 	$(PY) benchmarks/bench_rollout.py
 	$(PY) benchmarks/bench_sandbox.py
 	$(PY) benchmarks/bench_judge.py
+	$(PY) benchmarks/bench_rl_profile.py --reward math
+	$(PY) benchmarks/bench_rl_profile.py --reward code
 	$(PY) benchmarks/bench_full_gpu.py
 	$(PY) benchmarks/perf.py
 

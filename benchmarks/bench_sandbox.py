@@ -1,16 +1,23 @@
 """Sandbox throughput: tests/s with one Firejail start per test vs one per program (batched), 1..N workers.
 
-    .venv/bin/python benchmarks/bench_sandbox.py --programs 16 --tests 16 --workers 1 2
+    .venv/bin/python benchmarks/bench_sandbox.py [--programs 16] [--tests 16] [--workers 1 2] [--reps 3] [--no-record]
 
-Every program reads numbers from stdin and prints their sum; each row runs the same programs x tests.
+Every program reads numbers from stdin and prints their sum; each variant scores the same programs x tests
+through ``klear_lib.rewards.code.code_rewards`` (all rewards must be +1). Variants run interleaved (round r in
+an order rotated by r) and each ratio is the median of per-round ratios to per-test with one worker. The
+batched scheme is the kit's default, so ``tests/test_sandbox_hostile.py`` checks that it still contains the
+hostile suite (fork and memory bombs, network, reading and writing outside, forged verdicts).
 """
 from __future__ import annotations
 
 import argparse
-import time
+import logging
 
+from klear_lib import perf
 from klear_lib.rewards.code import code_rewards
 
+log = logging.getLogger("bench_sandbox")
+BENCH = "sandbox"
 PROGRAM = "import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))"
 
 
@@ -21,31 +28,53 @@ def workload(n_programs: int, n_tests: int) -> tuple[list[str], list[list[dict]]
     return [response] * n_programs, [tests] * n_programs
 
 
-def measure(batched: bool, workers: int, n_programs: int, n_tests: int) -> float:
-    """Seconds to score the workload (all rewards must be +1)."""
-    responses, tests = workload(n_programs, n_tests)
-    start = time.perf_counter()
-    scores = code_rewards(responses, tests, max_tests=None, workers=workers, batched=batched)
-    elapsed = time.perf_counter() - start
-    assert all(s == 1.0 for s in scores), scores
-    return elapsed
+def scorer(batched: bool, workers: int, responses: list[str], tests: list[list[dict]]):
+    """A call that scores the workload once and checks every reward is +1."""
+    def score() -> None:
+        scores = code_rewards(responses, tests, max_tests=None, workers=workers, batched=batched)
+        if not all(s == 1.0 for s in scores):
+            raise RuntimeError(f"{'batched' if batched else 'per-test'}/{workers}: rewards {scores}")
+    return score
 
 
-def main() -> None:
+def run(args) -> list[dict]:
+    responses, tests = workload(args.programs, args.tests)
+    n = args.programs * args.tests
+    fns = {f"{mode}.w{w}": scorer(mode == "batched", w, responses, tests)
+           for mode in ("per_test", "batched") for w in args.workers}
+    base = f"per_test.w{args.workers[0]}"
+    before = perf.loadavg()
+    times = perf.interleave(fns, args.reps, args.warmup)
+    note = f"{args.programs} programs x {args.tests} tests = {n} tests; {perf.load_note(before, perf.loadavg())}"
+    rows = []
+    for name, secs in times.items():
+        stats = perf.summary(n / s for s in secs)
+        rows.append(perf.row(BENCH, f"tests_per_s.{name}", stats["median"], "tests/s",
+                             notes=f"{perf.iqr_note(stats)}; {note}"))
+        if name != base:
+            ratio = perf.summary(perf.paired_ratios(times, base, name))  # speed-up: base time / this time
+            rows.append(perf.row(BENCH, f"speedup.{name}", ratio["median"], "x", base,
+                                 notes=f"{perf.iqr_note(ratio)}; {note}"))
+    return rows
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", type=int, default=16)
     parser.add_argument("--tests", type=int, default=16)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    args = parser.parse_args()
-    n = args.programs * args.tests
-    rows = [(mode, w, measure(mode == "batched", w, args.programs, args.tests))
-            for mode in ("per-test", "batched") for w in args.workers]
-    base = rows[0][2]
-    print(f"{args.programs} programs x {args.tests} tests = {n} tests per row")
-    print(f"{'mode':10s} {'workers':>7s} {'seconds':>8s} {'tests/s':>8s} {'x per-test/1':>13s}")
-    for mode, w, secs in rows:
-        print(f"{mode:10s} {w:7d} {secs:8.2f} {n / secs:8.1f} {base / secs:13.2f}")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--out", default=str(perf.PERF_CSV))
+    parser.add_argument("--no-record", action="store_true", help="print only; leave results/perf.csv alone")
+    args = parser.parse_args(argv)
+    rows = run(args)
+    for r in rows:
+        print(f"{r['metric']:28s} {r['value']:10.4g} {r['unit']:8s} {r['notes']}")
+    if not args.no_record:
+        log.info("recorded in %s", perf.record(rows, perf.machine(), args.out))
 
 
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     main()

@@ -121,6 +121,37 @@ def stability_map(summary: pd.DataFrame, metric: str, *, title: str = "", fmt: s
     return fig
 
 
+def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "final held-out avg@k"):
+    """Final accuracy (mean and 95% interval over seeds) against the learning rate, a line per loss, one panel per
+    updates-per-step setting; a cell where any seed collapsed is drawn with a cross. From ``aggregate`` rows."""
+    settings = sorted(summary["updates_per_step"].unique())
+    losses = list(dict.fromkeys(summary["loss"]))
+    fig, axes = plt.subplots(1, len(settings), figsize=(4.2 * len(settings), 3.4), squeeze=False, sharey=True,
+                             layout="constrained")
+    for ax, updates in zip(axes[0], settings):
+        for i, loss in enumerate(losses):
+            sub = summary[(summary["updates_per_step"] == updates) & (summary["loss"] == loss)]
+            sub = sub.sort_values("learning_rate")
+            x = sub["learning_rate"].astype(float) * (1 + 0.04 * (i - len(losses) / 2))  # dodge the bars
+            err = [sub["mean"] - sub["ci_low"], sub["ci_high"] - sub["mean"]]
+            line = ax.errorbar(x, sub["mean"], yerr=err, marker="o", ms=4, capsize=2, lw=1, label=loss)
+            bad = sub["collapsed"] > 0
+            ax.scatter(x[bad], sub["mean"][bad], marker="x", s=60, color=line[0].get_color(), zorder=3)
+        if "start_mean" in summary:
+            start = summary.loc[summary["updates_per_step"] == updates, "start_mean"].mean()
+            ax.axhline(start, color="grey", ls=":", lw=1, label="start (SFT)")
+        ax.set_xscale("log")
+        lrs = sorted(summary["learning_rate"].unique())
+        ax.set_xticks(lrs, [f"{lr:g}" for lr in lrs], fontsize=7)
+        ax.minorticks_off()
+        ax.set_xlabel("learning rate", fontsize=8)
+        ax.set_title(f"{updates} updates / step (x: a seed collapsed)", fontsize=9)
+    axes[0][0].set_ylabel(ylabel, fontsize=8)
+    axes[0][-1].legend(fontsize=7, loc="best")
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
 def save(fig, name: str) -> Path:
     """Save ``fig`` as ``results/figures/<name>.png`` and return the path."""
     from klear_lib.paths import FIGURES

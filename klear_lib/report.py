@@ -59,7 +59,31 @@ def claims_section(preset: str = "tiny") -> str:
     return note + "\n\n" + markdown_table(readme_table(claims))
 
 
-SECTIONS = {"results": results_section, "claims": claims_section}
+def stability_section(preset: str = "tiny") -> str:
+    """Per loss and updates setting: final held-out accuracy at each learning rate (seeds collapsed, if any), from
+    ``stability_summary.csv``; then the map in sentences (``stability.reading``)."""
+    from klear_lib.ablations import stability
+
+    path = stability.stability_csv(preset).with_name("stability_summary.csv")
+    if not path.exists():
+        return f"_No `results/{preset}/stability_summary.csv` yet: run `make stability`._"
+    summary = pd.read_csv(path)
+    summary["values"] = [tuple(float(v) for v in str(vals).split(";")) for vals in summary["values"]]
+    cell = [f"{100 * m:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]" + (f" ({int(c)}/{int(n)} collapsed)" if c else "")
+            for m, lo, hi, c, n in summary[["mean", "ci_low", "ci_high", "collapsed", "n_seeds"]].values]
+    wide = summary.assign(cell=cell).pivot(index=["loss", "updates_per_step"], columns="learning_rate", values="cell")
+    order = {loss.label: i for i, loss in enumerate(stability.LOSSES)}
+    wide = wide.sort_index(key=lambda idx: idx.map(order) if idx.name == "loss" else idx)
+    wide.columns = [f"LR {lr:g}" for lr in wide.columns]
+    start = summary["start_mean"].mean()
+    note = (f"Generated from `results/{preset}/stability_summary.csv` (notebook 07): final held-out avg@k in % "
+            f"after the grid's RL run, mean and 95% t-interval over seeds, from the SFT start at {100 * start:.1f}%; "
+            "the collapse criterion is `stability.Collapse`.")
+    text = stability.reading(summary, stability.ranking(summary))
+    return f"{note}\n\n{markdown_table(wide.reset_index())}\n\n" + "\n".join(f"- {t}" for t in text.splitlines())
+
+
+SECTIONS = {"results": results_section, "claims": claims_section, "stability": stability_section}
 
 
 def write_readme(preset: str = "tiny", readme: Path = REPO / "README.md", sections=tuple(SECTIONS)) -> Path:

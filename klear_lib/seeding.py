@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -43,3 +44,21 @@ def seed_everything(seed: int, deterministic: bool = True) -> None:
     torch.manual_seed(seed)
     if deterministic:
         torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """Run the block with ``n`` intra-op torch threads (None: leave as is), restoring the count after.
+
+    Float reductions depend on the thread count, so a run is bit-reproducible only under the same count: a sweep
+    that pins it gives the same rows whether it runs its runs one at a time or in parallel worker processes.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

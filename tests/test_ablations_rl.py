@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from klear_lib.ablations import claims as C
+from klear_lib.ablations import common
 from klear_lib.ablations import rl, sft, table
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import stability as S
 from klear_lib.results import load_reported
+from klear_lib.seeding import torch_threads
 
 
 def _row(exp, cond, seed, bench, mean, cfg_hash="h1", metric="avg@k"):
@@ -211,12 +214,12 @@ def test_collapse_is_recomputed_from_stored_columns_under_another_criterion():
 def test_grid_derives_mini_batches_and_maps_each_loss():
     assert len(S.cells("ci")) == 6 * 2 * 2 and len(S.cells("tiny")) == 6 * 4 * 2
     by = {(c.loss.label, c.updates): c for c in S.cells("tiny") if c.learning_rate == 1e-4}
-    assert S.rl_overrides("tiny", by[("gppo", 8)])["mini_batch_prompts"] == 1
-    assert S.rl_overrides("tiny", by[("gppo", 4)])["mini_batch_prompts"] == 2
-    dual = S.rl_overrides("tiny", by[("gppo_dual10", 4)], seed=2)
+    assert S.rl_overrides("tiny", by[("gppo", 4)])["mini_batch_prompts"] == 1
+    assert S.rl_overrides("tiny", by[("gppo", 2)])["mini_batch_prompts"] == 2
+    dual = S.rl_overrides("tiny", by[("gppo_dual10", 2)], seed=2)
     assert (dual["dual_clip"], dual["loss_type"], dual["learning_rate"], dual["seed"]) == (10.0, "gppo", 1e-4, 2)
-    assert S.rl_overrides("tiny", by[("gppo_b0.25", 8)])["beta_low"] == 0.25
-    with pytest.raises(ValueError, match="3 updates per step do not divide 8"):
+    assert S.rl_overrides("tiny", by[("gppo_b0.25", 4)])["beta_low"] == 0.25
+    with pytest.raises(ValueError, match="3 updates per step do not divide 4"):
         S.rl_overrides("tiny", S.Cell(S.get_loss("cispo"), 1e-4, 3))
     with pytest.raises(KeyError, match="known"):
         S.get_loss("ppo")
@@ -240,9 +243,11 @@ def test_stability_table_round_trip_and_reuse(monkeypatch, tmp_path):
 
     monkeypatch.setattr(S, "run_cell", fake_cell)
     monkeypatch.setattr(S, "start_checkpoint", lambda preset: "sft-ckpt")
+    monkeypatch.setattr(S, "_start_heldout", lambda preset, init, seed: calls.append(("start", seed)))
     path = tmp_path / "stability.csv"
     first = S.run_grid("ci", path=path, losses=["gppo", "cispo"])
-    assert len(calls) == 8 and len(first) == 8 and list(first["loss"].unique()) == ["gppo", "cispo"]
+    assert calls[0] == ("start", 0) and len(calls) == 9  # the start is evaluated once before any run
+    assert len(first) == 8 and list(first["loss"].unique()) == ["gppo", "cispo"]
     calls.clear()
     assert S.run_grid("ci", path=path, losses=["gppo", "cispo"]).equals(first) and calls == []
     text = path.read_bytes()
@@ -263,6 +268,11 @@ def test_safe_region_and_the_papers_ranking():
     safe = S.safe_region(summary).set_index("loss")
     assert safe.loc["gppo", "safe_lrs"] == "0.0001" and safe.loc["gppo", "collapsed_cells"] == 2  # held-out 0
     assert safe.loc["cispo", "largest_safe_lr"] == 0.0001
+    text = S.reading(summary, S.ranking(summary)).splitlines()
+    assert text[0] == "gppo: no seed collapsed at LR 0.0001 with 8 updates/step (of 3 LRs each)"
+    assert any(t.startswith("best at 8 updates/step: gppo at LR 0.0001, 0.520 [") for t in text)
+    assert sum(t.startswith("training accuracy at the end") for t in text) == 3  # one per LR
+    assert text[-1].endswith("holds somewhere (1 holds, 1 reversed, 0 inconclusive, of 2 cells)")
 
 
 # --- the claims table --------------------------------------------------------------------------------------------
@@ -312,6 +322,15 @@ def test_figures_draw_one_line_per_condition_and_one_panel_per_setting():
     summary = S.aggregate(pd.DataFrame([_stab_row(l, lr, u, 0, 0.2) for l in ("gppo", "cispo")
                                         for lr in (1e-4, 1e-3) for u in (1, 2)]))
     assert len(plots.stability_map(summary, "mean").axes) == 2 + 1  # two panels and the colour bar
+    rows = [_stab_row(l, lr, u, s, 0.0 if (l, lr) == ("gppo", 1e-3) else 0.2 + 0.01 * s)
+            for l in ("gppo", "cispo") for lr in (1e-4, 1e-3) for u in (1, 2) for s in range(2)]
+    fig = plots.stability_lines(S.aggregate(pd.DataFrame(rows)))
+    assert len(fig.axes) == 2 and all(len(ax.containers) == 2 for ax in fig.axes)  # a line per loss per panel
+    from matplotlib.collections import PathCollection
+
+    crosses = [len(c.get_offsets()) for ax in fig.axes for c in ax.collections
+               if isinstance(c, PathCollection) and len(c.get_offsets())]
+    assert sorted(crosses) == [1, 1]  # gppo at 1e-3 collapsed (held-out 0), once per panel
 
 
 @pytest.mark.slow
@@ -331,3 +350,36 @@ def test_one_ci_run_end_to_end(monkeypatch, tmp_path):
     monkeypatch.setattr(rl, "curves_csv", lambda preset: tmp_path / "curves.csv")
     figs = rl.figures("ci", df, panels=("heldout", "dynamics", "clipping"))
     assert [len(f.axes) for f in figs.values()] == [1, len(R.DYNAMICS), len(R.CLIPPING)]
+
+
+# --- parallel sweeps ---------------------------------------------------------------------------------------------
+
+def _pid_row(cond, seed, context):
+    return [{"cond": cond, "seed": seed, "context": context, "pid": os.getpid()}]
+
+
+def test_run_missing_in_worker_processes_saves_every_run_in_this_process():
+    saved = []
+
+    def save(stored, rows):
+        saved.append(os.getpid())
+        return stored + rows
+
+    pairs = [(c, s) for c in ("a", "b") for s in (0, 1)]
+    rows = common.run_missing(pairs, [], lambda st, c, s: (c, s) == ("a", 0), _pid_row, save,
+                              setup=lambda: "ckpt", workers=2)
+    assert sorted((r["cond"], r["seed"]) for r in rows) == pairs[1:] and {r["context"] for r in rows} == {"ckpt"}
+    assert os.getpid() not in {r["pid"] for r in rows} and set(saved) == {os.getpid()}
+    serial = common.run_missing(pairs, [], lambda st, c, s: False, _pid_row, lambda st, r: st + r)
+    assert [r["pid"] for r in serial] == [os.getpid()] * 4
+
+
+def test_torch_threads_pins_the_count_and_restores_it():
+    import torch
+
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
+    assert torch.get_num_threads() == before

@@ -281,6 +281,17 @@ def test_reward_adapters_read_the_verl_schema():
         reward_adapters.code_tests("nope", "c1")
 
 
+def test_code_reward_judges_in_parallel_and_keeps_the_order():
+    import time
+
+    def slow_judge(response, tests, mode, max_tests, seed):
+        time.sleep(0.02 * (5 - len(response)))  # later completions finish first
+        return len(response)
+    gt = {"ground_truth": '{"inputs": ["1\\n"], "outputs": ["2\\n"]}', "style": "rule"}
+    code_fn = reward_adapters.code_reward_func(judge=slow_judge, workers=3)
+    assert code_fn(completions=["a", "bb", "ccc", "dddd"], reward_model=[gt] * 4) == [1.0, 2.0, 3.0, 4.0]
+
+
 def test_reward_adapters_apply_the_tag_shaping():
     truth = [{"ground_truth": "12", "style": "rule"}]
     unclosed = ["<think>\n3*4=12 \\boxed{12}"]

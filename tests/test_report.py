@@ -21,3 +21,28 @@ def test_replace_section_appends_missing_markers():
 def test_markdown_table_shows_missing_values():
     md = markdown_table(pd.DataFrame({"a": [1.5, None], "b": ["x", "y"]}))
     assert md.splitlines() == ["| a | b |", "|---|---|", "| 1.5 | x |", "| — | y |"]
+
+
+def test_stability_section_is_built_from_the_stored_summary(monkeypatch, tmp_path):
+    from klear_lib import report
+    from klear_lib.ablations import stability as S
+
+    monkeypatch.setattr(S, "stability_csv", lambda preset: tmp_path / "stability.csv")
+    assert "run `make stability`" in report.stability_section("tiny")
+    rows = []
+    for loss, base in (("gppo", 0.3), ("cispo", 0.2), ("clip_higher", 0.1)):
+        for lr in (1e-4, 4e-4):
+            for seed in range(3):
+                mean = 0.0 if (loss, lr) == ("gppo", 4e-4) else base + 0.01 * seed
+                row = {"loss": loss, "learning_rate": lr, "updates_per_step": 4, "seed": seed, "benchmark": "b",
+                       "metric": "avg@k", "k": 4, "mean": mean, "ci_low": 0.0, "ci_high": 1.0,
+                       **S.run_summary(pd.DataFrame({"accuracy": [0.3] * 8, "response_length": [50.0] * 8,
+                                                     "entropy": 0.1, "loss": 0.1, "grad_norm": 1.0,
+                                                     **{c: 0.0 for c in S.CASES}}), 0.2, mean)}
+                rows.append(row)
+    S.write_summary(S.aggregate(S.mark_collapse(pd.DataFrame(rows))), "tiny")
+    text = report.stability_section("tiny")
+    assert "| gppo | 4 | 31.0 [" in text and "0.0 [0.0, 0.0] (3/3 collapsed)" in text
+    assert text.index("| gppo |") < text.index("| clip_higher |") < text.index("| cispo |")  # LOSSES order
+    assert "- gppo: no seed collapsed at LR 0.0001 with 4 updates/step (of 2 LRs each)" in text
+    assert "- the paper's order gppo > cispo > clip_higher holds somewhere (1 holds, 0 reversed, 1 inconclusive" in text

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -86,21 +86,43 @@ def result_rows(scores: pd.DataFrame, experiment: str, label: str, seed: int, cf
 
 
 def run_missing(pairs: Iterable[tuple], stored, is_done: Callable, run: Callable, save: Callable,
-                setup: Callable | None = None, retrain: bool = False, desc: str = "runs"):
+                setup: Callable | None = None, retrain: bool = False, desc: str = "runs", workers: int = 1):
     """Run every (condition, seed) of ``pairs`` that ``is_done(stored, condition, seed)`` denies (all of them when
     ``retrain``): ``run(condition, seed, context)`` gives rows, ``save(stored, rows)`` stores them at once and
-    returns the new table. ``setup()`` builds the shared context (data, start checkpoint) only if a run is due."""
+    returns the new table. ``setup()`` builds the shared context (data, start checkpoint) only if a run is due.
+
+    ``workers`` > 1 runs that many runs at a time in fresh (spawned) processes; ``run`` and the context must then
+    pickle (a module-level function or a ``functools.partial`` of one). Rows are saved as runs finish, by this
+    process only, so a killed sweep still resumes."""
     todo = [(c, s) for c, s in pairs if retrain or not is_done(stored, c, s)]
     context = setup() if todo and setup else None
-    for cond, seed in tqdm(todo, desc=desc, unit="run", disable=not todo):
-        stored = save(stored, run(cond, seed, context))
+    for rows in tqdm(_results(todo, run, context, workers), total=len(todo), desc=desc, unit="run",
+                     disable=not todo):
+        stored = save(stored, rows)
     return stored
 
 
+def _results(todo: Sequence[tuple], run: Callable, context, workers: int) -> Iterator[list]:
+    """The rows of each (condition, seed) of ``todo``: in order here, or as they finish in ``workers`` processes."""
+    if workers <= 1:
+        yield from (run(cond, seed, context) for cond, seed in todo)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        yield from (f.result() for f in as_completed([pool.submit(run, c, s, context) for c, s in todo]))
+    finally:  # a failed run stops the sweep: runs not yet started are cancelled, not left to finish
+        pool.shutdown(cancel_futures=True)
+
+
 def run_table(path: Path, experiment: Experiment, conditions: Sequence, seeds: Sequence[int], hashes: dict,
-              benchmarks: dict, run: Callable, setup: Callable | None = None, retrain: bool = False) -> pd.DataFrame:
+              benchmarks: dict, run: Callable, setup: Callable | None = None, retrain: bool = False,
+              workers: int = 1) -> pd.DataFrame:
     """``run_missing`` over an ablation table at ``path`` (rows reused when stored under the condition's hash for
-    every benchmark); returns this experiment's rows for ``seeds`` under the current hashes."""
+    every benchmark), ``workers`` runs at a time; returns this experiment's rows for ``seeds`` under the current
+    hashes."""
     def is_done(stored, cond, seed):
         return table.has_run(stored, experiment.id, cond.label, seed, hashes[cond.label], benchmarks[cond.label])
 
@@ -110,7 +132,8 @@ def run_table(path: Path, experiment: Experiment, conditions: Sequence, seeds: S
         return stored
 
     pairs = [(c, s) for c in conditions for s in seeds]
-    stored = run_missing(pairs, table.read(path), is_done, run, save, setup, retrain, desc=f"{experiment.id} runs")
+    stored = run_missing(pairs, table.read(path), is_done, run, save, setup, retrain, desc=f"{experiment.id} runs",
+                         workers=workers)
     mine = [(r.experiment == experiment.id and hashes.get(r.condition) == r.config_hash and int(r.seed) in seeds)
             for r in stored.itertuples()]
     return stored[mine].reset_index(drop=True)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
@@ -22,7 +23,7 @@ from klear_lib.ablations import verdicts as V
 from klear_lib.ablations.common import Experiment
 from klear_lib.configs import config_hash, get_config, to_dict
 from klear_lib.configs.base import resolve
-from klear_lib.seeding import py_rng
+from klear_lib.seeding import py_rng, torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ class Scale:
     sft: dict = field(default_factory=dict)        # SFT config overrides for every ablation run
     eval: dict = field(default_factory=dict)       # eval config overrides for every ablation run
     benchmarks: dict = field(default_factory=dict)  # miniature benchmark -> the benchmarks evaluated instead
+    torch_threads: int | None = None               # pinned per run (bit-reproducible serially or in parallel)
 
 
 SCALES = {
@@ -63,9 +65,10 @@ SCALES = {
     "ci": Scale(budget={"table2": 32, "table4": 96, "table5": 96}, prompts={"math": 12, "code": 6}, seeds=1,
                 reduced=True),
     # tiny: 2,000-3,000 rows per run (top-1 math teacher has ~6,000 rows), 2 epochs = 63-94 SFT steps;
-    # eval on 100 problems, k=4 (math) / k=2 (code), transformers backend (no vLLM start-up; results/perf.csv).
+    # eval on 100 problems, k=4 (math) / k=2 (code), transformers backend (no vLLM start-up; results/perf.csv);
+    # 1 torch thread per run, so `WORKERS` runs can share the cores with the same rows.
     "tiny": Scale(budget={"table2": 2000, "table4": 3000, "table5": 3000}, prompts={"math": 1000, "code": 250},
-                  seeds=3, sft={"num_epochs": 2.0},
+                  seeds=3, sft={"num_epochs": 2.0}, torch_threads=1,
                   eval={"k_math": 4, "k_code": 2, "max_problems": 100, "backend": "transformers"}),
     "full": Scale(
         budget={"table2": 31600,          # UNVERIFIED: no size given for Table 2; Tables 4-5's 31,600 reused
@@ -208,11 +211,12 @@ def run_condition(preset: str, condition: Condition, seed: int, pool: Sequence[d
 
     pool = _pool(preset) if pool is None else pool
     rows = condition_rows(pool, condition, preset, seed)
-    name = run_name(condition, seed)
+    name, scale = run_name(condition, seed), get_scale(preset)
     log.info("%s: %d SFT rows", name, len(rows))
-    ckpt = sft_stage(preset, rows, name=name, **{**get_scale(preset).sft, "seed": seed})
-    scores = eval_stage(preset, name.replace("/", "--"), ckpt, benchmarks_at(condition, preset), write_csv=False,
-                        **{**get_scale(preset).eval, "seed": seed})
+    with torch_threads(scale.torch_threads):
+        ckpt = sft_stage(preset, rows, name=name, **{**scale.sft, "seed": seed})
+        scores = eval_stage(preset, name.replace("/", "--"), ckpt, benchmarks_at(condition, preset),
+                            write_csv=False, **{**scale.eval, "seed": seed})
     return common.result_rows(scores, condition.experiment, condition.label, seed, condition_hash(preset, condition),
                               len(rows))
 
@@ -225,17 +229,17 @@ def ablations_csv(preset: str) -> Path:
 
 
 def run_experiment(preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | None = None,
-                   retrain: bool = False, path: Path | str | None = None) -> pd.DataFrame:
-    """Every condition x seed of ``experiment``; rows stored in ``path`` under the same config hash are reused
-    unless ``retrain`` (checkpoints and samples in the artifact store, keyed by config and data, are reused
-    either way). Each finished run is written at once. Returns this experiment's rows for ``seeds``."""
+                   retrain: bool = False, path: Path | str | None = None, workers: int = 1) -> pd.DataFrame:
+    """Every condition x seed of ``experiment``, ``workers`` runs at a time; rows stored in ``path`` under the same
+    config hash are reused unless ``retrain`` (checkpoints and samples in the artifact store, keyed by config and
+    data, are reused either way). Each finished run is written at once. Returns this experiment's rows for
+    ``seeds``."""
     exp, seeds = get_experiment(experiment), resolve_seeds(seeds, preset)
     conds = conditions_for(exp, preset)
     return common.run_table(
         Path(path or ablations_csv(preset)), exp, conds, seeds, {c.label: condition_hash(preset, c) for c in conds},
         {c.label: benchmarks_at(c, preset) for c in conds},
-        run=lambda cond, seed, pool: run_condition(preset, cond, seed, pool), setup=lambda: _pool(preset),
-        retrain=retrain)
+        run=partial(run_condition, preset), setup=lambda: _pool(preset), retrain=retrain, workers=workers)
 
 
 def _pool(preset: str) -> list[dict]:

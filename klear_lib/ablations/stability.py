@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -24,6 +25,7 @@ from klear_lib.ablations.rl_runs import ensure_record
 from klear_lib.ablations.stats import t_interval, verdict, welch_interval
 from klear_lib.configs import config_hash, get_config
 from klear_lib.configs.base import resolve
+from klear_lib.seeding import torch_threads
 
 NAME = "stability"
 CASES = ["frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg_ratio_low", "frac_adv_neg_ratio_high",
@@ -65,15 +67,19 @@ class Grid:
     rl: dict = field(default_factory=dict)         # RL config overrides of every run (steps, prompts per step)
     eval: dict = field(default_factory=dict)       # eval config overrides
     benchmark: str = "tiny_aime"
+    torch_threads: int | None = None               # pinned per run (bit-reproducible serially or in parallel)
 
 
 GRIDS = {
     # ci: 6 losses × 2 LRs × 2 update settings × 1 seed of the ci RL preset (4 prompts a step, 2 steps).
     "ci": Grid(learning_rates=(1e-4, 1e-3), updates=(1, 2), seeds=1),
-    # tiny: LRs from the probe's stable 5e-5 past its collapse at 2e-4 (STACK.md); 8 prompts a step, so 4 or 8
-    # updates are 2- or 1-prompt mini-batches; 20 RL steps (the main run collapsed by step 14); eval 50 problems.
-    "tiny": Grid(learning_rates=(3e-5, 1e-4, 2e-4, 4e-4), updates=(4, 8), seeds=3,
-                 rl={"max_steps": 20, "prompts_per_step": 8},
+    # tiny: LRs from the recipe's 5e-5 past the probe's collapse at 2e-4 (STACK.md). Cut to fit issue 8's 3 hours
+    # on 2 cores (results/LOG.md, session 5): 4 prompts a step (generation of 8 × 8 rollouts is 2.3x faster than
+    # 16 × 8), so 2 or 4 updates are 2- or 1-prompt mini-batches; 12 RL steps with 2 of warmup (a probe: GPPO at
+    # 4e-4 fell from 36% to 2% training accuracy by step 9); eval 50 problems; 1 torch thread per run, so two
+    # worker processes share the 2 cores (1.4x the throughput of one run on 2 threads).
+    "tiny": Grid(learning_rates=(5e-5, 1e-4, 2e-4, 4e-4), updates=(2, 4), seeds=3, torch_threads=1,
+                 rl={"max_steps": 12, "prompts_per_step": 4, "warmup_steps": 2},
                  eval={"k_math": 4, "max_problems": 50, "backend": "transformers"}),
     "full": Grid(
         learning_rates=(5e-7, 1e-6, 2e-6, 4e-6),   # UNVERIFIED: a grid around the paper's 1e-6 (PAPER.md §2.4)
@@ -91,8 +97,9 @@ class Collapse:
     """When a run counts as collapsed: any one of these, each reported by name in ``collapse_reasons``.
 
     * ``heldout``: final held-out avg@k below ``heldout_fraction`` × the start checkpoint's;
-    * ``train_acc``: training accuracy over the last ``window`` of the run below ``train_fraction`` × over the
-      first ``window`` (the start policy's own rollouts);
+    * ``train_acc``: training accuracy over the last ``window`` of the run's updates below ``train_fraction`` ×
+      over the first ``window`` (the start policy's own rollouts; a quarter of a 12-step run is 3 RL steps,
+      192 rollouts, so sampling noise alone does not halve it);
     * ``length``: mean response length over the last window below ``length_fraction`` × over the first — the
       failure seen in miniature, where the policy stops closing ``</think>`` for the −0.5 reward (results/LOG.md);
     * ``nonfinite``: a NaN or infinite loss or gradient norm anywhere in the run.
@@ -105,7 +112,7 @@ class Collapse:
     train_fraction: float = 0.5
     length_fraction: float = 0.5
     min_acc: float = 0.02
-    window: float = 0.1
+    window: float = 0.25
 
 
 COLLAPSE = Collapse()
@@ -293,6 +300,20 @@ def _heldout(preset: str, path: Path, stage: str, seed: int) -> dict:
     return scores[scores["metric"] == "avg@k"].iloc[0].to_dict()
 
 
+def _start_heldout(preset: str, init: Path, seed: int) -> dict:
+    """The start checkpoint's avg@k row for ``seed`` (its samples are stored, so only the first call evaluates)."""
+    with torch_threads(get_grid(preset).torch_threads):
+        return _heldout(preset, init, f"{RL_FAMILY}--{START}", seed)
+
+
+def _setup(preset: str, seeds: Sequence[int]) -> Path:
+    """The start checkpoint, evaluated once per seed before any run (parallel runs never write its samples)."""
+    init = start_checkpoint(preset)
+    for seed in seeds:
+        _start_heldout(preset, init, seed)
+    return init
+
+
 def run_cell(preset: str, cell: Cell, seed: int, init: Path | None = None) -> list[dict]:
     """Train (or reuse) one cell with one seed; its stability.csv row (final and start held-out avg@k, the run
     record's summary, the collapse verdict under ``COLLAPSE``)."""
@@ -302,10 +323,11 @@ def run_cell(preset: str, cell: Cell, seed: int, init: Path | None = None) -> li
 
     init = start_checkpoint(preset) if init is None else init
     name, overrides = run_name(cell, seed), rl_overrides(preset, cell, seed)
-    final = rl_stage(preset, init, "math", load_split("math_rl", preset), name=name, **overrides)
-    record = ensure_record(runs_dir(preset) / f"{name}.csv", final, rl_cfg(preset, "math", **overrides))
-    start = _heldout(preset, init, f"{RL_FAMILY}--{START}", seed)
-    end = _heldout(preset, final, name.replace("/", "--"), seed)
+    with torch_threads(get_grid(preset).torch_threads):
+        final = rl_stage(preset, init, "math", load_split("math_rl", preset), name=name, **overrides)
+        record = ensure_record(runs_dir(preset) / f"{name}.csv", final, rl_cfg(preset, "math", **overrides))
+        start = _start_heldout(preset, init, seed)
+        end = _heldout(preset, final, name.replace("/", "--"), seed)
     summary = run_summary(pd.read_csv(record), start["mean"], end["mean"])
     row = {"loss": cell.loss.label, "learning_rate": cell.learning_rate, "updates_per_step": cell.updates,
            "seed": int(seed), **{k: end[k] for k in ("benchmark", "metric", "k", "ci_low", "ci_high")},
@@ -314,9 +336,10 @@ def run_cell(preset: str, cell: Cell, seed: int, init: Path | None = None) -> li
 
 
 def run_grid(preset: str, seeds: int | Sequence[int] | None = None, retrain: bool = False,
-             path: Path | str | None = None, losses: Sequence[str] | None = None) -> pd.DataFrame:
-    """Every cell × seed of the grid (``losses``: a subset of loss labels); rows stored under the same hash are
-    reused unless ``retrain``. Returns the grid's rows for ``seeds``, collapse re-marked under ``COLLAPSE``."""
+             path: Path | str | None = None, losses: Sequence[str] | None = None, workers: int = 1) -> pd.DataFrame:
+    """Every cell × seed of the grid (``losses``: a subset of loss labels), ``workers`` runs at a time; rows stored
+    under the same hash are reused unless ``retrain``. Returns the grid's rows for ``seeds``, collapse re-marked
+    under ``COLLAPSE``. Runs pin the grid's torch threads, so the rows do not depend on ``workers``."""
     path, seeds = Path(path or stability_csv(preset)), common.resolve_seeds(seeds, get_grid(preset).seeds)
     grid = [c for c in cells(preset) if losses is None or c.loss.label in set(losses)]
     hashes = {c: cell_hash(preset, c) for c in grid}
@@ -326,8 +349,8 @@ def run_grid(preset: str, seeds: int | Sequence[int] | None = None, retrain: boo
 
     stored = common.run_missing([(c, s) for c in grid for s in seeds], read(path),
                                 lambda st, c, s: has_run(st, c, s, hashes[c]),
-                                lambda c, s, init: run_cell(preset, c, s, init), save,
-                                setup=lambda: start_checkpoint(preset), retrain=retrain, desc="stability runs")
+                                partial(run_cell, preset), save, setup=lambda: _setup(preset, seeds),
+                                retrain=retrain, desc="stability runs", workers=workers)
     wanted = {run_key(c, s, hashes[c]) for c in grid for s in seeds}
     mine = [k in wanted for k in _run_keys(stored, with_hash=True)]
     return mark_collapse(stored[mine].reset_index(drop=True))
@@ -336,16 +359,18 @@ def run_grid(preset: str, seeds: int | Sequence[int] | None = None, retrain: boo
 # --- reading the map ----------------------------------------------------------------------------------------------
 
 GROUP = ["loss", "learning_rate", "updates_per_step"]
+TRAINING = ["train_acc_first", "train_acc_last", "length_last"]  # means over seeds in the summary
 
 
 def aggregate(df: pd.DataFrame) -> pd.DataFrame:
-    """Per cell: seeds, final avg@k mean ± 95% t-interval, collapsed runs and their share, mean clipping cases."""
+    """Per cell: seeds, final avg@k mean ± 95% t-interval, collapsed runs and their share, mean training accuracy
+    (first and last quarter) and response length (last quarter), mean clipping cases."""
     out = []
     for key, grp in df.groupby(GROUP, sort=False):
         mean, low, high = t_interval(grp["mean"].astype(float).tolist())
         out.append({**dict(zip(GROUP, key)), "n_seeds": len(grp), "mean": mean, "ci_low": low, "ci_high": high,
                     "start_mean": grp["start_mean"].mean(), "collapsed": int(grp["collapsed"].sum()),
-                    "collapse_share": grp["collapsed"].mean(), **grp[CASES].mean().to_dict(),
+                    "collapse_share": grp["collapsed"].mean(), **grp[TRAINING + CASES].mean().to_dict(),
                     "values": tuple(float(v) for v in grp["mean"])})
     return pd.DataFrame(out)
 
@@ -386,6 +411,28 @@ def ranking_verdict(rank: pd.DataFrame) -> str:
     where = "everywhere" if n and holds == n else ("somewhere" if holds else "nowhere")
     return (f"{where} ({holds} holds, {int(counts.get('reversed', 0))} reversed, "
             f"{int(counts.get('inconclusive', 0))} inconclusive, of {n} cells)")
+
+
+def reading(summary: pd.DataFrame, rank: pd.DataFrame) -> str:
+    """The map in sentences, from its tables only: per loss, where no seed collapsed; per setting, the best cell;
+    where the paper's ranking holds."""
+    lines = []
+    for loss, grp in safe_region(summary).groupby("loss", sort=False):
+        where = "; ".join(f"LR {r.safe_lrs or 'none'} with {r.updates_per_step} updates/step"
+                          for r in grp.itertuples())
+        lines.append(f"{loss}: no seed collapsed at {where} (of {grp['cells'].iloc[0]} LRs each)")
+    for updates, grp in summary.groupby("updates_per_step"):
+        best = grp.loc[grp["mean"].idxmax()]
+        lines.append(f"best at {updates} updates/step: {best['loss']} at LR {best['learning_rate']:g}, "
+                     f"{best['mean']:.3f} [{best['ci_low']:.3f}, {best['ci_high']:.3f}] "
+                     f"(start {best['start_mean']:.3f})")
+    for (updates, lr), grp in summary.groupby(["updates_per_step", "learning_rate"]):
+        top = grp.sort_values("train_acc_last", ascending=False).iloc[:2]
+        lines.append(f"training accuracy at the end (last quarter), {updates} updates/step, LR {lr:g}: "
+                     + ", ".join(f"{r.loss} {r.train_acc_last:.3f}" for r in top.itertuples())
+                     + f" best; {grp['train_acc_last'].min():.3f} lowest (start {grp['train_acc_first'].mean():.3f})")
+    lines.append(f"the paper's order {' > '.join(RANKING)} holds {ranking_verdict(rank)}")
+    return "\n".join(lines)
 
 
 def write_summary(summary: pd.DataFrame, preset: str) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from klear_lib.seeding import stable_seed
@@ -59,19 +60,24 @@ def math_reward_func(judge: Callable[[str, str], float] | None = None,
 
 
 def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0,
-                     judge: Callable | None = None, tag_shaping: str = "official") -> Callable:
-    """A TRL reward function running ``judge(response, tests, mode, max_tests, seed)`` per completion.
+                     judge: Callable | None = None, tag_shaping: str = "official", workers: int = 2) -> Callable:
+    """A TRL reward function running ``judge(response, tests, mode, max_tests, seed)`` per completion,
+    ``workers`` completions at a time (each judge call waits on its own sandbox process).
 
-    ``judge`` defaults to ``klear_lib.rewards.code.code_reward`` with ``tag_shaping``; the test-sampling seed is derived from
-    ``(seed, row id, global step, rollout index)`` so reruns sample the same tests.
+    ``judge`` defaults to ``klear_lib.rewards.code.code_reward`` with ``tag_shaping``; the test-sampling seed is
+    derived from ``(seed, row id, global step, rollout index)`` so reruns sample the same tests.
     """
     def code_reward(completions, reward_model, extra_info=None, trainer_state=None, **kwargs) -> list[float]:
         score = judge or _default_judge("code", tag_shaping)
         step = getattr(trainer_state, "global_step", 0)
         ids = _row_ids(extra_info, len(completions))
-        return [float(score(completion_text(c), code_tests(ground_truth(rm, i), i), mode=mode, max_tests=max_tests,
-                            seed=stable_seed(seed, "code-tests", i, step, k)))
-                for k, (c, rm, i) in enumerate(zip(completions, reward_model, ids))]
+
+        def one(k: int) -> float:
+            tests = code_tests(ground_truth(reward_model[k], ids[k]), ids[k])
+            return float(score(completion_text(completions[k]), tests, mode=mode, max_tests=max_tests,
+                               seed=stable_seed(seed, "code-tests", ids[k], step, k)))
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            return list(pool.map(one, range(len(completions))))
     return code_reward
 
 
