@@ -92,8 +92,9 @@ def run_missing(pairs: Iterable[tuple], stored, is_done: Callable, run: Callable
     returns the new table. ``setup()`` builds the shared context (data, start checkpoint) only if a run is due.
 
     ``workers`` > 1 runs that many runs at a time in fresh (spawned) processes; ``run`` and the context must then
-    pickle (a module-level function or a ``functools.partial`` of one). Rows are saved as runs finish, by this
-    process only, so a killed sweep still resumes."""
+    pickle (a module-level function or a ``functools.partial`` of one), and a script calling this must guard its
+    entry point with ``if __name__ == "__main__":`` (spawned workers re-import it). Rows are saved as runs finish,
+    by this process only, so a killed sweep still resumes."""
     todo = [(c, s) for c, s in pairs if retrain or not is_done(stored, c, s)]
     context = setup() if todo and setup else None
     for rows in tqdm(_results(todo, run, context, workers), total=len(todo), desc=desc, unit="run",
