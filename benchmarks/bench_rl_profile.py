@@ -90,14 +90,11 @@ def main(argv=None) -> None:
     parser.add_argument("--reward", choices=sorted(RL_SPLITS), default="math")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default=str(perf.PERF_CSV))
-    parser.add_argument("--no-record", action="store_true", help="print only; leave results/perf.csv alone")
+    perf.add_output_args(parser)
     args = parser.parse_args(argv)
-    rows = run(args)
-    for r in rows:
-        print(f"{r['metric']:40s} {r['value']:8.3f} {r['unit']:6s} {r['notes']}")
-    if not args.no_record:
-        log.info("recorded in %s", perf.record(rows, perf.machine(), args.out))
+    path = perf.emit(run(args), args)
+    if path:
+        log.info("recorded in %s", path)
 
 
 if __name__ == "__main__":

@@ -155,6 +155,20 @@ def record(rows: list[dict], machine_label: str, path: Path | str = PERF_CSV) ->
     return write(merge(read(path), new), path)
 
 
+def add_output_args(parser) -> None:
+    """``--out`` (default ``results/perf.csv``) and ``--no-record``: the output options every benchmark takes."""
+    parser.add_argument("--out", default=str(PERF_CSV))
+    parser.add_argument("--no-record", action="store_true", help="print only; leave results/perf.csv alone")
+
+
+def emit(rows: list[dict], args, machine_label: str | None = None) -> Path | None:
+    """Print one line per row, then ``record`` them in ``args.out`` unless ``args.no_record``."""
+    width = max((len(r["metric"]) for r in rows), default=0)
+    for r in rows:
+        print(f"{r['metric']:{width}s}  {float(r['value']):10.4g} {r['unit']:9s} {r['notes']}")
+    return None if args.no_record else record(rows, machine_label or machine(), args.out)
+
+
 # ---- README section -----------------------------------------------------------------------------------------
 def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")

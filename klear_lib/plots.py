@@ -126,6 +126,7 @@ def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "fi
     updates-per-step setting; a cell where any seed collapsed is drawn with a cross. From ``aggregate`` rows."""
     settings = sorted(summary["updates_per_step"].unique())
     losses = list(dict.fromkeys(summary["loss"]))
+    lrs = sorted(summary["learning_rate"].unique())
     fig, axes = plt.subplots(1, len(settings), figsize=(4.2 * len(settings), 3.4), squeeze=False, sharey=True,
                              layout="constrained")
     for ax, updates in zip(axes[0], settings):
@@ -141,7 +142,6 @@ def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "fi
             start = summary.loc[summary["updates_per_step"] == updates, "start_mean"].mean()
             ax.axhline(start, color="grey", ls=":", lw=1, label="start (SFT)")
         ax.set_xscale("log")
-        lrs = sorted(summary["learning_rate"].unique())
         ax.set_xticks(lrs, [f"{lr:g}" for lr in lrs], fontsize=7)
         ax.minorticks_off()
         ax.set_xlabel("learning rate", fontsize=8)

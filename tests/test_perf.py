@@ -113,3 +113,16 @@ def test_full_gpu_bench_skips_cleanly_without_cuda(capsys):
     spec.loader.exec_module(module)
     assert module.main(["--layers", "1"]) == 0
     assert capsys.readouterr().out.startswith("skipped: no CUDA")
+
+
+def test_emit_prints_every_row_and_records_unless_told_not_to(tmp_path, capsys):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    perf.add_output_args(parser)
+    rows = [perf.row("b", "speedup.x", 2.0, "x", "base", "n=3"), perf.row("b", "t", 0.5, "s")]
+    out = tmp_path / "perf.csv"
+    assert perf.emit(rows, parser.parse_args(["--out", str(out), "--no-record"]), "m") is None and not out.exists()
+    assert perf.emit(rows, parser.parse_args(["--out", str(out)]), "m") == out
+    assert [r["metric"] for r in perf.read(out)] == ["speedup.x", "t"]
+    assert capsys.readouterr().out.count("speedup.x") == 2
