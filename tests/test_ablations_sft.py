@@ -237,3 +237,20 @@ def test_ablation_bars_draws_one_bar_per_condition_and_benchmark():
 
     fig = plots.ablation_bars(sft.aggregate(_table2_runs()), title="Table 2")
     assert len(fig.axes[0].patches) == 4 * 2
+
+
+def test_claims_read_each_primary_benchmark_as_the_preset_maps_it():
+    from klear_lib.ablations import claims as C
+
+    def table2(preset):
+        df = C.expected(None, preset)
+        return df[df["experiment"] == "table2"]
+
+    plain, tiny, full = table2(None), table2("tiny"), table2("full")
+    assert set(plain["benchmark"]) == {"tiny_aime"}
+    # tiny reads tiny_aime and a held-out tier; both stand for the paper's AIME 2024
+    assert set(tiny["benchmark"]) == {"tiny_aime", "math_eval_t2"} and set(tiny["paper_benchmark"]) == {"aime24"}
+    assert len(tiny) == 2 * len(plain)
+    # full reads the paper's own benchmarks, each compared with itself
+    assert set(full["benchmark"]) == {"aime24", "aime25"}
+    assert (full["benchmark"] == full["paper_benchmark"]).all()

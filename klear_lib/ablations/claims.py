@@ -22,19 +22,34 @@ COLUMNS = ["claim_id", "family", "table", "experiment", "benchmark", "better", "
            "ci_low_pts", "ci_high_pts", "n_seeds", "verdict", "claim"]
 
 
-def expected(reported: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Every claim the kit tests, with the paper's numbers (``results/reported.csv``) and no result yet."""
+def readings(module: ModuleType, exp, preset: str | None = None) -> list[tuple[str, str]]:
+    """(primary benchmark, benchmark read) pairs of ``exp``: each primary benchmark as ``preset``'s scale maps it
+    (tiny also reads ``tiny_aime`` on a held-out tier; full reads the paper's benchmarks), or as is."""
+    mapping = module.get_scale(preset).benchmarks if preset else {}
+    return [(b, m) for b in exp.primary for m in mapping.get(b, (b,))]
+
+
+def _paper_benchmark(primary: str, read: str) -> str:
+    """The paper's benchmark behind a reading: a miniature one stands for its primary benchmark's analogue."""
+    from klear_lib.evaluation.benchmarks import SPECS
     from klear_lib.results import ANALOGUE
 
+    return ANALOGUE.get(primary, primary) if read not in SPECS or SPECS[read].source == "world" else read
+
+
+def expected(reported: pd.DataFrame | None = None, preset: str | None = None) -> pd.DataFrame:
+    """Every claim the kit tests (on ``preset``'s readings of the primary benchmarks), with the paper's numbers
+    (``results/reported.csv``) and no result yet."""
     rows = []
     for family, module in FAMILIES.items():
         for exp in module.EXPERIMENTS.values():
             for (better, worse) in exp.comparisons:
-                for bench in exp.primary:
-                    pb, pw = (V.paper_value(reported, exp, label, bench) for label in (better, worse))
+                for primary, bench in readings(module, exp, preset):
+                    paper = _paper_benchmark(primary, bench)
+                    pb, pw = (V.paper_value(reported, exp, label, paper) for label in (better, worse))
                     rows.append({"claim_id": f"{exp.id}:{better}>{worse}@{bench}", "family": family,
                                  "table": exp.table, "experiment": exp.id, "benchmark": bench, "better": better,
-                                 "worse": worse, "paper_benchmark": ANALOGUE.get(bench, bench), "paper_better": pb,
+                                 "worse": worse, "paper_benchmark": paper, "paper_better": pb,
                                  "paper_worse": pw, "paper_diff_pts": pb - pw, "claim": exp.claim})
     return pd.DataFrame(rows)
 
@@ -62,7 +77,7 @@ def build_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict 
     """One row per expected claim: the paper's numbers, ours (in points) and the verdict, or "not run"."""
     from klear_lib.results import load_reported
 
-    claims = expected(load_reported() if reported is None else reported)
+    claims = expected(load_reported() if reported is None else reported, preset)
     pairs = measured(preset, paths).rename(columns={"ci_low": "pair_ci_low", "ci_high": "pair_ci_high"})
     merged = claims.merge(pairs[["experiment", "benchmark", "better", "worse", "mean_better", "mean_worse", "diff",
                                  "pair_ci_low", "pair_ci_high", "n_seeds", "verdict"]],

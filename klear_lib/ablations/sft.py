@@ -64,12 +64,15 @@ SCALES = {
     # ci: a smoke test of the whole path; one seed, two conditions per experiment, the ci world's tiny pool.
     "ci": Scale(budget={"table2": 32, "table4": 96, "table5": 96}, prompts={"math": 12, "code": 6}, seeds=1,
                 reduced=True),
-    # tiny: 2,000-3,000 rows per run (top-1 math teacher has ~6,000 rows), 2 epochs = 63-94 SFT steps;
-    # eval on 100 problems, k=4 (math) / k=2 (code), transformers backend (no vLLM start-up; results/perf.csv);
-    # 1 torch thread per run, so `WORKERS` runs can share the cores with the same rows.
-    "tiny": Scale(budget={"table2": 2000, "table4": 3000, "table5": 3000}, prompts={"math": 1000, "code": 250},
-                  seeds=3, sft={"num_epochs": 2.0}, torch_threads=1,
-                  eval={"k_math": 4, "k_code": 2, "max_problems": 100, "backend": "transformers"}),
+    # tiny: 1,600-2,000 rows per run (hard/only_correct has 1,643), 10 epochs at batch 64 = 250-320 SFT steps: at
+    # 2 epochs every model sat at the floor (~1% on tiny_aime); 10 epochs on 2,000 easy rows reached 18% on
+    # math_eval_t2 but still 1.75% on tiny_aime (results/LOG.md, session 6), so tiny_aime is also read beside the
+    # held-out tier-2 split. Eval on 100 problems, k=4 (math) / k=2 (code), transformers backend (no vLLM
+    # start-up; results/perf.csv); 1 torch thread per run, so `WORKERS` runs share the cores with the same rows.
+    "tiny": Scale(budget={"table2": 1600, "table4": 2000, "table5": 2000}, prompts={"math": 600, "code": 150},
+                  seeds=3, sft={"num_epochs": 10.0}, torch_threads=1,
+                  eval={"k_math": 4, "k_code": 2, "max_problems": 100, "backend": "transformers"},
+                  benchmarks={"tiny_aime": ("tiny_aime", "math_eval_t2")}),
     "full": Scale(
         budget={"table2": 31600,          # UNVERIFIED: no size given for Table 2; Tables 4-5's 31,600 reused
                 "table4": 31600,          # PAPER.md §3 Table 4 (31,600 examples each)

@@ -1,0 +1,117 @@
+"""Wall time of the main job from scratch, stage by stage: `make reproduce`'s notebooks run in a fresh clone of the
+committed tree with its own artifact store (nothing reused), where each stage spends its time (its slowest cells),
+and whether the clone's results tables come out byte-identical to the committed ones (the tiny path promises
+bit-reproducibility on one machine).
+
+    .venv/bin/python benchmarks/bench_pipeline.py [--preset tiny] [--stages 01_data_curation ...] [--keep]
+                                                  [--no-record]
+
+Runs as long as the stages themselves (`--preset ci`: a few minutes). The clone is of HEAD: commit first.
+Uncommitted changes are not measured.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from klear_lib import perf
+from klear_lib.paths import REPO, shared_dir
+
+log = logging.getLogger("bench_pipeline")
+BENCH = "pipeline"
+STAGES = ("01_data_curation", "02_long_cot_sft", "03_gppo_rl", "04_evaluation")  # as the Makefile's STAGES
+
+
+def clone(dest: Path) -> Path:
+    """A fresh clone of HEAD at ``dest/main``, with ``dest/shared`` linked to the shared folder."""
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(dest / "main")], check=True)
+    (dest / "shared").symlink_to(shared_dir())
+    return dest / "main"
+
+
+def run_stage(repo: Path, stage: str, preset: str) -> tuple[float, Path]:
+    """Execute one stage notebook in ``repo`` with papermill (its own klear_lib and artifact store)."""
+    out = repo / "results" / preset / "notebooks" / f"{stage}.ipynb"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(repo), "KLEAR_ARTIFACTS": str(repo / ".artifacts"),
+           "KLEAR_SHARED": str(repo.parent / "shared"), "TQDM_DISABLE": "1"}
+    cmd = [sys.executable, "-m", "papermill", str(repo / "notebooks" / f"{stage}.ipynb"), str(out),
+           "-p", "PRESET", preset, "-k", "python3", "--no-progress-bar", "--cwd", str(repo)]
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start, out
+
+
+def slowest_cells(notebook: Path, n: int = 3) -> list[tuple[float, str]]:
+    """The ``n`` slowest code cells of an executed notebook: (seconds, first line that is not a comment)."""
+    cells = json.loads(notebook.read_text())["cells"]
+    timed = []
+    for cell in cells:
+        secs = (cell.get("metadata", {}).get("papermill") or {}).get("duration")
+        if cell["cell_type"] == "code" and secs is not None:
+            lines = [ln for ln in "".join(cell["source"]).splitlines() if ln.strip() and not ln.startswith("#")]
+            timed.append((float(secs), (lines[0] if lines else "")[:60]))
+    return sorted(timed, reverse=True)[:n]
+
+
+def changed_tables(repo: Path, preset: str) -> tuple[int, list[str]]:
+    """(tracked CSV files under ``results/<preset>``, those the run changed), per ``git status`` in the clone."""
+    tracked = subprocess.run(["git", "-C", str(repo), "ls-files", f"results/{preset}/*.csv",
+                              f"results/{preset}/**/*.csv"], capture_output=True, text=True, check=True)
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", f"results/{preset}"],
+                            capture_output=True, text=True, check=True)
+    changed = [ln[3:] for ln in status.stdout.splitlines() if ln.startswith(" M") and ln.endswith(".csv")]
+    return len(set(tracked.stdout.split())), changed
+
+
+def run(args) -> list[dict]:
+    tmp = Path(tempfile.mkdtemp(prefix="klear-pipeline-"))
+    try:
+        repo = clone(tmp)
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        rows, total, before = [], 0.0, perf.loadavg()
+        for stage in args.stages:
+            log.info("== %s (preset %s)", stage, args.preset)
+            secs, executed = run_stage(repo, stage, args.preset)
+            total += secs
+            cells = "; ".join(f"{s:.0f} s `{src}`" for s, src in slowest_cells(executed))
+            rows.append(perf.row(BENCH, f"{args.preset}.stage_s.{stage}", secs, "s",
+                                 notes=f"from scratch at {head}; slowest cells: {cells}"))
+            log.info("   %.0f s", secs)
+        note = f"{len(args.stages)} stages from scratch at {head}; {perf.load_note(before, perf.loadavg())}"
+        rows.append(perf.row(BENCH, f"{args.preset}.total_s", total, "s", notes=note))
+        n_tables, changed = changed_tables(repo, args.preset)
+        rows.append(perf.row(BENCH, f"{args.preset}.tables_identical", 1 - len(changed) / max(n_tables, 1), "share",
+                             notes=f"{n_tables} committed CSV tables; changed: {', '.join(changed) or 'none'}"))
+        return rows
+    finally:
+        if args.keep:
+            log.info("clone kept in %s", tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="tiny", choices=("ci", "tiny"))
+    parser.add_argument("--stages", nargs="+", default=list(STAGES))
+    parser.add_argument("--keep", action="store_true", help="keep the clone (its artifacts and executed notebooks)")
+    perf.add_output_args(parser)
+    args = parser.parse_args(argv)
+    path = perf.emit(run(args), args)
+    if path:
+        log.info("recorded in %s", path)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    main()
