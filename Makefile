@@ -12,7 +12,7 @@ WORKERS ?= 2
 export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup reproduce readme bench test test-unit test-notebooks test-nbval refresh ablations stability clean-artifacts
+.PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval refresh ablations stability clean-artifacts
 
 setup: .venv/.setup-done
 
@@ -65,6 +65,12 @@ bench: setup
 	$(PY) benchmarks/bench_rl_profile.py --reward math
 	$(PY) benchmarks/bench_rl_profile.py --reward code
 	$(PY) benchmarks/bench_full_gpu.py
+	$(PY) benchmarks/perf.py
+
+# Wall time of the main job and of CI, each from scratch in a fresh clone of HEAD (as long as they are).
+bench-pipeline: setup
+	$(PY) benchmarks/bench_pipeline.py --preset $(PRESET)
+	$(PY) benchmarks/bench_pipeline.py --ci
 	$(PY) benchmarks/perf.py
 
 # README tables generated from results/ (never typed).

@@ -1,13 +1,15 @@
-"""Wall time of the main job from scratch, stage by stage: `make reproduce`'s notebooks run in a fresh clone of the
-committed tree with its own artifact store (nothing reused), where each stage spends its time (its slowest cells),
-and whether the clone's results tables come out byte-identical to the committed ones (the tiny path promises
-bit-reproducibility on one machine).
+"""Wall time of the main job (`make reproduce`) and of the CI run, each from scratch in a fresh clone.
+
+The stages (notebooks 01-04) run one by one in a clone of the committed tree with its own artifact store, so
+nothing is reused; each stage row names its slowest cells. The run also checks whether the clone's results tables
+come out byte-identical to the committed ones (the tiny path promises bit-reproducibility on one machine).
 
     .venv/bin/python benchmarks/bench_pipeline.py [--preset tiny] [--stages 01_data_curation ...] [--keep]
                                                   [--no-record]
+    .venv/bin/python benchmarks/bench_pipeline.py --ci      # the CI run: `bash .ci/run` in a fresh clone
 
 Runs as long as the stages themselves (`--preset ci`: a few minutes). The clone is of HEAD: commit first.
-Uncommitted changes are not measured.
+Uncommitted changes are not measured. `--ci` installs the clone's own environment, as CI does (registry access).
 """
 from __future__ import annotations
 
@@ -72,12 +74,29 @@ def changed_tables(repo: Path, preset: str) -> tuple[int, list[str]]:
     return len(set(tracked.stdout.split())), changed
 
 
+def run_ci(repo: Path, head: str) -> list[dict]:
+    """``bash .ci/run`` (the README's test command) in ``repo``; its output goes to ``ci.log`` beside the clone."""
+    logfile, before = repo.parent / "ci.log", perf.loadavg()
+    start = time.perf_counter()
+    with logfile.open("w") as out:
+        done = subprocess.run(["bash", ".ci/run"], cwd=repo, env={**os.environ, "CI": "true"}, stdout=out,
+                              stderr=subprocess.STDOUT)
+    secs = time.perf_counter() - start
+    if done.returncode:
+        raise RuntimeError(f"CI failed (rc {done.returncode}); last lines of {logfile}:\n"
+                           + "\n".join(logfile.read_text().splitlines()[-30:]))
+    return [perf.row(BENCH, "ci.run_s", secs, "s", notes=f"`bash .ci/run` in a fresh clone at {head}, setup "
+                                                          f"included; {perf.load_note(before, perf.loadavg())}")]
+
+
 def run(args) -> list[dict]:
     tmp = Path(tempfile.mkdtemp(prefix="klear-pipeline-"))
     try:
         repo = clone(tmp)
         head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, check=True).stdout.strip()
+        if args.ci:
+            return run_ci(repo, head)
         rows, total, before = [], 0.0, perf.loadavg()
         for stage in args.stages:
             log.info("== %s (preset %s)", stage, args.preset)
@@ -104,6 +123,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="tiny", choices=("ci", "tiny"))
     parser.add_argument("--stages", nargs="+", default=list(STAGES))
+    parser.add_argument("--ci", action="store_true", help="time the CI run (`bash .ci/run`) instead of the stages")
     parser.add_argument("--keep", action="store_true", help="keep the clone (its artifacts and executed notebooks)")
     perf.add_output_args(parser)
     args = parser.parse_args(argv)

@@ -13,6 +13,14 @@ from klear_lib import perf
 from klear_lib.paths import REPO
 
 
+def _bench(name: str):
+    """A script of benchmarks/ loaded as a module (the folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def fake_clock():
     """A clock that advances by 1 s per reading, so every timed call lasts exactly 1 s."""
     ticks = iter(range(10_000))
@@ -108,9 +116,7 @@ def test_full_gpu_bench_skips_cleanly_without_cuda(capsys):
 
     if torch.cuda.is_available():
         pytest.skip("CUDA present: the skip path does not apply")
-    spec = importlib.util.spec_from_file_location("bench_full_gpu", REPO / "benchmarks" / "bench_full_gpu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _bench("bench_full_gpu")
     assert module.main(["--layers", "1"]) == 0
     assert capsys.readouterr().out.startswith("skipped: no CUDA")
 
@@ -126,3 +132,28 @@ def test_emit_prints_every_row_and_records_unless_told_not_to(tmp_path, capsys):
     assert perf.emit(rows, parser.parse_args(["--out", str(out)]), "m") == out
     assert [r["metric"] for r in perf.read(out)] == ["speedup.x", "t"]
     assert capsys.readouterr().out.count("speedup.x") == 2
+
+
+def test_pipeline_bench_names_the_slowest_cells_and_the_changed_tables(tmp_path):
+    import json
+    import subprocess
+
+    bench = _bench("bench_pipeline")
+    cells = [{"cell_type": "code", "source": ["# NBVAL_SKIP\n", f"step_{i}()\n"], "metadata": {"papermill": {
+        "duration": d}}} for i, d in enumerate((1.0, 9.5, 3.0))]
+    cells.append({"cell_type": "markdown", "source": ["text"], "metadata": {}})
+    (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": cells}))
+    assert bench.slowest_cells(tmp_path / "nb.ipynb", n=2) == [(9.5, "step_1()"), (3.0, "step_2()")]
+
+    repo = tmp_path / "repo"
+    (repo / "results" / "ci" / "runs").mkdir(parents=True)
+    for name in ("results/ci/a.csv", "results/ci/runs/b.csv"):
+        (repo / name).write_text("x\n1\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "init"], check=True)
+    assert bench.changed_tables(repo, "ci") == (2, [])
+    (repo / "results/ci/runs/b.csv").write_text("x\n2\n")
+    (repo / "results/ci/new.csv").write_text("x\n")      # untracked: not a committed table
+    assert bench.changed_tables(repo, "ci") == (2, ["results/ci/runs/b.csv"])
