@@ -1,6 +1,7 @@
 """The claims table: one row per paper claim tested in miniature — every claimed pair (better, worse) of Tables 2-6
-and Figures 2-5 on its experiment's primary benchmarks — with the paper's difference, ours with its 95% interval
-over seeds, and the verdict; a claim without stored runs under the current config is "not run" (no number).
+and Figures 2-5 on its experiment's primary benchmarks, as the preset reads them — with the paper's difference,
+ours with its 95% interval over seeds, and the verdict; a claim without stored runs under the current config is
+"not run" (no number).
 
 >>> from klear_lib.ablations import claims
 >>> path = claims.write_claims("tiny")   # results/tiny/claims.csv, read by klear_lib.report.claims_section
