@@ -12,7 +12,8 @@ WORKERS ?= 2
 export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval refresh ablations stability clean-artifacts
+.PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval refresh ablations \
+        stability clean-artifacts
 
 setup: .venv/.setup-done
 
