@@ -20,7 +20,6 @@ from klear_lib.rewards.format import answer_text
 from klear_lib.rewards.math import math_rewards, verify_answer
 from klear_lib.seeding import py_rng
 
-log = logging.getLogger("bench_judge")
 BENCH = "judge"
 
 
@@ -89,9 +88,7 @@ def main(argv=None) -> None:
     parser.add_argument("--n-int", type=int, default=2000)
     perf.add_output_args(parser)
     args = parser.parse_args(argv)
-    path = perf.emit(run(args), args)
-    if path:
-        log.info("recorded in %s", path)
+    perf.emit(run(args), args)
 
 
 if __name__ == "__main__":

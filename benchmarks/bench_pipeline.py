@@ -127,9 +127,7 @@ def main(argv=None) -> None:
     parser.add_argument("--keep", action="store_true", help="keep the clone (its artifacts and executed notebooks)")
     perf.add_output_args(parser)
     args = parser.parse_args(argv)
-    path = perf.emit(run(args), args)
-    if path:
-        log.info("recorded in %s", path)
+    perf.emit(run(args), args)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ from klear_lib.models import load_or_build  # noqa: E402
 from klear_lib.pipeline import RL_SPLITS, rl_cfg  # noqa: E402
 from klear_lib.training import build_rl_trainer  # noqa: E402
 
-log = logging.getLogger("bench_rl_profile")
 BENCH = "rl_profile"  # recorded as rl_profile_<reward>: a rerun of one stage leaves the other's rows
 TIMED = {"generate": "_generate", "judge": "_calculate_rewards", "score": "_generate_and_score_completions",
          "loss_forward": "compute_loss"}
@@ -92,9 +91,7 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     perf.add_output_args(parser)
     args = parser.parse_args(argv)
-    path = perf.emit(run(args), args)
-    if path:
-        log.info("recorded in %s", path)
+    perf.emit(run(args), args)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ import logging
 from klear_lib import perf
 from klear_lib.rewards.code import code_rewards
 
-log = logging.getLogger("bench_sandbox")
 BENCH = "sandbox"
 PROGRAM = "import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))"
 
@@ -67,9 +66,7 @@ def main(argv=None) -> None:
     parser.add_argument("--warmup", type=int, default=1)
     perf.add_output_args(parser)
     args = parser.parse_args(argv)
-    path = perf.emit(run(args), args)
-    if path:
-        log.info("recorded in %s", path)
+    perf.emit(run(args), args)
 
 
 if __name__ == "__main__":

@@ -162,11 +162,15 @@ def add_output_args(parser) -> None:
 
 
 def emit(rows: list[dict], args, machine_label: str | None = None) -> Path | None:
-    """Print one line per row, then ``record`` them in ``args.out`` unless ``args.no_record``."""
+    """Print one line per row, then ``record`` them in ``args.out`` (and say where) unless ``args.no_record``."""
     width = max((len(r["metric"]) for r in rows), default=0)
     for r in rows:
         print(f"{r['metric']:{width}s}  {float(r['value']):10.4g} {r['unit']:9s} {r['notes']}")
-    return None if args.no_record else record(rows, machine_label or machine(), args.out)
+    if args.no_record:
+        return None
+    path = record(rows, machine_label or machine(), args.out)
+    print(f"recorded in {path}")
+    return path
 
 
 # ---- README section -----------------------------------------------------------------------------------------

@@ -131,7 +131,8 @@ def test_emit_prints_every_row_and_records_unless_told_not_to(tmp_path, capsys):
     assert perf.emit(rows, parser.parse_args(["--out", str(out), "--no-record"]), "m") is None and not out.exists()
     assert perf.emit(rows, parser.parse_args(["--out", str(out)]), "m") == out
     assert [r["metric"] for r in perf.read(out)] == ["speedup.x", "t"]
-    assert capsys.readouterr().out.count("speedup.x") == 2
+    printed = capsys.readouterr().out
+    assert printed.count("speedup.x") == 2 and printed.count(f"recorded in {out}") == 1
 
 
 def test_pipeline_bench_names_the_slowest_cells_and_the_changed_tables(tmp_path):
