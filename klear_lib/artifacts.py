@@ -14,6 +14,19 @@ def root() -> Path:
     return path
 
 
+def portable_id(path: str | Path) -> str:
+    """A name for a model that survives moving the artifact store or cloning the repository elsewhere: a folder
+    inside the root as its path relative to the root, any other folder as its resolved absolute path, and a name
+    that is no folder (a hub id) as is. Artifact keys and sample files hash this, never an absolute path."""
+    if not Path(path).exists():
+        return str(path)
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(root()))
+    except ValueError:
+        return str(resolved)
+
+
 def artifact_dir(*parts: str) -> Path:
     """``<root>/<parts...>``, created on demand, e.g. ``artifact_dir("tiny", "sft", "<hash>")``."""
     path = root().joinpath(*parts)

@@ -29,9 +29,11 @@ def rows_fingerprint(rows: list[dict]) -> str:
     return hashlib.sha256(ids.encode()).hexdigest()[:8]
 
 
-def stage_key(cfg, rows: list[dict], parent: str = "") -> str:
-    """The artifact key of a stage: its config hash, its data and the checkpoint it starts from."""
-    return hashlib.sha256(f"{config_hash(cfg)}|{rows_fingerprint(rows)}|{parent}".encode()).hexdigest()[:12]
+def stage_key(cfg, rows: list[dict], parent: str | Path = "") -> str:
+    """The artifact key of a stage: its config hash, its data and the checkpoint it starts from, named by
+    ``artifacts.portable_id`` so the same stage gets the same key in any checkout."""
+    ident = artifacts.portable_id(parent) if parent else ""
+    return hashlib.sha256(f"{config_hash(cfg)}|{rows_fingerprint(rows)}|{ident}".encode()).hexdigest()[:12]
 
 
 def sft_stage(preset: str, rows: list[dict] | None = None, name: str = "sft", **overrides) -> Path:
@@ -60,7 +62,7 @@ def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dic
 
     cfg = rl_cfg(preset, reward, **overrides)
     rows = load_split(RL_SPLITS[reward], preset) if rows is None else rows
-    out = artifacts.root() / preset / f"rl_{reward}" / stage_key(cfg, rows, str(init))
+    out = artifacts.root() / preset / f"rl_{reward}" / stage_key(cfg, rows, init)
     final = out / "final"
     if not artifacts.is_complete(final):
         record = runs_dir(preset) / f"{name or 'rl_' + reward}.csv"

@@ -57,3 +57,23 @@ def test_only_the_pipelines_own_rl_stage_registers(tmp_path, monkeypatch):
     assert ck.stage_checkpoint("rl_math", "ci") == str(newer)  # unregistered: discovery takes the newest
     assert pipeline.rl_stage("ci", "init", "math", rows) == final
     assert ck.stage_checkpoint("rl_math", "ci") == str(final.resolve())
+
+
+def test_keys_and_pointers_do_not_depend_on_where_the_store_lives(tmp_path, monkeypatch):
+    """A fresh clone (its own store, another absolute path) must name the same stage and samples alike."""
+    from klear_lib import pipeline
+    from klear_lib.evaluation import harness
+
+    cfg, rows, keys, samples = pipeline.rl_cfg("ci", "math"), [{"id": "r1"}], [], []
+    for store in ("clone_a", "clone_b"):
+        monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path / store))
+        parent = fake_model(tmp_path / store / "ci" / "sft" / "k" / "final")
+        keys.append(pipeline.stage_key(cfg, rows, parent))
+        samples.append(harness.samples_path(tmp_path, "toy_math", "rl_math", str(parent)).name)
+        ck.register_stage_checkpoint("sft", "ci", parent)
+        assert (tmp_path / store / "ci" / "checkpoints" / "sft.txt").read_text() == "ci/sft/k/final"
+        assert ck.stage_checkpoint("sft", "ci") == str(parent.resolve())
+    assert keys[0] == keys[1] and samples[0] == samples[1]
+    outside = [fake_model(tmp_path / name / "final") for name in ("x", "y")]  # outside the store: full path
+    assert pipeline.stage_key(cfg, rows, outside[0]) != pipeline.stage_key(cfg, rows, outside[1])
+    assert pipeline.stage_key(cfg, rows, outside[0]) != keys[1]

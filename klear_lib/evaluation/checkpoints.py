@@ -26,8 +26,13 @@ def register_stage_checkpoint(stage: str, preset: str, path: str | Path) -> Path
         raise KeyError(f"unknown stage {stage!r}; choose one of {STAGES}")
     pointer = _pointer(stage, preset)
     pointer.parent.mkdir(parents=True, exist_ok=True)
-    pointer.write_text(str(Path(path).resolve()))
+    pointer.write_text(artifacts.portable_id(path))  # relative to the root when inside it: survives a move
     return pointer
+
+
+def _read_pointer(pointer: Path) -> Path:
+    target = Path(pointer.read_text().strip())
+    return target if target.is_absolute() else artifacts.root() / target
 
 
 def _is_model_dir(path: Path) -> bool:
@@ -43,8 +48,8 @@ def stage_checkpoint(stage: str, preset: str) -> str | None:
 
         return load_or_build(preset)
     pointer = _pointer(stage, preset)
-    if pointer.exists() and _is_model_dir(Path(pointer.read_text().strip())):
-        return pointer.read_text().strip()
+    if pointer.exists() and _is_model_dir(_read_pointer(pointer)):
+        return str(_read_pointer(pointer))
     folder = artifacts.root() / preset / stage
     found = sorted((p for p in folder.rglob("DONE") if _is_model_dir(p.parent)), key=lambda p: p.stat().st_mtime) \
         if folder.is_dir() else []

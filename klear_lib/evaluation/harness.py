@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 import pandas as pd
 from tqdm.auto import tqdm
 
+from klear_lib import artifacts
 from klear_lib.evaluation import metrics
 from klear_lib.evaluation.benchmarks import BenchmarkSpec, samples_per_problem
 from klear_lib.evaluation.generation import chat_prompts, generate
@@ -31,11 +32,12 @@ log = logging.getLogger(__name__)
 
 
 def samples_path(out_dir: Path, benchmark: str, stage: str, model: str = "", revision: str | None = None) -> Path:
-    """Where the samples of (stage, benchmark, model) are stored; the model enters as a short hash of its resolved
-    path (or hub id and revision), so a retrained checkpoint never reuses another one's samples."""
+    """Where the samples of (stage, benchmark, model) are stored; the model enters as a short hash of its
+    ``artifacts.portable_id`` (or hub id and revision), so a retrained checkpoint never reuses another one's
+    samples and a moved artifact store still finds its own."""
     name = f"{stage.replace('/', '--')}__{benchmark}"
     if model:
-        ident = str(Path(model).resolve()) if Path(model).exists() else f"{model}@{revision}"
+        ident = artifacts.portable_id(model) if Path(model).exists() else f"{model}@{revision}"
         name += "__" + hashlib.sha256(ident.encode()).hexdigest()[:8]
     return Path(out_dir) / f"{name}.samples.jsonl"
 
