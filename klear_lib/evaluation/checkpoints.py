@@ -48,8 +48,8 @@ def stage_checkpoint(stage: str, preset: str) -> str | None:
 
         return load_or_build(preset)
     pointer = _pointer(stage, preset)
-    if pointer.exists() and _is_model_dir(_read_pointer(pointer)):
-        return str(_read_pointer(pointer))
+    if pointer.exists() and _is_model_dir(target := _read_pointer(pointer)):
+        return str(target)
     folder = artifacts.root() / preset / stage
     found = sorted((p for p in folder.rglob("DONE") if _is_model_dir(p.parent)), key=lambda p: p.stat().st_mtime) \
         if folder.is_dir() else []
@@ -64,10 +64,7 @@ def available_stages(preset: str) -> dict[str, str]:
 
 def checkpoint_label(path: str) -> str:
     """A machine-independent name for a model: a hub id as is, an artifact folder relative to the artifacts root."""
-    resolved = Path(path)
-    if not resolved.is_absolute():
+    if not Path(path).is_absolute():
         return str(path)
-    try:
-        return str(resolved.resolve().relative_to(artifacts.root()))
-    except ValueError:
-        return resolved.name
+    ident = Path(artifacts.portable_id(path))
+    return ident.name if ident.is_absolute() else str(ident)  # outside the store: its folder name only
