@@ -1,0 +1,199 @@
+"""What a student imitates: the style of the responses an SFT-ablation model samples at evaluation.
+
+A teacher's quality in the miniature world comes partly from self-checks that catch and correct its own slips
+(``klear_lib.data.teachers``). A student can copy the *form* of a check without its *function*. This module reads
+stored evaluation samples and measures both, per run:
+
+- math (``tiny_aime``): steps per response, the share of steps whose arithmetic is wrong, check lines per step,
+  the share of check lines whose own arithmetic is wrong, and the share of wrong steps followed by a ``wait, ...``
+  correction (``detect``);
+- code (``tiny_lcb``): the share of one-expression programs, of responses with a check line, of rewrites, and of
+  check lines whose claim ``program gives G`` matches what the written program prints (``check_true``), plus
+  accuracy by program style.
+
+>>> from klear_lib.ablations import traces
+>>> traces.response_features("<think>\\n3+4=8\\ncheck: 8-4=4\\n</think>\\n\\boxed{8}", "math")["step_errors"]
+1
+
+``run_styles`` finds each stored run's sample file in the artifact store and keeps it only if it reproduces the
+run's stored score (so a sample file of an older configuration is never read by mistake); ``stored_styles`` keeps
+the rows in ``results/<preset>/ablations_sft_styles.csv``, so a fresh clone (no samples) shows the same table.
+Runs found in neither place are counted in a warning, never silently dropped.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from klear_lib.data import tasks_code as tc
+from klear_lib.data import tasks_math as tm
+
+log = logging.getLogger(__name__)
+
+ABILITY = {"tiny_aime": "math", "tiny_lcb": "code"}  # the benchmarks whose samples carry a known trace grammar
+_STEP = re.compile(r"^(\d+)([+\-*])(\d+)=(?:.*=)?(-?\d+)$")
+_CHECK_MATH = re.compile(r"^check: ([\d+\-*]+)=(-?\d+)")
+_CHECK_CODE = re.compile(r"^check x=(-?\d+): .*program gives (.+)$")
+_PROGRAM = re.compile(r"```python\n(.*?)\n```", re.DOTALL)
+
+
+def arith(expr: str) -> int:
+    """Value of a sum of products of non-negative integers, e.g. ``10*9+1*9-3`` (the grammar of check lines)."""
+    total, sign = 0, 1
+    for term in re.split(r"([+\-])", expr):
+        if term in "+-":
+            sign = 1 if term in ("+", "") else -1
+            continue
+        product = 1
+        for factor in term.split("*"):
+            product *= int(factor)
+        total += sign * product
+    return total
+
+
+def _think(response: str) -> list[str]:
+    body = response.split("</think>")[0].replace("<think>", "")
+    return [ln.strip() for ln in body.splitlines() if ln.strip()]
+
+
+def math_features(response: str) -> dict:
+    """Counts over the think lines of one math response (see the module docstring)."""
+    out = dict(steps=0, step_errors=0, checks=0, check_errors=0, fixes=0, detected=0)
+    wrong_pending = False
+    for line in _think(response):
+        step, check = _STEP.match(line), _CHECK_MATH.match(line)
+        if step:
+            a, op, b, got = int(step[1]), step[2], int(step[3]), int(step[4])
+            wrong_pending = got != tm.apply(a, op, b)
+            out["steps"] += 1
+            out["step_errors"] += wrong_pending
+        elif check:
+            out["checks"] += 1
+            out["check_errors"] += arith(check[1]) != int(check[2])
+        elif line.startswith("wait,"):
+            out["fixes"] += 1
+            out["detected"] += wrong_pending
+            wrong_pending = False
+    return out
+
+
+def code_features(response: str) -> dict:
+    """Style flags of one code response: one-expression program, check line, rewrite, and whether the check's
+    ``program gives G`` is what the final program prints for that input."""
+    lines = _think(response)
+    found = _PROGRAM.findall(response.split("</think>")[-1])
+    program = found[0] if found else ""
+    checks = [m for m in (_CHECK_CODE.match(ln) for ln in lines) if m]
+    check_true = [(tc.interpret(program, int(m[1])) or "an error").strip() == m[2].strip() for m in checks]
+    return dict(oneliner="write it as one expression" in lines[:1], check=bool(checks), checks_true=sum(check_true),
+                checks=len(checks), rewrite=any(ln.startswith("wait,") for ln in lines), program=bool(program))
+
+
+def response_features(response: str, ability: str) -> dict:
+    """``math_features`` or ``code_features`` of one response."""
+    if ability not in ("math", "code"):
+        raise ValueError(f"ability must be 'math' or 'code', got {ability!r}")
+    return math_features(response) if ability == "math" else code_features(response)
+
+
+def summarize(samples: Iterable[dict], ability: str) -> dict:
+    """Per-run style shares of ``samples`` (dicts with ``response`` and ``correct``)."""
+    df = pd.DataFrame([{**response_features(s["response"], ability), "correct": bool(s["correct"])}
+                       for s in samples])
+    if df.empty:
+        raise ValueError("no samples to summarize")
+    out = {"n_samples": len(df), "accuracy": df.correct.mean()}
+    if ability == "math":
+        steps, checks, errors = df.steps.sum(), df.checks.sum(), df.step_errors.sum()
+        return {**out, "steps_per_response": steps / len(df), "step_error": errors / max(steps, 1),
+                "checks_per_step": checks / max(steps, 1), "check_error": df.check_errors.sum() / max(checks, 1),
+                "detect": df.detected.sum() / max(errors, 1)}
+    by_style = df.groupby("oneliner").correct.mean()
+    return {**out, "oneliner": df.oneliner.mean(), "check": df.check.mean(), "rewrite": df.rewrite.mean(),
+            "check_true": df.checks_true.sum() / max(df.checks.sum(), 1),
+            "acc_stepwise": by_style.get(False, float("nan")), "acc_oneliner": by_style.get(True, float("nan"))}
+
+
+def read_samples(path: Path) -> list[dict]:
+    """The samples of one stored evaluation file."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def matching_samples(candidates: Iterable[Path], mean: float, n_samples: int) -> list[dict] | None:
+    """The samples of the first candidate file that reproduces a stored row: ``n_samples`` samples whose share
+    correct is ``mean`` (to 1e-6); None if no candidate does."""
+    for path in sorted(candidates):
+        samples = read_samples(path)
+        if len(samples) == n_samples and abs(sum(s["correct"] for s in samples) / n_samples - mean) < 1e-6:
+            return samples
+    return None
+
+
+KEY = ["experiment", "condition", "seed", "benchmark", "config_hash"]
+COLUMNS = {"math": ["accuracy", "steps_per_response", "step_error", "checks_per_step", "check_error", "detect"],
+           "code": ["accuracy", "oneliner", "check", "check_true", "rewrite", "acc_stepwise", "acc_oneliner"]}
+
+
+def run_styles(preset: str, runs: pd.DataFrame, family: str = "ablations_sft") -> tuple[pd.DataFrame, list[str]]:
+    """One row per stored run x benchmark in ``ABILITY`` (``avg@k`` rows of ``runs``), with ``summarize``'s
+    shares from the run's sample file in the artifact store, and the runs left out because their samples are
+    absent or do not reproduce the stored score."""
+    from klear_lib import artifacts
+    from klear_lib.ablations import common
+
+    rows, missing = [], []
+    picked = runs[(runs.metric == "avg@k") & runs.benchmark.isin(list(ABILITY))]
+    for r in picked.itertuples(index=False):
+        stage = common.run_name(family, r.experiment, r.condition, int(r.seed)).replace("/", "--")
+        files = (artifacts.root() / preset / "eval").glob(f"*/{stage}__{r.benchmark}__*.samples.jsonl")
+        samples = matching_samples(files, float(r.mean), int(r.n_samples))
+        if samples is None:
+            missing.append(f"{stage} {r.benchmark}")
+            continue
+        rows.append({"experiment": r.experiment, "condition": r.condition, "seed": int(r.seed),
+                     "benchmark": r.benchmark, "config_hash": r.config_hash,
+                     **summarize(samples, ABILITY[r.benchmark])})
+    return pd.DataFrame(rows, columns=None if rows else KEY), missing
+
+
+def stored_styles(preset: str, runs: pd.DataFrame, family: str = "ablations_sft") -> pd.DataFrame:
+    """``run_styles`` of ``runs`` where their samples are in the store, else the row stored for the same run and
+    config hash in ``results/<preset>/<family>_styles.csv`` (a fresh clone has no samples); the union is written
+    back. Returns the rows of ``runs``; a run found in neither place is logged and left out."""
+    from klear_lib.paths import results_dir
+
+    path = results_dir(preset) / f"{family}_styles.csv"
+    fresh, missing = run_styles(preset, runs, family)
+    old = pd.read_csv(path, dtype={"config_hash": str}) if path.exists() else pd.DataFrame(columns=KEY)
+    both = pd.concat([df for df in (old, fresh) if not df.empty] or [fresh])
+    both = both.drop_duplicates(KEY, keep="last").sort_values(KEY).reset_index(drop=True)
+    both.to_csv(path, index=False, float_format="%.6f")
+    out = both.merge(runs[KEY].drop_duplicates(), on=KEY)
+    if len(out) < len(fresh) + len(missing):
+        log.warning("%d run(s) have neither samples matching their stored score nor a stored style row",
+                    len(fresh) + len(missing) - len(out))
+    return out
+
+
+def style_table(styles: pd.DataFrame, ability: str) -> pd.DataFrame:
+    """Mean over seeds of ``ability``'s style columns per (experiment, condition), with the seed count."""
+    rows = styles[styles.benchmark.map(ABILITY) == ability]
+    grouped = rows.groupby(["experiment", "condition"], sort=False)
+    return grouped[COLUMNS[ability]].mean().assign(seeds=grouped.size())
+
+
+def teacher_styles(pool: Iterable[dict]) -> pd.DataFrame:
+    """``summarize``'s shares of each teacher's responses in an SFT pool (rows with ``teacher``, ``ability``,
+    ``correct`` and the assistant turn last in ``messages``): what its students are shown."""
+    by_teacher: dict[tuple[int, str, str], list[dict]] = {}
+    for row in pool:
+        key = (row["ability"], row["teacher_rank"], row["teacher"])
+        by_teacher.setdefault(key, []).append({"response": row["messages"][-1]["content"], "correct": row["correct"]})
+    rows = [{"ability": ability, "teacher": name, "rank": rank, **summarize(samples, ability)}
+            for (ability, rank, name), samples in sorted(by_teacher.items())]
+    return pd.DataFrame(rows).set_index(["ability", "teacher"])
