@@ -125,10 +125,14 @@ def read(path: Path | str = PERF_CSV) -> list[dict]:
     return [{**r, "value": float(r["value"])} for r in rows]
 
 
-def merge(old: list[dict], new: list[dict]) -> list[dict]:
-    """``old`` without the (benchmark, machine) pairs present in ``new``, plus ``new``; sorted by key."""
-    fresh = {(r["benchmark"], r["machine"]) for r in new}
-    kept = [r for r in old if (r["benchmark"], r["machine"]) not in fresh]
+def merge(old: list[dict], new: list[dict], by: str = "benchmark") -> list[dict]:
+    """``old`` without the (benchmark, machine) pairs present in ``new`` (``by="metric"``: without the
+    (benchmark, machine, metric) rows only, for benchmarks measured a part at a time), plus ``new``; sorted by key."""
+    if by not in ("benchmark", "metric"):
+        raise ValueError(f"by must be 'benchmark' or 'metric', got {by!r}")
+    cols = ["benchmark", "machine"] + (["metric"] if by == "metric" else [])
+    fresh = {tuple(r[c] for c in cols) for r in new}
+    kept = [r for r in old if tuple(r[c] for c in cols) not in fresh]
     rows = validate(kept + list(new))
     keys = [tuple(r[c] for c in KEY) for r in rows]
     dup = {k for k in keys if keys.count(k) > 1}
@@ -149,10 +153,10 @@ def write(rows: list[dict], path: Path | str = PERF_CSV) -> Path:
     return path
 
 
-def record(rows: list[dict], machine_label: str, path: Path | str = PERF_CSV) -> Path:
-    """Upsert one benchmark run's ``rows`` (all from ``machine_label``) into ``perf.csv``."""
+def record(rows: list[dict], machine_label: str, path: Path | str = PERF_CSV, by: str = "benchmark") -> Path:
+    """Upsert one benchmark run's ``rows`` (all from ``machine_label``) into ``perf.csv`` (``by``: see ``merge``)."""
     new = [{**r, "machine": machine_label} for r in rows]
-    return write(merge(read(path), new), path)
+    return write(merge(read(path), new, by), path)
 
 
 def add_output_args(parser) -> None:
@@ -161,14 +165,14 @@ def add_output_args(parser) -> None:
     parser.add_argument("--no-record", action="store_true", help="print only; leave results/perf.csv alone")
 
 
-def emit(rows: list[dict], args, machine_label: str | None = None) -> Path | None:
+def emit(rows: list[dict], args, machine_label: str | None = None, by: str = "benchmark") -> Path | None:
     """Print one line per row, then ``record`` them in ``args.out`` (and say where) unless ``args.no_record``."""
     width = max((len(r["metric"]) for r in rows), default=0)
     for r in rows:
         print(f"{r['metric']:{width}s}  {float(r['value']):10.4g} {r['unit']:9s} {r['notes']}")
     if args.no_record:
         return None
-    path = record(rows, machine_label or machine(), args.out)
+    path = record(rows, machine_label or machine(), args.out, by)
     print(f"recorded in {path}")
     return path
 

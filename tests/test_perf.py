@@ -158,3 +158,12 @@ def test_pipeline_bench_names_the_slowest_cells_and_the_changed_tables(tmp_path)
     (repo / "results/ci/runs/b.csv").write_text("x\n2\n")
     (repo / "results/ci/new.csv").write_text("x\n")      # untracked: not a committed table
     assert bench.changed_tables(repo, "ci") == (2, ["results/ci/runs/b.csv"])
+
+
+def test_merge_by_metric_keeps_the_benchmark_s_other_rows():
+    old = rows("pipeline", "cpu", "ci.total_s", "tiny.stage_s.01")
+    merged = perf.merge(old, rows("pipeline", "cpu", "tiny.stage_s.01", "ci.run_s", value=2.0), by="metric")
+    assert [(r["metric"], r["value"]) for r in merged] == [("ci.run_s", 2.0), ("ci.total_s", 1.0),
+                                                           ("tiny.stage_s.01", 2.0)]
+    with pytest.raises(ValueError, match="by must be"):
+        perf.merge(old, old, by="machine")
