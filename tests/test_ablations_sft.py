@@ -102,6 +102,16 @@ def test_verdicts_per_pair_with_the_papers_difference():
         1, 1, "inconclusive"]
 
 
+def test_contrast_is_a_difference_with_an_interval_and_no_verdict():
+    rows = [_row("table3", c, s, "tiny_lcb", m) for c, ms in {"rank1/no_checks": (0.2, 0.22, 0.24),
+                                                                "rank1": (0.04, 0.05, 0.06)}.items()
+            for s, m in enumerate(ms)]
+    got = sft.contrast(sft.aggregate(pd.DataFrame(rows)), "table3", "rank1/no_checks", "rank1")
+    assert len(got) == 1 and "verdict" not in got and got["diff"].iloc[0] == pytest.approx(0.17)
+    assert 0 < got["ci_low"].iloc[0] < 0.17 < got["ci_high"].iloc[0]
+    assert sft.contrast(sft.aggregate(pd.DataFrame(rows)), "table3", "rank1/no_checks", "rank2").empty
+
+
 def test_verdicts_refuse_two_configurations_of_one_cell():
     runs = _table2_runs()
     runs.loc[0, "config_hash"] = "h2"
@@ -209,6 +219,17 @@ def test_table3_teachers_answer_the_same_prompts(ci_pool):
     assert items[0] == items[1] == items[2] and len(items[0]) == 12 + 6
     teachers = {r["teacher"] for r in sft.condition_rows(ci_pool, exp.condition("rank2"), "ci", seed=0)}
     assert teachers == {"careful", "code_stepwise"}
+
+
+def test_table3_no_checks_is_rank1_without_its_check_lines(ci_pool):
+    exp = sft.EXPERIMENTS["table3"]
+    plain, stripped = (sft.condition_rows(ci_pool, exp.condition(label), "ci", seed=0)
+                       for label in ("rank1", "rank1/no_checks"))
+    assert [r["id"] for r in plain] == [r["id"] for r in stripped]
+    answers = [(a["messages"][-1]["content"], b["messages"][-1]["content"]) for a, b in zip(plain, stripped)]
+    assert any("check" in a for a, _ in answers) and not any("check" in b for _, b in answers)
+    assert all(a.split("</think>")[1] == b.split("</think>")[1] for a, b in answers)
+    assert "rank1/no_checks" not in {c.label for c in sft.conditions_for(exp, "ci")}  # ci runs the claimed pair
 
 
 def test_a_budget_the_pool_cannot_fill_raises_naming_the_condition(ci_pool, monkeypatch):

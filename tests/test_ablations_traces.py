@@ -11,7 +11,7 @@ from klear_lib import paths
 from klear_lib.ablations import traces
 from klear_lib.data import tasks_code as tc
 from klear_lib.data import tasks_math as tm
-from klear_lib.data.teachers import respond
+from klear_lib.data.teachers import respond, without_checks
 
 
 def teacher_samples(teacher: str, ability: str, n: int = 300) -> list[dict]:
@@ -95,3 +95,23 @@ def test_stored_styles_serve_a_clone_without_samples(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(first, again, check_dtype=False)
     assert traces.stored_styles("ci", runs.assign(config_hash="new")).empty   # a retrained run is not served stale
     assert list(traces.style_table(first, "math").seeds) == [1]
+
+
+def test_without_checks_keeps_the_answer_and_the_effect_of_each_correction():
+    for sample in teacher_samples("reflective", "math", 200):
+        before = sample["response"]
+        after = without_checks(before, "math")
+        f0, f1 = traces.math_features(before), traces.math_features(after)
+        assert tm.boxed_int(after) == tm.boxed_int(before)
+        assert f1["checks"] == f1["fixes"] == 0 and f1["step_errors"] == f0["step_errors"] - f0["detected"]
+    rewritten = 0
+    for sample in teacher_samples("code_reflective", "code", 200):
+        before = sample["response"]
+        after = without_checks(before, "code")
+        assert after.split("</think>")[1] == before.split("</think>")[1]
+        assert "check x=" not in after and "wait," not in after
+        if traces.code_features(before)["rewrite"]:
+            rewritten += 1
+            assert traces.code_features(after)["oneliner"] is False
+    assert rewritten > 0
+    assert without_checks("no trace here", "math") == "no trace here"

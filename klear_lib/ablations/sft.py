@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Condition:
-    """One SFT data condition: ``subset`` holds the ``sft_subset`` kwargs except ``budget`` and ``seed``."""
+    """One SFT data condition: ``subset`` holds the ``sft_subset`` kwargs except ``budget`` and ``seed``, and
+    optionally ``strip_checks`` (the selected rows' traces without their self-checks, ``teachers.without_checks``)."""
 
     experiment: str                           # "table2"
     label: str                                # "hard/mixed"
@@ -90,6 +91,7 @@ CLAIM2 = ("easy prompts: only-correct traces beat mixed; hard prompts: mixed (co
 CLAIM3 = "the strongest teacher gives the best student on the same prompts (PAPER.md §3 Table 3)"
 CLAIM4 = "math: the top-1/top-2 sources beat mixing in lower-ranked ones at a fixed budget (PAPER.md §3 Table 4)"
 CLAIM5 = "code: the top-1/top-2 sources beat mixing in lower-ranked ones at a fixed budget (PAPER.md §3 Table 5)"
+NOT_IN_PAPER = "(beyond the paper)"  # paper_setting of a condition the paper does not run
 # Miniature teacher pairs (math, code) by rank, standing in for the paper's teachers, strongest first.
 TEACHER_PAIRS = {"rank1": ("reflective", "code_reflective", "DeepSeek-R1-0528"),
                  "rank2": ("careful", "code_stepwise", "DeepSeek-R1-0120"),
@@ -107,10 +109,15 @@ def _table2() -> Experiment:
 
 
 def _table3() -> Experiment:
-    """One teacher pair per condition (math + code), all answering the same fixed prompts."""
+    """One teacher pair per condition (math + code), all answering the same fixed prompts; beyond the paper,
+    ``rank1/no_checks``: the rank-1 traces with their self-checks taken out (not in any verdict; notebook 05)."""
     conds = tuple(Condition("table3", name, (("teachers", (m, c)),), BOTH, paper, CLAIM3, fixed_prompts=True)
                   for name, (m, c, paper) in TEACHER_PAIRS.items())
-    return Experiment("table3", "Table 3", CLAIM3, conds, (("rank1", "rank2"), ("rank1", "rank3")), BOTH)
+    m, c, _ = TEACHER_PAIRS["rank1"]
+    no_checks = Condition("table3", "rank1/no_checks", (("teachers", (m, c)), ("strip_checks", True)), BOTH,
+                          NOT_IN_PAPER, CLAIM3, fixed_prompts=True)
+    return Experiment("table3", "Table 3", CLAIM3, conds + (no_checks,), (("rank1", "rank2"), ("rank1", "rank3")),
+                      BOTH)
 
 
 def _top_k(exp: str, ability: str, ks: Sequence[int], benchmarks, claim: str) -> tuple[Condition, ...]:
@@ -193,14 +200,23 @@ def condition_rows(pool: Sequence[dict], condition: Condition, preset: str, seed
 
     scale = get_scale(preset)
     pool = fixed_prompt_rows(pool, scale.prompts, seed) if condition.fixed_prompts else pool
-    budget = scale.budget.get(condition.experiment)
-    rows = sft_subset(pool, **condition.kwargs, budget=budget, seed=seed)
+    budget, kwargs = scale.budget.get(condition.experiment), condition.kwargs
+    strip = kwargs.pop("strip_checks", False)
+    rows = sft_subset(pool, **kwargs, budget=budget, seed=seed)
+    rows = [_without_checks(r) for r in rows] if strip else rows
     if budget is not None and len(rows) < budget:
         raise ValueError(f"{condition.experiment} {condition.label}: {len(rows)} rows left for a budget of "
                          f"{budget} at preset {preset}; lower the budget in klear_lib.ablations.sft.SCALES")
     if not rows:
         raise ValueError(f"{condition.experiment} {condition.label}: no rows at preset {preset}")
     return rows
+
+
+def _without_checks(row: dict) -> dict:
+    from klear_lib.data.teachers import without_checks
+
+    *context, answer = row["messages"]
+    return {**row, "messages": [*context, {**answer, "content": without_checks(answer["content"], row["ability"])}]}
 
 
 def run_name(condition: Condition, seed: int) -> str:
@@ -265,6 +281,11 @@ def aggregate(df: pd.DataFrame) -> pd.DataFrame:
 def verdicts(summary: pd.DataFrame, metric: str = "avg@k", reported: pd.DataFrame | None = None) -> pd.DataFrame:
     """Pairwise verdicts of the SFT ablations (see ``klear_lib.ablations.verdicts.verdicts``)."""
     return V.verdicts(summary, EXPERIMENTS, metric, reported)
+
+
+def contrast(summary: pd.DataFrame, experiment: str, a: str, b: str, metric: str = "avg@k") -> pd.DataFrame:
+    """``a`` minus ``b`` per benchmark, no verdict (see ``klear_lib.ablations.verdicts.contrast``)."""
+    return V.contrast(summary, get_experiment(experiment), a, b, metric)
 
 
 def experiment_verdicts(pairs: pd.DataFrame) -> pd.DataFrame:

@@ -74,6 +74,15 @@ def verdicts(summary: pd.DataFrame, experiments: Mapping[str, object], metric: s
     return pd.DataFrame(out, columns=VERDICT_COLUMNS)
 
 
+def contrast(summary: pd.DataFrame, exp, a: str, b: str, metric: str = "avg@k") -> pd.DataFrame:
+    """Condition ``a`` minus ``b`` of ``exp`` per benchmark, with Welch's 95% interval over seeds: a comparison
+    that is no paper claim, so it carries no verdict. Benchmarks where either condition is missing are skipped."""
+    cells = by_cell(summary[summary["metric"] == metric])
+    rows = [comparison_row(exp, cells[(e, c, bench)], cells[(e, b, bench)])
+            for (e, c, bench) in cells if e == exp.id and c == a and (e, b, bench) in cells]
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS).drop(columns=["paper_diff_pts", "verdict"])
+
+
 def claim_verdict(labels: Sequence[str]) -> str:
     """One verdict from pairwise verdicts: all "replicated" -> "replicated"; some "not replicated" and none
     replicated -> "not replicated"; anything else (a mix, or no pair at all) -> "inconclusive"."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 
 from klear_lib.data import tasks_code as tc
 from klear_lib.data import tasks_math as tm
@@ -209,3 +210,29 @@ def respond(teacher: str, item, item_key: str, sample: int, *, seed: int = 0, co
     t = get_teacher(teacher)
     rng = teacher_rng(seed, concern, teacher, item_key, sample)
     return math_response(t, item, rng) if t.ability == "math" else code_response(t, item, rng)
+
+
+_FIX = re.compile(r"^wait, (\d+)([+\-*])(\d+) is not -?\d+, so \d+[+\-*]\d+=(-?\d+)$")
+
+
+def without_checks(response: str, ability: str) -> str:
+    """``response`` with its self-checks taken out but their effect kept: the trace a teacher that never errs
+    where it caught itself would have written. Math: check lines go, and a ``wait, ...`` correction replaces the
+    wrong step it follows with the corrected one (decomposed if the step was). Code: check lines and the
+    ``wait, ...`` line go; a rewritten program's plan line becomes ``one statement per step``. The answer or
+    program after ``</think>`` is unchanged. Used by Table 3's ``rank1/no_checks`` condition (beyond the paper)."""
+    if "</think>" not in response:
+        return response
+    head, tail = response.split("</think>", 1)
+    lines = [ln for ln in head.replace("<think>\n", "", 1).split("\n") if ln]
+    kept: list[str] = []
+    for line in lines:
+        fix = _FIX.match(line) if ability == "math" else None
+        if fix and kept:
+            a, op, b, true = int(fix[1]), fix[2], int(fix[3]), int(fix[4])
+            kept[-1] = tm.decomposed(a, op, b, true) if kept[-1].count("=") > 1 else f"{a}{op}{b}={true}"
+        elif line.startswith("wait,") and ability == "code":
+            kept[:1] = ["one statement per step"]
+        elif not line.startswith("check"):
+            kept.append(line)
+    return "<think>\n" + "\n".join(kept) + "\n</think>" + tail
