@@ -190,7 +190,7 @@ def style_table(styles: pd.DataFrame, ability: str) -> pd.DataFrame:
 def teacher_styles(pool: Iterable[dict]) -> pd.DataFrame:
     """``summarize``'s shares of each teacher's responses in an SFT pool (rows with ``teacher``, ``ability``,
     ``correct`` and the assistant turn last in ``messages``): what its students are shown."""
-    by_teacher: dict[tuple[int, str, str], list[dict]] = {}
+    by_teacher: dict[tuple[str, int, str], list[dict]] = {}
     for row in pool:
         key = (row["ability"], row["teacher_rank"], row["teacher"])
         by_teacher.setdefault(key, []).append({"response": row["messages"][-1]["content"], "correct": row["correct"]})
