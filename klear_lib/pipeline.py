@@ -24,7 +24,8 @@ RL_SPLITS = {"math": "math_rl", "code": "code_rl"}
 
 
 def rows_fingerprint(rows: list[dict]) -> str:
-    """A short hash of the rows' ids and order (so a different data subset gets a different key)."""
+    """A short hash of the rows' ids and order (so a different data subset gets a different key). Contents are
+    not hashed: a transformation that changes a row's text must give it a new id."""
     ids = "\n".join(str(r.get("id") or (r.get("extra_info") or {}).get("id")) for r in rows)
     return hashlib.sha256(ids.encode()).hexdigest()[:8]
 

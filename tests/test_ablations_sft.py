@@ -225,7 +225,7 @@ def test_table3_no_checks_is_rank1_without_its_check_lines(ci_pool):
     exp = sft.EXPERIMENTS["table3"]
     plain, stripped = (sft.condition_rows(ci_pool, exp.condition(label), "ci", seed=0)
                        for label in ("rank1", "rank1/no_checks"))
-    assert [r["id"] for r in plain] == [r["id"] for r in stripped]
+    assert [r["id"] + "/no_checks" for r in plain] == [r["id"] for r in stripped]  # a new id: a new checkpoint key
     answers = [(a["messages"][-1]["content"], b["messages"][-1]["content"]) for a, b in zip(plain, stripped)]
     assert any("check" in a for a, _ in answers) and not any("check" in b for _, b in answers)
     assert all(a.split("</think>")[1] == b.split("</think>")[1] for a, b in answers)

@@ -213,10 +213,13 @@ def condition_rows(pool: Sequence[dict], condition: Condition, preset: str, seed
 
 
 def _without_checks(row: dict) -> dict:
+    """``row`` with its trace stripped of self-checks, under a new id: checkpoints are keyed by the ids of their
+    rows (``pipeline.rows_fingerprint``), so a changed row must not keep its id."""
     from klear_lib.data.teachers import without_checks
 
     *context, answer = row["messages"]
-    return {**row, "messages": [*context, {**answer, "content": without_checks(answer["content"], row["ability"])}]}
+    content = without_checks(answer["content"], row["ability"])
+    return {**row, "id": f"{row['id']}/no_checks", "messages": [*context, {**answer, "content": content}]}
 
 
 def run_name(condition: Condition, seed: int) -> str:

@@ -125,9 +125,9 @@ def read_samples(path: Path) -> list[dict]:
 
 
 def matching_samples(candidates: Iterable[Path], mean: float, n_samples: int) -> list[dict] | None:
-    """The samples of the first candidate file that reproduces a stored row: ``n_samples`` samples whose share
+    """The samples of the newest candidate file that reproduces a stored row: ``n_samples`` samples whose share
     correct is ``mean`` (to 1e-6); None if no candidate does."""
-    for path in sorted(candidates):
+    for path in sorted(candidates, key=lambda p: (Path(p).stat().st_mtime, str(p)), reverse=True):
         samples = read_samples(path)
         if len(samples) == n_samples and abs(sum(s["correct"] for s in samples) / n_samples - mean) < 1e-6:
             return samples
