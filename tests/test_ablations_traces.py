@@ -31,6 +31,8 @@ def test_math_features_count_wrong_steps_false_checks_and_corrections():
     response = "<think>\n3+4=8\ncheck: 8-4=5\nwait, 3+4 is not 8, so 3+4=7\n7*2=14\n</think>\n\\boxed{14}"
     got = traces.math_features(response)
     assert got == dict(steps=2, step_errors=1, checks=1, check_errors=1, fixes=1, detected=1)
+    garbled = traces.math_features("<think>\n3+4=7\ncheck: 7-=3\ncheck: 7-4=3\n</think>\n\boxed{7}")
+    assert (garbled["checks"], garbled["check_errors"]) == (2, 1)   # a malformed check counts, as a wrong one
 
 
 def test_reflective_math_teacher_checks_truly_and_corrects_most_slips():

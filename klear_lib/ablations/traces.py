@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 ABILITY = {"tiny_aime": "math", "tiny_lcb": "code"}  # the benchmarks whose samples carry a known trace grammar
 _STEP = re.compile(r"^(\d+)([+\-*])(\d+)=(?:.*=)?(-?\d+)$")
-_CHECK_MATH = re.compile(r"^check: ([\d+\-*]+)=(-?\d+)")
+_CHECK_MATH = re.compile(r"^check: (\d+(?:[+\-*]\d+)*)=(-?\d+)")
 _CHECK_CODE = re.compile(r"^check x=(-?\d+): .*program gives (.+)$")
 _PROGRAM = re.compile(r"```python\n(.*?)\n```", re.DOTALL)
 
@@ -66,15 +66,16 @@ def math_features(response: str) -> dict:
     out = dict(steps=0, step_errors=0, checks=0, check_errors=0, fixes=0, detected=0)
     wrong_pending = False
     for line in _think(response):
-        step, check = _STEP.match(line), _CHECK_MATH.match(line)
+        step, check = _STEP.match(line), line.startswith("check:")
         if step:
             a, op, b, got = int(step[1]), step[2], int(step[3]), int(step[4])
             wrong_pending = got != tm.apply(a, op, b)
             out["steps"] += 1
             out["step_errors"] += wrong_pending
-        elif check:
+        elif check:  # a malformed check line (a student's) counts as a wrong one
+            stated = _CHECK_MATH.match(line)
             out["checks"] += 1
-            out["check_errors"] += arith(check[1]) != int(check[2])
+            out["check_errors"] += not stated or arith(stated[1]) != int(stated[2])
         elif line.startswith("wait,"):
             out["fixes"] += 1
             out["detected"] += wrong_pending
