@@ -25,6 +25,7 @@ def test_arith_reads_sums_of_products():
     assert traces.arith("33-24") == 9
     assert traces.arith("7") == 7
     assert traces.arith("2*3-4*5+1") == -13
+    assert traces.arith("-4+10") == 6
 
 
 def test_math_features_count_wrong_steps_false_checks_and_corrections():
@@ -33,6 +34,7 @@ def test_math_features_count_wrong_steps_false_checks_and_corrections():
     assert got == dict(steps=2, step_errors=1, checks=1, check_errors=1, fixes=1, detected=1)
     garbled = traces.math_features("<think>\n3+4=7\ncheck: 7-=3\ncheck: 7-4=3\n</think>\n\boxed{7}")
     assert (garbled["checks"], garbled["check_errors"]) == (2, 1)   # a malformed check counts, as a wrong one
+    assert traces.math_features("<think>\n3-7=-4\ncheck: -4+7=3\n</think>")["check_errors"] == 0
 
 
 def test_reflective_math_teacher_checks_truly_and_corrects_most_slips():

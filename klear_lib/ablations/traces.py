@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from pathlib import Path
 from typing import Iterable
@@ -36,24 +37,16 @@ from klear_lib.data import tasks_math as tm
 log = logging.getLogger(__name__)
 
 ABILITY = {"tiny_aime": "math", "tiny_lcb": "code"}  # the benchmarks whose samples carry a known trace grammar
-_STEP = re.compile(r"^(\d+)([+\-*])(\d+)=(?:.*=)?(-?\d+)$")
-_CHECK_MATH = re.compile(r"^check: (\d+(?:[+\-*]\d+)*)=(-?\d+)")
+_STEP = re.compile(r"^(-?\d+)([+\-*])(\d+)=(?:.*=)?(-?\d+)$")
+_CHECK_MATH = re.compile(r"^check: (-?\d+(?:[+\-*]\d+)*)=(-?\d+)")
 _CHECK_CODE = re.compile(r"^check x=(-?\d+): .*program gives (.+)$")
 _PROGRAM = re.compile(r"```python\n(.*?)\n```", re.DOTALL)
 
 
 def arith(expr: str) -> int:
-    """Value of a sum of products of non-negative integers, e.g. ``10*9+1*9-3`` (the grammar of check lines)."""
-    total, sign = 0, 1
-    for term in re.split(r"([+\-])", expr):
-        if term in "+-":
-            sign = 1 if term in ("+", "") else -1
-            continue
-        product = 1
-        for factor in term.split("*"):
-            product *= int(factor)
-        total += sign * product
-    return total
+    """Value of a sum of products of integers, e.g. ``10*9+1*9-3`` or ``-4+10`` (the grammar of check lines)."""
+    return sum((-1 if sign == "-" else 1) * math.prod(int(f) for f in term.split("*"))
+               for sign, term in re.findall(r"([+\-]?)(\d+(?:\*\d+)*)", expr))
 
 
 def _think(response: str) -> list[str]:
