@@ -119,3 +119,5 @@ def test_without_checks_keeps_the_answer_and_the_effect_of_each_correction():
             assert traces.code_features(after)["oneliner"] is False
     assert rewritten > 0
     assert without_checks("no trace here", "math") == "no trace here"
+    below_zero = "<think>\n3-7=-5\ncheck: -5+7=2, not 3\nwait, 3-7 is not -5, so 3-7=-4\n-4+10=6\n</think>\n\\boxed{6}"
+    assert without_checks(below_zero, "math") == "<think>\n3-7=-4\n-4+10=6\n</think>\n\\boxed{6}"

@@ -212,7 +212,7 @@ def respond(teacher: str, item, item_key: str, sample: int, *, seed: int = 0, co
     return math_response(t, item, rng) if t.ability == "math" else code_response(t, item, rng)
 
 
-_FIX = re.compile(r"^wait, (\d+)([+\-*])(\d+) is not -?\d+, so \d+[+\-*]\d+=(-?\d+)$")
+_FIX = re.compile(r"^wait, (-?\d+)([+\-*])(\d+) is not -?\d+, so -?\d+[+\-*]\d+=(-?\d+)$")
 
 
 def without_checks(response: str, ability: str) -> str:
