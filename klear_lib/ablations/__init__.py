@@ -8,5 +8,6 @@ Families: ``sft`` (Tables 2-5), ``rl`` (Figures 2-5, Table 6; checkpoints, recor
 ``stability`` (beyond the paper: losses × learning rates × updates per step), and ``claims`` (one row per paper
 claim, from the families' tables). ``common`` holds what they share (the experiment record, the reuse loop over
 stored rows, report files); ``stats`` (t-intervals, Welch differences, the verdict rule) and ``verdicts`` (claims
-against results) are pure; ``table`` is the long-format results table with reuse by config hash.
+against results) are pure; ``table`` is the long-format results table with reuse by config hash; ``traces``
+measures what a student imitates (the style of teachers' SFT rows and of students' evaluation samples).
 """
