@@ -70,8 +70,9 @@ def test_summarize_and_features_reject_bad_input():
 
 def _write(path, corrects):
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"response": "<think>\n1+1=2\n</think>\n\\boxed{2}", "correct": c}) + "\n"
-                            for c in corrects))
+    path.write_text("".join(json.dumps({"problem_id": f"p{i}", "sample": 0, "correct": c,
+                                        "response": "<think>\n1+1=2\n</think>\n\\boxed{2}"}) + "\n"
+                            for i, c in enumerate(corrects)))
     return path
 
 

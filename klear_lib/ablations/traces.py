@@ -22,7 +22,6 @@ Runs found in neither place are counted in a warning, never silently dropped.
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -33,6 +32,7 @@ import pandas as pd
 
 from klear_lib.data import tasks_code as tc
 from klear_lib.data import tasks_math as tm
+from klear_lib.evaluation import harness
 
 log = logging.getLogger(__name__)
 
@@ -113,16 +113,11 @@ def summarize(samples: Iterable[dict], ability: str) -> dict:
             "acc_stepwise": by_style.get(False, float("nan")), "acc_oneliner": by_style.get(True, float("nan"))}
 
 
-def read_samples(path: Path) -> list[dict]:
-    """The samples of one stored evaluation file."""
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
 def matching_samples(candidates: Iterable[Path], mean: float, n_samples: int) -> list[dict] | None:
     """The samples of the newest candidate file that reproduces a stored row: ``n_samples`` samples whose share
     correct is ``mean`` (to 1e-6); None if no candidate does."""
     for path in sorted(candidates, key=lambda p: (Path(p).stat().st_mtime, str(p)), reverse=True):
-        samples = read_samples(path)
+        samples = list(harness.read_samples(path).values())
         if len(samples) == n_samples and abs(sum(s["correct"] for s in samples) / n_samples - mean) < 1e-6:
             return samples
     return None
