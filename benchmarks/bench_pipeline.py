@@ -92,12 +92,20 @@ def run_ci(repo: Path, head: str) -> list[dict]:
                                                           f"included; {perf.load_note(before, perf.loadavg())}")]
 
 
+def revision(repo: Path) -> str:
+    """The clone's short HEAD, plus the code files changed in its working tree (a kept clone may carry a fix)."""
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--", "klear_lib", "notebooks",
+                             "configs"], capture_output=True, text=True, check=True).stdout.splitlines()
+    return head + "".join(f" + uncommitted {line[3:]}" for line in status)
+
+
 def run(args) -> list[dict]:
     tmp = Path(args.workdir or tempfile.mkdtemp(prefix="klear-pipeline-")).resolve()
     try:
         repo = tmp / "main" if (tmp / "main" / ".git").exists() else clone(tmp)
-        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
+        head = revision(repo)
         if args.ci:
             return run_ci(repo, head)
         rows, total, before = [], 0.0, perf.loadavg()

@@ -159,3 +159,12 @@ def test_stage_gains_pairs_stages_over_shared_problems():
 def test_stage_gains_skip_stages_without_shared_problems():
     samples = {("sft", "bench"): _samples({0: [True]}), ("rl_math", "bench"): _samples({1: [True]})}
     assert harness.stage_gains(samples, seed=0).empty
+
+
+def test_vllm_child_runs_the_engine_core_in_process_unless_told_otherwise(monkeypatch):
+    from klear_lib.evaluation.generation import vllm_env
+
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    assert vllm_env()["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"  # repeatable scheduling (generation module doc)
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+    assert vllm_env()["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"

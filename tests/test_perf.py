@@ -158,6 +158,11 @@ def test_pipeline_bench_names_the_slowest_cells_and_the_changed_tables(tmp_path)
     (repo / "results/ci/runs/b.csv").write_text("x\n2\n")
     (repo / "results/ci/new.csv").write_text("x\n")      # untracked: not a committed table
     assert bench.changed_tables(repo, "ci") == (2, ["results/ci/runs/b.csv"])
+    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert bench.revision(repo) == head                     # results changed, code not
+    (repo / "klear_lib").mkdir()
+    (repo / "klear_lib" / "fix.py").write_text("")
+    assert bench.revision(repo) == f"{head} + uncommitted klear_lib/"
 
 
 def test_merge_by_metric_keeps_the_benchmark_s_other_rows():

@@ -6,6 +6,12 @@ vLLM always runs in a child process (``python -m klear_lib.evaluation.vllm_worke
 needs a ``__main__`` guard (STACK.md addendum), which a notebook or pytest cannot give; the child also returns
 all its memory when it exits. The engine is seeded (``LLM(seed=...)``), never ``SamplingParams(seed=...)``,
 which fails on CPU. On CPU: float32 and ``enforce_eager``.
+
+A seed alone does not make vLLM repeatable: by default its V1 engine core runs in another process and starts
+scheduling before every request has arrived, so batches (and the order the sampler draws random numbers in)
+vary from run to run. The child therefore runs the engine core in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``,
+vLLM's documented offline recipe), unless the caller's environment says otherwise; two calls with the same
+seed then return identical completions (``tests/test_eval_vllm.py``).
 """
 from __future__ import annotations
 
@@ -109,4 +115,5 @@ def vllm_env() -> dict[str, str]:
     env.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")  # PAPER.md §4 (official script)
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")       # GiB on CPU; tiny models need little
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # deterministic scheduling (module doc)
     return env
