@@ -41,9 +41,10 @@ def test_vllm_backend_through_the_harness(tmp_path):
 def test_vllm_generation_is_repeatable_with_the_same_seed(tmp_path):
     """Two engines, same seed and weights (the second from a copy of the model folder): identical completions.
     With vLLM's default engine core in another process, the tiny SFT model's 200 x 16 eval samples differed
-    between runs (3 outcomes in 4 runs, results/LOG.md 2026-11-30); the child now runs it in-process (generation
-    module doc). This batch is too small to show that failure (it passed with the old default too): it guards
-    repeatability, and ``test_vllm_child_runs_the_engine_core_in_process_unless_told_otherwise`` the setting."""
+    between runs (3 different sample sets in 5 runs, results/LOG.md 2026-11-30); the child now runs it
+    in-process (generation module doc). This batch is too small to show that failure (it passed with the old
+    default too): it guards repeatability, and
+    ``test_vllm_child_runs_the_engine_core_in_process_unless_told_otherwise`` guards the setting."""
     import shutil
 
     from transformers import AutoTokenizer
