@@ -7,11 +7,13 @@ needs a ``__main__`` guard (STACK.md addendum), which a notebook or pytest canno
 all its memory when it exits. The engine is seeded (``LLM(seed=...)``), never ``SamplingParams(seed=...)``,
 which fails on CPU. On CPU: float32 and ``enforce_eager``.
 
-A seed alone does not make vLLM repeatable: by default its V1 engine core runs in another process and starts
-scheduling before every request has arrived, so batches (and the order the sampler draws random numbers in)
-vary from run to run. The child therefore runs the engine core in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``,
-vLLM's documented offline recipe), unless the caller's environment says otherwise; two calls with the same
-seed then return identical completions (``tests/test_eval_vllm.py``).
+A seed alone does not make vLLM repeatable: by default its V1 engine core runs in another process, and vLLM
+does not promise deterministic scheduling then (its reproducibility docs); the batches, and so the order the
+sampler draws its random numbers in, can differ between runs. On the tiny eval they did (results/LOG.md,
+2026-11-30). The child therefore runs the engine core in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, vLLM's
+offline recipe), unless the caller's environment says otherwise. Two calls with the same seed then return
+identical completions (``tests/test_eval_vllm.py``), and on CPU the engine starts faster. UNVERIFIED on GPU with
+tensor parallelism (the full preset); set the variable to 1 there if the engine refuses.
 """
 from __future__ import annotations
 
