@@ -44,15 +44,16 @@ QWEN3_8B_ROPE_THETA = 1e6      # Qwen3-8B config.json "rope_theta" (no effect on
 
 
 # ---- the model shape ----------------------------------------------------------------------------------------
-def full_shape_config(layers: int | None = None):
-    """A ``Qwen3Config`` of Qwen3-8B's shape (``layers`` overrides the depth) and the char tokenizer."""
+def full_shape_config(layers: int | None = None, preset: str = "full"):
+    """A ``Qwen3Config`` of Qwen3-8B's shape (``layers`` overrides the depth) and the char tokenizer; another
+    model ``preset`` keeps the vocabulary and embeddings of Qwen3-8B with that preset's small body (tests)."""
     from klear_lib.configs import get_config
     from klear_lib.models import build_tokenizer
     from klear_lib.models.factory import qwen3_config
 
     tokenizer = build_tokenizer()
     depth = {"num_hidden_layers": layers} if layers else {}  # set at construction: layer_types follows it
-    config = qwen3_config(get_config("model", "full", **depth), tokenizer)
+    config = qwen3_config(get_config("model", preset, **depth), tokenizer)
     config.vocab_size, config.tie_word_embeddings = QWEN3_8B_VOCAB, QWEN3_8B_TIED
     config.rope_parameters = {"rope_type": "default", "rope_theta": QWEN3_8B_ROPE_THETA}
     config.architectures = ["Qwen3ForCausalLM"]  # vLLM picks the model class from this

@@ -121,6 +121,22 @@ def test_full_gpu_bench_skips_cleanly_without_cuda(capsys):
     assert capsys.readouterr().out.startswith("skipped: no CUDA")
 
 
+def test_full_gpu_bench_training_phase_runs_on_cpu_with_a_small_body(monkeypatch):
+    """The GPU script's training half (both trainers, the prepared batch, the step, the rows) on CPU: the ci
+    model's body with Qwen3-8B's vocabulary, so a GPU session does not spend its minutes finding a bug here."""
+    module = _bench("bench_full_gpu")
+    original = module.full_shape_config
+    monkeypatch.setattr(module, "full_shape_config", lambda layers=None: original(layers, preset="ci"))
+    args = module.parser().parse_args(["--layers", "1", "--dtype", "float32", "--no-checkpointing", "--prompt-len",
+                                       "8", "--train-completion-len", "16", "--steps", "2", "--warmup", "0"])
+    train = module.train_phase(args, device="cpu")
+    assert set(train["times"]) == {"gppo", "trl_dapo"} and all(len(t) == 2 for t in train["times"].values())
+    assert train["tokens"] == 2 * (8 + 16) and train["params"] > module.QWEN3_8B_VOCAB  # untied 151,936 x hidden
+    rows = {r["metric"]: r for r in module.rows_from(None, train, args)}
+    assert {"train.step_s.gppo", "train.tokens_per_s.trl_dapo", "train.ratio.gppo"} <= set(rows)
+    assert rows["train.ratio.gppo"]["ratio_to"] == "trl_dapo" and rows["train.ratio.gppo"]["value"] > 0
+
+
 def test_emit_prints_every_row_and_records_unless_told_not_to(tmp_path, capsys):
     import argparse
 
