@@ -137,6 +137,41 @@ def test_full_gpu_bench_training_phase_runs_on_cpu_with_a_small_body(monkeypatch
     assert rows["train.ratio.gppo"]["ratio_to"] == "trl_dapo" and rows["train.ratio.gppo"]["value"] > 0
 
 
+ROLLOUT_CHILD = """
+import importlib.util, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("bench", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+original = module.full_shape_config
+module.full_shape_config = lambda layers=None: original(layers, preset="tiny")  # vllm-cpu: head_dim 32, not 8
+if __name__ == "__main__":
+    args = module.parser().parse_args(["--layers", "1", "--dtype", "float32", "--prompts", "4", "--n", "2",
+                                       "--prompt-len", "8", "--gen-len", "16", "--enforce-eager"])
+    module.rollout_phase(args, Path(sys.argv[2]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed")
+def test_full_gpu_bench_rollout_phase_runs_on_vllm_cpu_with_a_small_body(tmp_path):
+    """The GPU script's vLLM half (dummy weights from a config-only folder, token-id prompts, ``ignore_eos``) on
+    vllm-cpu, with the tiny model's body and Qwen3-8B's vocabulary, in a child as the script runs it."""
+    import json
+    import subprocess
+    import sys
+
+    from klear_lib.evaluation.generation import vllm_env
+
+    result = tmp_path / "rollout.json"
+    proc = subprocess.run([sys.executable, "-c", ROLLOUT_CHILD, str(REPO / "benchmarks" / "bench_full_gpu.py"),
+                           str(result)], env=vllm_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(result.read_text())
+    assert out["tokens"] == 4 * 2 * 16 and out["generate_s"] > 0 and out["startup_s"] > 0  # ignore_eos: full length
+
+
 def test_emit_prints_every_row_and_records_unless_told_not_to(tmp_path, capsys):
     import argparse
 
