@@ -7,6 +7,7 @@ stage killed midway resumes from its last checkpoint.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from pathlib import Path
 
@@ -25,9 +26,24 @@ RL_SPLITS = {"math": "math_rl", "code": "code_rl"}
 
 def rows_fingerprint(rows: list[dict]) -> str:
     """A short hash of the rows' ids and order (so a different data subset gets a different key). Contents are
-    not hashed: a transformation that changes a row's text must give it a new id."""
+    not hashed (keys of stored checkpoints would all change): a transformation that changes a row's text must
+    give it a new id, and ``guard_rows`` refuses a stage folder whose rows kept their ids but not their text."""
     ids = "\n".join(str(r.get("id") or (r.get("extra_info") or {}).get("id")) for r in rows)
     return hashlib.sha256(ids.encode()).hexdigest()[:8]
+
+
+def guard_rows(out: Path, rows: list[dict]) -> None:
+    """Stamp ``out`` with a hash of the rows' contents, or raise if it holds another one: the same ids with
+    other contents would silently reuse a checkpoint trained on other data. A folder made before stamps existed
+    takes the stamp of its next use."""
+    digest = hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    stamp = Path(out) / "rows.sha256"
+    if stamp.exists() and stamp.read_text().strip() != digest:
+        raise ValueError(f"{out} holds a stage trained on rows with these ids but other contents (content hash "
+                         f"{stamp.read_text().strip()}, now {digest}): give the changed rows new ids, or delete "
+                         f"the folder to retrain")
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(digest + "\n")
 
 
 def stage_key(cfg, rows: list[dict], parent: str | Path = "") -> str:
@@ -44,6 +60,7 @@ def sft_stage(preset: str, rows: list[dict] | None = None, name: str = "sft", **
     base = load_or_build(preset)
     key = stage_key(cfg, rows, base)
     out = artifacts.root() / preset / "sft" / key
+    guard_rows(out, rows)
     record = runs_dir(preset) / f"{name}.csv"
     final = train_sft(cfg, base, rows, out, record_path=record)
     if name == "sft":  # the pipeline's own stage (ablation runs have their own names): notebook 04 evaluates it
@@ -64,6 +81,7 @@ def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dic
     cfg = rl_cfg(preset, reward, **overrides)
     rows = load_split(RL_SPLITS[reward], preset) if rows is None else rows
     out = artifacts.root() / preset / f"rl_{reward}" / stage_key(cfg, rows, init)
+    guard_rows(out, rows)
     final = out / "final"
     if not artifacts.is_complete(final):
         record = runs_dir(preset) / f"{name or 'rl_' + reward}.csv"

@@ -77,3 +77,19 @@ def test_keys_and_pointers_do_not_depend_on_where_the_store_lives(tmp_path, monk
     outside = [fake_model(tmp_path / name / "final") for name in ("x", "y")]  # outside the store: full path
     assert pipeline.stage_key(cfg, rows, outside[0]) != pipeline.stage_key(cfg, rows, outside[1])
     assert pipeline.stage_key(cfg, rows, outside[0]) != keys[1]
+
+
+def test_a_stage_folder_refuses_rows_whose_contents_changed_under_the_same_ids(tmp_path, monkeypatch):
+    """The stage key hashes row ids only; the content stamp turns a silent reuse into a clear error."""
+    from klear_lib import pipeline
+
+    monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path))
+    rows = [{"id": "r1", "prompt": "1+1"}]
+    key = pipeline.stage_key(pipeline.rl_cfg("ci", "math"), rows, "init")
+    final = fake_model(tmp_path / "ci" / "rl_math" / key / "final")
+    assert pipeline.rl_stage("ci", "init", "math", rows, name="attempts/x") == final   # stamps the folder
+    assert pipeline.rl_stage("ci", "init", "math", [dict(r) for r in rows], name="attempts/x") == final
+    changed = [{"id": "r1", "prompt": "1+2"}]
+    assert pipeline.stage_key(pipeline.rl_cfg("ci", "math"), changed, "init") == key
+    with pytest.raises(ValueError, match="these ids but other contents"):
+        pipeline.rl_stage("ci", "init", "math", changed, name="attempts/x")
