@@ -65,6 +65,7 @@ bench: setup
 	$(PY) benchmarks/bench_judge.py
 	$(PY) benchmarks/bench_rl_profile.py --reward math
 	$(PY) benchmarks/bench_rl_profile.py --reward code
+	$(PY) benchmarks/bench_eval_repeat.py
 	$(PY) benchmarks/bench_full_gpu.py
 	$(PY) benchmarks/perf.py
 
