@@ -3,7 +3,7 @@ AIME-style integers (the fast path vs math-verify).
 
     .venv/bin/python benchmarks/bench_judge.py [--workers 2] [--reps 3] [--n-int 2000] [--no-record]
 
-MATH-500 workload (``../shared/benchmarks``, 500 problems): each reference answer boxed in a response and judged
+MATH-500 workload (500 problems, from the mirror ``$KLEAR_BENCHMARKS`` or the hub): each reference answer boxed in a response and judged
 against itself (must be right) and against the next problem's reference (should be wrong), so 1,000 answers of
 the real mix of LaTeX forms. The script also records how many of the 500 self-matches math-verify accepts and
 how many mismatches it rejects: a throughput without its verdicts would not say much. Variants run interleaved

@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from klear_lib import perf
-from klear_lib.paths import REPO, shared_dir
+from klear_lib.data.fetch import MIRROR_ENV, mirror_dir
+from klear_lib.paths import REPO
 
 log = logging.getLogger("bench_pipeline")
 BENCH = "pipeline"
@@ -36,9 +37,12 @@ STAGES = ("01_data_curation", "02_long_cot_sft", "03_gppo_rl", "04_evaluation") 
 
 
 def clone(dest: Path) -> Path:
-    """A fresh clone of HEAD at ``dest/main``, with ``dest/shared`` linked to the shared folder."""
+    """A fresh clone of HEAD at ``dest/main``; with ``$KLEAR_BENCHMARKS`` set, ``dest/shared/benchmarks`` links to
+    that mirror, where ``.ci/run`` looks for one (CI lays its mirror there)."""
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(dest / "main")], check=True)
-    (dest / "shared").symlink_to(shared_dir())
+    if (mirror := mirror_dir()) is not None:
+        (dest / "shared").mkdir()
+        (dest / "shared" / "benchmarks").symlink_to(mirror)
     return dest / "main"
 
 
@@ -47,7 +51,7 @@ def run_stage(repo: Path, stage: str, preset: str) -> tuple[float, Path]:
     out = repo / "results" / preset / "notebooks" / f"{stage}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(repo), "KLEAR_ARTIFACTS": str(repo / ".artifacts"),
-           "KLEAR_SHARED": str(repo.parent / "shared"), "TQDM_DISABLE": "1"}
+           MIRROR_ENV: os.environ.get(MIRROR_ENV, ""), "TQDM_DISABLE": "1"}
     cmd = [sys.executable, "-m", "papermill", str(repo / "notebooks" / f"{stage}.ipynb"), str(out),
            "-p", "PRESET", preset, "-k", "python3", "--no-progress-bar", "--cwd", str(repo)]
     start = time.perf_counter()

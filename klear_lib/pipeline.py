@@ -69,7 +69,7 @@ def sft_stage(preset: str, rows: list[dict] | None = None, name: str = "sft", **
 
 
 def rl_cfg(preset: str, reward: str, **overrides):
-    """The RL config of one stage; at ``full`` the code stage takes its own LR and mini-batch (PAPER.md §2.4)."""
+    """The RL config of one stage; at ``full`` the code stage takes its own LR and mini-batch (docs/paper.md §2.4)."""
     return get_config("rl", preset, **{**STAGE_OVERRIDES.get((preset, reward), {}), **overrides})
 
 

@@ -83,7 +83,24 @@ def stability_section(preset: str = "tiny") -> str:
     return f"{note}\n\n{markdown_table(wide.reset_index())}\n\n" + "\n".join(f"- {t}" for t in text.splitlines())
 
 
-SECTIONS = {"results": results_section, "claims": claims_section, "stability": stability_section}
+def sources_section(preset: str = "tiny") -> str:
+    """The real sources from the registry (``klear_lib.data.sources``): hub id and pin, and the mirror layout."""
+    from klear_lib.data.sources import SOURCES
+
+    recs = []
+    for s in SOURCES.values():
+        pin = f"`{s.revision[:12]}`" if s.revision else "none"
+        status = "UNVERIFIED" if s.revision_note.startswith("UNVERIFIED") else "checked offline"
+        files = "<br>".join(f"`{f.path}` ({f.repo}@`{f.commit[:7]}`)" for f in s.mirror_files) or "— (hub only)"
+        recs.append({"source": f"`{s.name}`", "kind": s.kind, "hub id": f"`{s.hub_id}`" if s.hub_id else "—",
+                     "revision": f"{pin} ({status})" if s.hub_id else "—", "mirror file(s)": files})
+    note = ("Generated from `klear_lib/data/sources.py`, where each pin's note and each mirror file's sha256 live "
+            "(and in `data_cards/source_*.md`).")
+    return f"{note}\n\n{markdown_table(pd.DataFrame(recs))}"
+
+
+SECTIONS = {"results": results_section, "claims": claims_section, "stability": stability_section,
+            "sources": sources_section}
 
 
 def write_readme(preset: str = "tiny", readme: Path = REPO / "README.md", sections=tuple(SECTIONS)) -> Path:

@@ -3,7 +3,7 @@
 ``eval.csv`` is long-format, one row per (stage, benchmark, metric, k, config_hash); writing replaces rows with
 the same key, sorts by it and fixes float precision, so reruns give byte-identical files.
 ``results/reported.csv`` holds the paper's numbers (Table 1, the ablation tables, values read off figures),
-each with its source in PAPER.md; README and notebooks put the two side by side, never typed by hand.
+each with its source in docs/paper.md; README and notebooks put the two side by side, never typed by hand.
 """
 from __future__ import annotations
 

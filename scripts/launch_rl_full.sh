@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Paper-scale GPPO RL (PAPER.md §2.4) with GPPOTrainer on a GPU cluster: accelerate + DeepSpeed ZeRO-3,
+# Paper-scale GPPO RL (docs/paper.md §2.4) with GPPOTrainer on a GPU cluster: accelerate + DeepSpeed ZeRO-3,
 # vLLM rollouts colocated with training (default) or on a separate vLLM server. Not run in CI (no GPU there).
 #
 # Run on EVERY node, from the repository root, with the same variables and its own NODE_RANK:
@@ -9,9 +9,9 @@
 #   ... MODEL=/ckpt/rl-math/final TRAIN_FILE=/data/code_rl.parquet OUTPUT_DIR=/ckpt/rl-code STAGE=code ...
 #
 # A killed job is restarted with the same command: it resumes from the last checkpoint in OUTPUT_DIR
-# (saved every 5 RL steps, PAPER.md §2.4). Extra RLConfig overrides: RL_SET="max_steps=300 dual_clip=10".
+# (saved every 5 RL steps, docs/paper.md §2.4). Extra RLConfig overrides: RL_SET="max_steps=300 dual_clip=10".
 #
-# Server mode (VLLM_MODE=server): start the server first on GPUs the trainers do not use (STACK.md §5), e.g. on
+# Server mode (VLLM_MODE=server): start the server first on GPUs the trainers do not use (docs/stack.md §5), e.g. on
 # a separate node:   trl vllm-serve --model "$MODEL" --tensor-parallel-size 2 --data-parallel-size 4 --port 8000
 # then launch the trainers with VLLM_MODE=server VLLM_HOST=<server node address>.
 # Environment: environment.gpu.yml (trl 1.16.0, vllm 0.31.0, torch 2.13.0, transformers 5.17, deepspeed).
@@ -33,7 +33,7 @@ RL_SET=${RL_SET:-}
 RUN_RECORD=${RUN_RECORD:-$OUTPUT_DIR/run_record.csv}
 
 WORLD=$((NNODES * GPUS_PER_NODE))
-# One optimizer update = one mini-batch of 16 (math) or 32 (code) prompts x 8 rollouts (PAPER.md §2.4), spread
+# One optimizer update = one mini-batch of 16 (math) or 32 (code) prompts x 8 rollouts (docs/paper.md §2.4), spread
 # as 1 rollout per rank per micro-batch; gradient accumulation makes up the rest.
 if [ "$STAGE" = code ]; then MINI_ROLLOUTS=256; else MINI_ROLLOUTS=128; fi
 if [ $((MINI_ROLLOUTS % WORLD)) -ne 0 ]; then

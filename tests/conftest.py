@@ -24,3 +24,22 @@ def ci_model_path():
     from klear_lib.models import load_or_build
 
     return load_or_build("ci")
+
+
+@pytest.fixture(autouse=True)
+def _mirror_only_for_real_tests(request, monkeypatch):
+    """``make test`` runs with no mirror whatever the caller's environment; ``real`` tests need one."""
+    if request.node.get_closest_marker("real") is None:
+        monkeypatch.delenv("KLEAR_BENCHMARKS", raising=False)
+    elif not os.environ.get("KLEAR_BENCHMARKS"):
+        pytest.fail("this test reads the real files: set KLEAR_BENCHMARKS to a mirror (make test-real does)")
+
+
+@pytest.fixture
+def fake_mirror(tmp_path, monkeypatch):
+    """A mirror of invented rows in every source's real schema (``tests/fake_mirror.py``), set as the mirror."""
+    import fake_mirror as fm
+
+    files = fm.write(tmp_path / "mirror")
+    monkeypatch.setenv("KLEAR_BENCHMARKS", str(tmp_path / "mirror"))
+    return files

@@ -289,7 +289,7 @@ def test_claims_mark_missing_runs_not_run_and_carry_the_papers_numbers(tmp_path)
     assert len(got) == len(C.expected())
     hit = got.loc["table4:top1>top4@tiny_aime"]
     assert hit["verdict"] == "replicated" and hit["ours_diff_pts"] == pytest.approx(30.0) and hit["n_seeds"] == 3
-    assert hit["paper_diff_pts"] == pytest.approx(40.83 - 37.29)  # PAPER.md §3 Table 4, AIME 2024
+    assert hit["paper_diff_pts"] == pytest.approx(40.83 - 37.29)  # docs/paper.md §3 Table 4, AIME 2024
     assert got.loc["table4:top2>top4@tiny_aime", "verdict"] == C.NOT_RUN
     rl_rows = got[got["family"] == "rl"]
     assert set(rl_rows["verdict"]) == {C.NOT_RUN} and rl_rows["ours_diff_pts"].isna().all()

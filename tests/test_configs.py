@@ -64,7 +64,7 @@ def test_hash_is_stable_across_processes():
 
 
 def test_full_values_cite_the_paper_or_say_unverified():
-    """Every value set in a `full` preset carries a PAPER.md citation or UNVERIFIED on its line."""
+    """Every value set in a `full` preset carries a docs/paper.md citation or UNVERIFIED on its line."""
     for path in sorted(CONFIG_DIR.glob("*.py")):
         text = path.read_text()
         block = re.search(r'"full":\s*\w+\((.*?)\n\s*\),?\n\}', text, re.S)
@@ -74,4 +74,4 @@ def test_full_values_cite_the_paper_or_say_unverified():
         for line in lines:
             if re.search(r"\b(bf16|use_cpu|source|dtype)=", line) and "PAPER" not in line:
                 continue  # device and data-source switches, not paper values
-            assert "PAPER.md" in line or "UNVERIFIED" in line or "shape" in line, f"{path.name}: {line.strip()}"
+            assert "docs/paper.md" in line or "UNVERIFIED" in line or "shape" in line, f"{path.name}: {line.strip()}"

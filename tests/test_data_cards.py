@@ -35,22 +35,37 @@ def test_world_card_counts_come_from_the_rows(world):
     assert "| math_rl | 7 | 7 |" in fewer and fewer != text  # counts follow the data, not a template
 
 
-def test_source_cards(tmp_path):
+def test_source_cards(fake_mirror, tmp_path):
     rows, funnel = load_source("aime2024")
     text = source_card(SOURCES["aime2024"], rows, funnel)
     _check_structure(text)
-    assert "30 rows" in text and "sha256 `dc3c6f08943fd7ee178c673894c20144a8b28dcc4c28ae115bfd6cbd13859971`" in text
-    hub = source_card(SOURCES["klear_math_sub30k"], None, None)
-    _check_structure(hub)
-    assert "UNVERIFIED" in hub and "Not loaded on this machine" in hub
+    assert "Mapped from the mirror files (generated): 3 rows." in text and "- n<1K" in text
+    assert "sha256 `dc3c6f08943fd7ee178c673894c20144a8b28dcc4c28ae115bfd6cbd13859971`" in text  # the registered file
+    assert SOURCES["aime2024"].revision in text and "Evaluation only" in text
     paths = write_source_cards(tmp_path, ["aime2024", "lcb_v6"])
     assert [p.name for p in paths] == ["source_aime2024.md", "source_lcb_v6.md"]
 
 
-@pytest.mark.parametrize("name", ["aime2024", "aime2025", "lcb_v5", "klear_code_sub15k"])
-def test_committed_cards_match_regeneration(tmp_path, name):
-    committed = DATA_CARDS / f"source_{name}.md"
-    if not committed.exists():
-        pytest.skip("cards not generated yet (run notebook 01 at tiny)")
+def test_source_cards_tell_the_real_size_pin_and_use():
+    ot = source_card(SOURCES["openthoughts3"], None, None)
+    _check_structure(ot)
+    assert "- 1M<n<10M" in ot and "1,200,000 rows in the hub split `train`" in ot
+    assert "SFT prompts only" in ot and "not for evaluation" in ot and "Evaluation only" not in ot
+    ace = source_card(SOURCES["acereason_1_1_sft"], None, None)
+    assert "- unknown" in ace and "none: UNVERIFIED" in ace
+    rl = source_card(SOURCES["klear_math_sub30k"], None, None)
+    assert "RL training prompts" in rl and "UNVERIFIED" in rl and "- 10K<n<100K" in rl
+
+
+def test_cards_of_mirror_sources_are_kept_without_the_mirror(tmp_path):
+    (tmp_path / "source_aime2024.md").write_text("kept")
+    paths = write_source_cards(tmp_path, ["aime2024", "openthoughts3"])
+    assert [p.name for p in paths] == ["source_openthoughts3.md"]
+    assert (tmp_path / "source_aime2024.md").read_text() == "kept"
+
+
+@pytest.mark.parametrize("name", ["openthoughts3", "klear_code_sub15k", "lcb_v6"])
+def test_committed_hub_cards_match_regeneration(tmp_path, name):
     (fresh,) = write_source_cards(tmp_path, [name])
+    committed = DATA_CARDS / f"source_{name}.md"
     assert fresh.read_text() == committed.read_text(), f"{committed} is stale: re-run notebook 01 at tiny"

@@ -44,15 +44,15 @@ def test_decontamination_drops_overlaps_only():
     assert step.dropped == {"contaminated": 3}
 
 
-def test_no_real_benchmark_item_survives_decontamination():
-    texts = benchmark_texts("local")
-    assert len(texts) == 30 + 30 + 30 + 500 + 279
+def test_no_benchmark_item_survives_decontamination(fake_mirror):
+    texts = benchmark_texts()
+    assert len(texts) == 3 + 3 + 4 + 3 + 2  # the fixture mirror's benchmarks (test_real_data: the real ones)
     planted = []
     for name in ("aime2024", "aime2025", "hmmt2025", "math500", "lcb_v5"):
         for r in load_benchmark(name)[::7]:
             planted.append(_row("Solve this: " + decontam_text(r) + " Think step by step.", rid="planted"))
     clean = [_row(f"Compute {a}*{b}.") for a in range(10, 30) for b in range(2, 5)]
-    kept, step = cu.decontaminate(planted + clean, texts, n=9, boilerplate_df=3)  # also with the template cut
+    kept, step = cu.decontaminate(planted + clean, texts, n=9)
     assert all(r["extra_info"]["id"] != "planted" for r in kept) and len(kept) == len(clean)
     assert step.dropped == {"contaminated": len(planted)}
 

@@ -1,68 +1,145 @@
-"""Real-source loaders: every local benchmark file into the common schema with the right counts; hub mappers on
-fake rows (no network); malformed records are counted, not silently kept."""
+"""Real-source loaders on fixture files in each source's real schema (``tests/fake_mirror.py``) and on fake hub
+rows: every mapper, the mirror/hub/git resolution, clear errors when a source is found nowhere, counted drops.
+The same checks on the real files are in ``test_real_data.py`` (``make test-real``)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from klear_lib.data import fetch
 from klear_lib.data import sources as S
 from klear_lib.data.schema import RowError, validate_rl_row
 
-COUNTS = {"aime2024": 30, "aime2025": 30, "hmmt2025": 30, "math500": 500, "lcb_v5": 279}
+FIXTURE_ROWS = {"aime2024": 3, "aime2025": 3, "hmmt2025": 4, "math500": 3, "lcb_v5": 2}  # lcb: 1 row off-window
 
 
-@pytest.mark.parametrize("name, n", sorted(COUNTS.items()))
-def test_local_benchmarks_load_with_the_right_counts(name, n):
-    rows = S.load_benchmark(name, "local")
-    assert len(rows) == n == S.SOURCES[name].expected_local
-    assert len({r["extra_info"]["id"] for r in rows}) == n
+@pytest.mark.parametrize("name, n", sorted(FIXTURE_ROWS.items()))
+def test_benchmarks_map_from_the_mirror(fake_mirror, name, n):
+    rows = S.load_benchmark(name)
+    assert len(rows) == n and len({r["extra_info"]["id"] for r in rows}) == n
     for r in rows:
         validate_rl_row(r)
         assert r["extra_info"]["split"] == "benchmark" and r["data_source"] == name
 
 
-def test_benchmark_answers_and_tests():
-    aime24 = S.load_benchmark("aime2024")
-    assert all(r["reward_model"]["ground_truth"].isdigit() for r in aime24)
-    assert sorted(int(r["reward_model"]["ground_truth"]) for r in aime24)[:3] == [23, 25, 33]
+def test_benchmark_answers_tests_and_windows(fake_mirror):
+    assert [r["reward_model"]["ground_truth"] for r in S.load_benchmark("aime2024")] == ["5", "24", "15"]
+    assert S.load_benchmark("hmmt2025")[-1]["reward_model"]["ground_truth"] == "\\frac{5}{6}"
     lcb = S.load_benchmark("lcb_v5")
-    kinds = [json.loads(r["reward_model"]["ground_truth"])["testtype"] for r in lcb]
-    assert kinds.count("stdin") == 175 and kinds.count("functional") == 104
+    truths = [json.loads(r["reward_model"]["ground_truth"]) for r in lcb]
+    assert [t["testtype"] for t in truths] == ["stdin", "functional"] and truths[1]["fn_name"] == "total"
     assert all(S.in_window(r, S.LCB_WINDOWS["lcb_v5"]) for r in lcb)
-    assert all(r["prompt"][0]["content"].startswith("You will be given a question") for r in lcb)
+    assert lcb[0]["extra_info"]["question"] == "Read n and print its square."  # rLLM text joined to QwQ's row
     from klear_lib.rewards.code import parse_tests  # the sandbox reads our ground truth
 
     assert all(parse_tests(r["reward_model"]["ground_truth"]) for r in lcb)
+    _, funnel = S.load_source("lcb_v5")
+    steps = {s.stage: s for _, s in funnel.steps}
+    assert steps["date_window"].dropped == {"outside_window": 1} and steps["map_to_schema"].note == "from mirror"
 
 
-def test_every_local_file_is_read():
-    """Every data file under shared/benchmarks belongs to one registered local source."""
-    from klear_lib.paths import benchmarks_dir
-
-    files = {str(p.relative_to(benchmarks_dir())) for p in benchmarks_dir().rglob("*.json*")}
-    used = {f for s in S.SOURCES.values() for f in s.local_files}
-    assert files - used <= {"qwq_eval/aime24.jsonl", "qwq_eval/aime25.jsonl", "aime2024_qwen25math/test.jsonl"}
-    for extra in ("qwq_eval/aime24.jsonl", "aime2024_qwen25math/test.jsonl"):
-        rows = S._read(benchmarks_dir() / extra)
-        assert len(rows) == 30  # duplicates of the authors' AIME 2024 file, same answers
+@pytest.mark.parametrize("name, n, dropped", [
+    ("rllm_lcb_train", 3, {"unmappable:prompt": 1}), ("rllm_leetcode", 1, {"unmappable:functional": 1}),
+    ("deepscaler_aime", 3, {}), ("deepscaler_math", 3, {"invalid:reward_model.ground_truth": 1})])
+def test_training_sources_count_what_they_drop(fake_mirror, name, n, dropped):
+    rows, funnel = S.load_source(name)
+    assert len(rows) == n
+    assert {k: v for _, s in funnel.steps for k, v in s.dropped.items()} == dropped
 
 
-@pytest.mark.parametrize("name, n", [("rllm_lcb_train", 580), ("rllm_leetcode", 1889), ("deepscaler_aime", 975)])
-def test_local_training_sources(name, n):
-    rows, funnel = S.load_source(name, "local")
-    assert len(rows) == n and funnel.steps[0][1].rows_in == n
+def test_every_mirror_file_is_registered_once():
+    paths = [f.path for s in S.SOURCES.values() for f in s.mirror_files]
+    assert len(paths) == len(set(paths))
+    for f in (f for s in S.SOURCES.values() for f in s.mirror_files):
+        assert re.fullmatch(r"[0-9a-f]{40}", f.commit) and re.fullmatch(r"[0-9a-f]{64}", f.sha256), f.path
+        assert f.url.startswith("https://raw.githubusercontent.com/") and f.commit in f.url
 
 
-def test_lcb_v6_local_raises_naming_what_is_missing():
-    with pytest.raises(FileNotFoundError, match="lcb_v6.*no local copy.*livecodebench/code_generation_lite"):
-        S.load_benchmark("lcb_v6", "local")
-
-
-def test_hub_sources_are_pinned():
+def test_every_source_has_a_home_and_a_pin_or_a_reason():
     for src in S.SOURCES.values():
-        assert src.hub_id is None or src.revision, src.name
-        assert src.local_files or src.hub_id, src.name
+        assert src.hub_id or src.mirror_files, src.name
+        if src.hub_id:
+            assert src.revision is None or re.fullmatch(r"[0-9a-f]{40}", src.revision), src.name
+            assert src.revision_note, f"{src.name}: say where the revision was checked, or why it is UNVERIFIED"
+            if src.revision is None:
+                assert src.revision_note.startswith("UNVERIFIED"), src.name
+        assert {m for m in (src.hub_mapper, src.mirror_mapper) if m} <= set(S.MAPPERS), src.name
+
+
+def test_without_a_mirror_or_network_the_error_names_everything(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(S.SourceUnavailable) as err:
+        S.load_benchmark("aime2024")
+    msg = str(err.value)
+    for part in ("aime2024", "HuggingFaceH4/aime_2024", S.SOURCES["aime2024"].revision, "KLEAR_BENCHMARKS",
+                 "klear_reasoner_eval/aime24.qs.jsonl"):
+        assert part in msg, part
+    assert err.value.reason == "HF_HUB_OFFLINE is set"
+    with pytest.raises(S.SourceUnavailable, match="deepscaler_math.*agentica-project/deepscaler@95ef74ffee00"):
+        S.load_source("deepscaler_math")
+
+
+def test_no_network_is_detected_quickly(monkeypatch):
+    """Without a network the hub client would retry for ~30 s per source: one short TCP probe decides."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(fetch, "reachable", lambda url, timeout_s=3.0: False)
+    with pytest.raises(S.SourceUnavailable, match=r"\(no network\)"):
+        S.load_benchmark("math500")
+    assert S.try_load_benchmark("math500") == (None, "skipped: no network")
+
+
+def test_mirror_mode_and_bad_mirror(fake_mirror, monkeypatch, tmp_path):
+    with pytest.raises(S.SourceUnavailable, match="no mirror layout: hub only"):
+        S.load_benchmark("lcb_v6", "mirror")
+    monkeypatch.setenv("KLEAR_BENCHMARKS", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="KLEAR_BENCHMARKS=.*nowhere is not a folder"):
+        S.load_benchmark("aime2024")
+    monkeypatch.setenv("KLEAR_BENCHMARKS", "")
+    with pytest.raises(S.SourceUnavailable, match="KLEAR_BENCHMARKS is unset"):
+        S.load_benchmark("aime2024", "mirror")
+    assert S.real_data_mode("tiny") == S.real_data_mode("ci") == "mirror" and S.real_data_mode("full") == "auto"
+
+
+def test_a_partial_mirror_falls_back_to_the_network(fake_mirror, monkeypatch, tmp_path):
+    (tmp_path / "mirror" / "math500" / "test.jsonl").unlink()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert S.try_load_benchmark("math500") == (None, "skipped: HF_HUB_OFFLINE is set")
+    assert len(S.load_benchmark("aime2024")) == 3
+
+
+def test_hub_records_read_the_pinned_revision(monkeypatch):
+    calls = []
+
+    def fake_load(path, config=None, split=None, revision=None, data_files=None):
+        calls.append((path, config, split, revision, data_files))
+        return [{"problem": "Compute $2+2$.", "answer": "4"}]
+
+    import datasets
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load)
+    monkeypatch.setattr(fetch, "reachable", lambda url, timeout_s=3.0: True)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    rows, funnel = S.load_source("math500", "hub")
+    assert len(rows) == 1 and calls[-1] == ("HuggingFaceH4/MATH-500", None, "test", S.SOURCES["math500"].revision,
+                                            None)
+    assert funnel.steps[0][1].note == "from hub"
+    S.raw_records(S.SOURCES["apps"], "hub")
+    rev = S.SOURCES["apps"].revision
+    assert calls[-1] == ("json", None, "train", None, [f"hf://datasets/codeparrot/apps@{rev}/train.jsonl"])
+
+
+def test_git_files_are_checked_against_their_sha256(monkeypatch, tmp_path):
+    fake = tmp_path / "aime.json"
+    fake.write_text("[]")
+    import datasets.utils.file_utils as fu
+
+    monkeypatch.setattr(fu, "cached_path", lambda url, download_config=None: str(fake))
+    monkeypatch.setattr(fetch, "reachable", lambda url, timeout_s=3.0: True)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(ValueError, match="deepscaler_aime: https://raw.githubusercontent.com/.*has sha256"):
+        S.load_source("deepscaler_aime")
 
 
 def test_hub_mappers_on_fake_rows():
@@ -97,7 +174,17 @@ def test_malformed_records_are_counted_or_raise():
     assert len(kept) == 1 and vstep.dropped == {"invalid:reward_model.ground_truth": 2}
 
 
-def test_benchmark_texts_use_the_bare_question():
-    texts = S.benchmark_texts("local")
-    assert len(texts) == sum(COUNTS.values())
+def test_misaligned_lcb_files_raise_naming_both(fake_mirror, tmp_path):
+    path = tmp_path / "mirror" / "livecodebench_v5_rllm_public_tests" / "livecodebench.json"
+    path.write_text(json.dumps(json.loads(path.read_text())[:2]))
+    with pytest.raises(ValueError, match="livecodebench_v5.jsonl: 3 problems vs 2 test rows in .*livecodebench.json"):
+        S.load_benchmark("lcb_v5")
+
+
+def test_benchmark_texts_use_the_bare_question_and_skip_what_is_missing(fake_mirror, monkeypatch, caplog):
+    texts = S.benchmark_texts()
+    assert len(texts) == sum(FIXTURE_ROWS.values())  # lcb_v6 (hub only) is skipped offline
     assert not any(t.startswith("You will be given a question") for t in texts)
+    monkeypatch.setenv("KLEAR_BENCHMARKS", "")
+    assert S.benchmark_texts("mirror") == ()
+    assert "left out of decontamination" in caplog.text

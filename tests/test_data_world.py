@@ -49,7 +49,7 @@ def test_split_sizes_and_schema(world):
 def test_no_heldout_item_survives_into_training(world):
     held = [r for n in EVAL_SPLITS for r in world.splits[n]]
     held_ids = {cu.item_of(r) for r in held}
-    index = cu.ngram_index([r["prompt"][0]["content"] for r in held] + list(benchmark_texts("local")), 9,
+    index = cu.ngram_index([r["prompt"][0]["content"] for r in held] + list(benchmark_texts()), 9,
                            get_config("data", "ci").ngram_boilerplate_df)
     for name in TRAIN:
         rows = world.splits[name]

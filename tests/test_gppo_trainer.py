@@ -92,7 +92,7 @@ def trl_dapo(ci_model_path, tmp_path):
 
 @pytest.mark.parametrize("policy_loss", ["gppo", "clip_higher", "cispo"])
 def test_on_policy_equals_trl_dapo(trl_dapo, ci_model_path, tmp_path, policy_loss):
-    """Ratio ≡ 1: every loss gives TRL's dapo loss and gradients (STACK.md §1.5 regression test)."""
+    """Ratio ≡ 1: every loss gives TRL's dapo loss and gradients (docs/stack.md §1.5 regression test)."""
     ours = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, policy_loss=policy_loss, sft_alpha=0.0,
                     filter_zero_adv=False)
     batch = _batch(trl_dapo.model.config.vocab_size, off_policy=False)
@@ -115,7 +115,7 @@ def test_off_policy_clip_higher_is_dapo_and_gppo_differs(trl_dapo, ci_model_path
         assert diagnostics["gppo/clip_frac"] > 0
     assert torch.allclose(results["clip_higher"][0], ref_loss, atol=1e-6)
     assert all(torch.allclose(results["clip_higher"][1][k], g, atol=1e-6) for k, g in ref_grads.items())
-    assert torch.allclose(results["gppo"][0], ref_loss, atol=1e-6)  # same forward value (PAPER.md §1.3)
+    assert torch.allclose(results["gppo"][0], ref_loss, atol=1e-6)  # same forward value (docs/paper.md §1.3)
     assert not all(torch.allclose(results["gppo"][1][k], g, atol=1e-6) for k, g in ref_grads.items())
 
 
@@ -246,7 +246,7 @@ def test_full_preset_maps_to_the_paper_recipe(tmp_path):
     cfg = get_config("rl", "full")
     args = gppo_args(cfg, tmp_path, num_processes=32, bf16=False, use_cpu=True, use_vllm=False)
     assert args.per_device_train_batch_size * 32 * args.gradient_accumulation_steps == 16 * 8  # mini-batch
-    assert args.steps_per_generation // args.gradient_accumulation_steps == 8  # updates per step (PAPER.md §2.4)
+    assert args.steps_per_generation // args.gradient_accumulation_steps == 8  # updates per step (docs/paper.md §2.4)
     assert (args.policy_loss, args.epsilon, args.epsilon_high, args.beta, args.sft_alpha) == ("gppo", 0.2, 0.28,
                                                                                             0.0, 0.1)
     assert args.oversample == 2 and args.filter_zero_adv and args.learning_rate == 1e-6

@@ -1,4 +1,4 @@
-"""The three policy losses, token by token, against the gradient table of PAPER.md §1.4 (and Eq. 17, dual clip).
+"""The three policy losses, token by token, against the gradient table of docs/paper.md §1.4 (and Eq. 17, dual clip).
 
 For a token with log-prob ℓ, dL/dℓ = -F·A. F is written here straight from the paper's table, never from
 ``klear_lib``; autograd on ``logp`` must reproduce it for every case, every loss.
@@ -23,7 +23,7 @@ from klear_lib.losses.policy import (
 
 EL, EH = 0.2, 0.28
 
-# (advantage, ratio δ): one token per case of PAPER.md §1.4, plus tokens inside the trust region.
+# (advantage, ratio δ): one token per case of docs/paper.md §1.4, plus tokens inside the trust region.
 CASES = {
     "pos_high": (+1.0, 1.8),     # A>0, δ > 1+ε_h
     "pos_low": (+1.0, 0.4),      # A>0, δ < 1-ε_l
@@ -34,7 +34,7 @@ CASES = {
     "neg_far": (-1.0, 12.0),     # A<0, δ beyond the dual clip c = 10
 }
 
-# F per case, copied from PAPER.md §1.4 (columns: clip-higher PPO Eq. 10, GPPO Eq. 12, CISPO Eq. 16).
+# F per case, copied from docs/paper.md §1.4 (columns: clip-higher PPO Eq. 10, GPPO Eq. 12, CISPO Eq. 16).
 PAPER_F = {
     "clip_higher": {"pos_high": 0.0, "pos_low": 0.4, "neg_low": 0.0, "neg_high": 1.8,
                     "pos_inside": 1.1, "neg_inside": 0.9, "neg_far": 12.0},
@@ -100,7 +100,7 @@ def test_dual_clip_zeroes_far_negative_tokens(loss):
 
 
 def test_gppo_forward_equals_clip_higher():
-    """δ/sg(δ) ≡ 1: GPPO changes only the backward pass (PAPER.md §1.3)."""
+    """δ/sg(δ) ≡ 1: GPPO changes only the backward pass (docs/paper.md §1.3)."""
     logp, old_logp, adv = _tokens(sorted(CASES))
     assert torch.equal(gppo_per_token(logp, old_logp, adv), ppo_clip_per_token(logp, old_logp, adv))
     assert torch.equal(gppo_per_token(logp, old_logp, adv, dual_clip=10.0),

@@ -1,4 +1,5 @@
-"""Every committed notebook follows the house structure (STYLE.md), so papermill and nbval can run it."""
+"""Every committed notebook follows the house structure (docs/design.md "Notebooks"), so papermill and nbval can
+run it."""
 from __future__ import annotations
 
 import ast

@@ -21,7 +21,7 @@ def test_reported_has_table1_and_every_ablation_table():
     counts = df.groupby("table").size().to_dict()
     assert counts["Table 1"] == 55 and counts["Table 2"] == 18 and counts["Table 3"] == 9
     assert counts["Table 4"] == 24 and counts["Table 5"] == 16 and counts["Table 6"] == 10
-    assert df["source"].str.contains("PAPER.md").all()
+    assert df["source"].str.startswith("docs/paper.md §").all()
     assert not df.duplicated(["table", "model_or_setting", "benchmark", "metric"]).any()
 
 

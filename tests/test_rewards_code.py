@@ -6,7 +6,6 @@ import shutil
 
 import pytest
 
-from klear_lib.paths import benchmarks_dir
 from klear_lib.rewards import code as cj
 from klear_lib.rewards import sandbox
 
@@ -100,23 +99,16 @@ def test_batched_and_per_test_sandboxes_agree():
 
 
 @needs_firejail
-def test_call_based_livecodebench_tests():
-    rows = json.loads((benchmarks_dir() / "code_rl_train_rllm" / "livecodebench.json").read_text())
-    row = next(r for r in rows if "countSeniors" in r["starter_code"])
-    tests = cj.parse_rllm_tests(row["tests"], row["starter_code"])
-    good = ("class Solution:\n    def countSeniors(self, details: List[str]) -> int:\n"
-            "        return sum(int(d[11:13]) > 60 for d in details)")
+def test_call_based_and_assert_tests_from_the_mirror_schemas(fake_mirror):
+    import fake_mirror as fm
+
+    tests = cj.parse_rllm_tests(fm.CALL_TESTS, fm.STARTER)
+    good = fm.STARTER.rstrip() + "\n        return sum(nums)"
     assert cj.code_reward(respond(good), tests) == 1.0
-    assert cj.code_reward(respond(good.replace("> 60", ">= 0")), tests) == -1.0
-
-
-@needs_firejail
-def test_leetcode_assert_tests():
-    rows = json.loads((benchmarks_dir() / "code_rl_train_rllm" / "leetcode.json").read_text())
-    tests = cj.parse_tests({"functional": rows[0]["tests"]["functional"]})
-    assert cj.code_reward(respond(rows[0]["solutions"]), tests) == 1.0
-    bad = "class Solution:\n    def twoSum(self, nums, target):\n        return [0, 0]"
-    assert cj.code_reward(respond(bad), tests) == -1.0
+    assert cj.code_reward(respond(good.replace("sum(nums)", "max(nums)")), tests) == 0.0  # passes 1 of 2
+    asserts = cj.parse_tests({"functional": fm.LEETCODE_CHECK})
+    assert cj.code_reward(respond(fm.LEETCODE_SOLUTION), asserts) == 1.0
+    assert cj.code_reward(respond("class Solution:\n    def total(self, nums):\n        return 0"), asserts) == -1.0
 
 
 @needs_firejail

@@ -17,7 +17,7 @@ def wrap(answer_text: str) -> str:
 
 
 def test_shaping_values_and_order():
-    """PAPER.md §2.5: missing </think> is checked first (-0.5), then missing <think> (-2)."""
+    """docs/paper.md §2.5: missing </think> is checked first (-0.5), then missing <think> (-2)."""
     assert math_reward(wrap("\\boxed{12}"), "12") == 1.0
     assert math_reward(wrap("\\boxed{13}"), "12") == -1.0
     assert math_reward("\\boxed{12}", "12") == -0.5                      # no tag at all: </think> first

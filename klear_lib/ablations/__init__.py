@@ -1,4 +1,4 @@
-"""Ablations in miniature, each over seeds with a verdict per paper claim (PAPER.md §3).
+"""Ablations in miniature, each over seeds with a verdict per paper claim (docs/paper.md §3).
 
 >>> from klear_lib.ablations import sft
 >>> runs = sft.run_experiment("ci", "table2", seeds=1)

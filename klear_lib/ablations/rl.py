@@ -1,4 +1,4 @@
-"""The RL ablations in miniature (PAPER.md §3, Figures 2-5 and Table 6): conditions as RL config overrides, one RL
+"""The RL ablations in miniature (docs/paper.md §3, Figures 2-5 and Table 6): conditions as RL config overrides, one RL
 stage + evaluation per (condition, seed) from the preset's SFT checkpoint, results reused by config hash, held-out
 curves over the saved checkpoints, and a verdict per paper claim.
 
@@ -86,27 +86,27 @@ SCALES = {
     "full": Scale(
         seeds=1,                                  # UNVERIFIED: the paper shows one run per setting
         per_experiment={
-            "fig2": {"max_steps": 250},           # PAPER.md §3 Fig. 2 (~250 steps, 32K)
-            "fig3": {"max_steps": 100, "max_completion_length": 16384},  # PAPER.md §3 Fig. 3 (100 steps, 16K)
-            "fig4": {"max_steps": 100, "max_completion_length": 16384},  # PAPER.md §3 Fig. 4 (100 steps, 16K)
-            "fig5": {"max_steps": 100},           # PAPER.md §3 Fig. 5 (to step ~100; UNVERIFIED: the paper starts
+            "fig2": {"max_steps": 250},           # docs/paper.md §3 Fig. 2 (~250 steps, 32K)
+            "fig3": {"max_steps": 100, "max_completion_length": 16384},  # docs/paper.md §3 Fig. 3 (100 steps, 16K)
+            "fig4": {"max_steps": 100, "max_completion_length": 16384},  # docs/paper.md §3 Fig. 4 (100 steps, 16K)
+            "fig5": {"max_steps": 100},           # docs/paper.md §3 Fig. 5 (to step ~100; UNVERIFIED: the paper starts
                                                   # from an intermediate RL checkpoint, we start from SFT)
-            "table6": {"max_steps": 100},         # PAPER.md §3 Table 6 (100 steps math RL, 32K)
+            "table6": {"max_steps": 100},         # docs/paper.md §3 Table 6 (100 steps math RL, 32K)
         },
-        curve_every=25,                           # UNVERIFIED: the scripts test every 5 steps (PAPER.md §2.4);
+        curve_every=25,                           # UNVERIFIED: the scripts test every 5 steps (docs/paper.md §2.4);
                                                   # 25 bounds the checkpoint storage of an 8B model
-        eval={"k_math": 32, "k_code": 4},         # PAPER.md §4: ablations use avg@32 (AIME), avg@4 (LCB)
-        benchmarks={"tiny_aime": ("aime24", "aime25"), "tiny_lcb": ("lcb_v5",)},  # PAPER.md §3 (Figs 2-5, Tab. 6)
+        eval={"k_math": 32, "k_code": 4},         # docs/paper.md §4: ablations use avg@32 (AIME), avg@4 (LCB)
+        benchmarks={"tiny_aime": ("aime24", "aime25"), "tiny_lcb": ("lcb_v5",)},  # docs/paper.md §3 (Figs 2-5, Tab. 6)
     ),
 }
 
 MATH = ("tiny_aime",)
 CODE = ("tiny_lcb",)
-CLAIM2 = "GPPO beats CISPO, which beats GRPO with clip-higher, on held-out math (PAPER.md §3 Fig. 2)"
-CLAIM3 = "the soft (pass-rate) code reward beats the hard (all tests pass) one (PAPER.md §3 Fig. 3)"
-CLAIM4 = "code RL on test-case-filtered problems beats RL on unfiltered ones (PAPER.md §3 Fig. 4)"
-CLAIM5 = "dropping zero-advantage groups beats keeping them (PAPER.md §3 Fig. 5)"
-CLAIM6 = "the SFT-loss weight α = 0.1 beats 0, 0.05 and 0.2 (PAPER.md §3 Table 6)"
+CLAIM2 = "GPPO beats CISPO, which beats GRPO with clip-higher, on held-out math (docs/paper.md §3 Fig. 2)"
+CLAIM3 = "the soft (pass-rate) code reward beats the hard (all tests pass) one (docs/paper.md §3 Fig. 3)"
+CLAIM4 = "code RL on test-case-filtered problems beats RL on unfiltered ones (docs/paper.md §3 Fig. 4)"
+CLAIM5 = "dropping zero-advantage groups beats keeping them (docs/paper.md §3 Fig. 5)"
+CLAIM6 = "the SFT-loss weight α = 0.1 beats 0, 0.05 and 0.2 (docs/paper.md §3 Table 6)"
 
 
 def _cond(exp: str, label: str, overrides: dict, reward: str, rows: str, benchmarks, paper: str, claim: str,

@@ -1,4 +1,4 @@
-"""The SFT data ablations in miniature (PAPER.md §3, Tables 2-5): experiments as data, one SFT + eval per
+"""The SFT data ablations in miniature (docs/paper.md §3, Tables 2-5): experiments as data, one SFT + eval per
 (condition, seed), results reused by config hash, and a verdict per paper claim.
 
 Each condition is a rule over the teacher pool (``klear_lib.data.sft_subset``); every condition of an experiment
@@ -76,21 +76,21 @@ SCALES = {
                   benchmarks={"tiny_aime": ("tiny_aime", "math_eval_t2")}),
     "full": Scale(
         budget={"table2": 31600,          # UNVERIFIED: no size given for Table 2; Tables 4-5's 31,600 reused
-                "table4": 31600,          # PAPER.md §3 Table 4 (31,600 examples each)
-                "table5": 31600},         # PAPER.md §3 Table 5
+                "table4": 31600,          # docs/paper.md §3 Table 4 (31,600 examples each)
+                "table5": 31600},         # docs/paper.md §3 Table 5
         prompts={"math": 15800, "code": 15800},  # UNVERIFIED: Table 3's prompt count is not given
         seeds=1,                          # UNVERIFIED: the paper reports one run per setting
-        eval={"k_math": 32, "k_code": 4},  # PAPER.md §4: ablations use avg@32 (AIME) and avg@4 (LCB)
-        benchmarks={"tiny_aime": ("aime24", "aime25"), "tiny_lcb": ("lcb_v5", "lcb_v6")},  # PAPER.md §3
+        eval={"k_math": 32, "k_code": 4},  # docs/paper.md §4: ablations use avg@32 (AIME) and avg@4 (LCB)
+        benchmarks={"tiny_aime": ("aime24", "aime25"), "tiny_lcb": ("lcb_v5", "lcb_v6")},  # docs/paper.md §3
     ),
 }
 
-BOTH = ("tiny_aime", "tiny_lcb")  # math-trained models are evaluated on both, like the paper (PAPER.md §3)
+BOTH = ("tiny_aime", "tiny_lcb")  # math-trained models are evaluated on both, like the paper (docs/paper.md §3)
 CLAIM2 = ("easy prompts: only-correct traces beat mixed; hard prompts: mixed (correct + incorrect) traces beat "
-          "only-correct (PAPER.md §3 Table 2)")
-CLAIM3 = "the strongest teacher gives the best student on the same prompts (PAPER.md §3 Table 3)"
-CLAIM4 = "math: the top-1/top-2 sources beat mixing in lower-ranked ones at a fixed budget (PAPER.md §3 Table 4)"
-CLAIM5 = "code: the top-1/top-2 sources beat mixing in lower-ranked ones at a fixed budget (PAPER.md §3 Table 5)"
+          "only-correct (docs/paper.md §3 Table 2)")
+CLAIM3 = "the strongest teacher gives the best student on the same prompts (docs/paper.md §3 Table 3)"
+CLAIM4 = "math: the top-1/top-2 sources beat mixing in lower-ranked ones at a fixed budget (docs/paper.md §3 Table 4)"
+CLAIM5 = "code: the top-1/top-2 sources beat mixing in lower-ranked ones at a fixed budget (docs/paper.md §3 Table 5)"
 NOT_IN_PAPER = "(beyond the paper)"  # paper_setting of a condition the paper does not run
 # Miniature teacher pairs (math, code) by rank, standing in for the paper's teachers, strongest first.
 TEACHER_PAIRS = {"rank1": ("reflective", "code_reflective", "DeepSeek-R1-0528"),

@@ -1,5 +1,5 @@
 """Beyond the paper: a stability map of GPPO (β_low = 1, 0.5, 0.25; dual clip c = 10), clip-higher and CISPO
-across learning rates and off-policy updates per generation batch, in miniature (issue 8; STACK.md last addendum).
+across learning rates and off-policy updates per generation batch, in miniature (issue 8; docs/stack.md §8).
 
 Every cell (loss × learning rate × updates per step) trains math RL from the preset's SFT checkpoint for each
 seed, then records the final held-out avg@k, the clipping-case fractions of the run and whether it collapsed.
@@ -47,14 +47,14 @@ class Loss:
 
 
 LOSSES = (
-    Loss("gppo", (("loss_type", "gppo"),)),                                          # PAPER.md §1.3, β1 = β2 = 1
-    Loss("gppo_b0.5", (("beta_low", 0.5), ("loss_type", "gppo"))),                   # PAPER.md §1.5 (advice)
-    Loss("gppo_b0.25", (("beta_low", 0.25), ("loss_type", "gppo"))),                 # PAPER.md §1.5 (default)
-    Loss("gppo_dual10", (("dual_clip", 10.0), ("loss_type", "gppo"))),               # PAPER.md §1.4 (scripts)
-    Loss("clip_higher", (("loss_type", "clip_higher"),)),                            # PAPER.md §1.2 Eq. 7
-    Loss("cispo", (("loss_type", "cispo"),)),                                        # PAPER.md §1.4, App. A.1
+    Loss("gppo", (("loss_type", "gppo"),)),                                          # docs/paper.md §1.3, β1 = β2 = 1
+    Loss("gppo_b0.5", (("beta_low", 0.5), ("loss_type", "gppo"))),                   # docs/paper.md §1.5 (advice)
+    Loss("gppo_b0.25", (("beta_low", 0.25), ("loss_type", "gppo"))),                 # docs/paper.md §1.5 (default)
+    Loss("gppo_dual10", (("dual_clip", 10.0), ("loss_type", "gppo"))),               # docs/paper.md §1.4 (scripts)
+    Loss("clip_higher", (("loss_type", "clip_higher"),)),                            # docs/paper.md §1.2 Eq. 7
+    Loss("cispo", (("loss_type", "cispo"),)),                                        # docs/paper.md §1.4, App. A.1
 )
-RANKING = ("gppo", "cispo", "clip_higher")  # the paper's order, best first (PAPER.md §3 Fig. 2)
+RANKING = ("gppo", "cispo", "clip_higher")  # the paper's order, best first (docs/paper.md §3 Fig. 2)
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Grid:
 GRIDS = {
     # ci: 6 losses × 2 LRs × 2 update settings × 1 seed of the ci RL preset (4 prompts a step, 2 steps).
     "ci": Grid(learning_rates=(1e-4, 1e-3), updates=(1, 2), seeds=1),
-    # tiny: LRs from the recipe's 5e-5 past the probe's collapse at 2e-4 (STACK.md). Cut to fit issue 8's 3 hours
+    # tiny: LRs from the recipe's 5e-5 past the probe's collapse at 2e-4 (docs/stack.md §8). Cut to fit issue 8's 3 hours
     # on 2 cores (results/LOG.md, session 5): 4 prompts a step (generation of 8 × 8 rollouts is 2.3x faster than
     # 16 × 8), so 2 or 4 updates are 2- or 1-prompt mini-batches; 12 RL steps with 2 of warmup (a probe: GPPO at
     # 4e-4 fell from 36% to 2% training accuracy by step 9); eval 50 problems; 1 torch thread per run, so two
@@ -82,12 +82,12 @@ GRIDS = {
                  rl={"max_steps": 12, "prompts_per_step": 4, "warmup_steps": 2},
                  eval={"k_math": 4, "max_problems": 50, "backend": "transformers"}),
     "full": Grid(
-        learning_rates=(5e-7, 1e-6, 2e-6, 4e-6),   # UNVERIFIED: a grid around the paper's 1e-6 (PAPER.md §2.4)
-        updates=(4, 8),                            # PAPER.md §2.4: 4 (code stage) and 8 (math stage) updates
+        learning_rates=(5e-7, 1e-6, 2e-6, 4e-6),   # UNVERIFIED: a grid around the paper's 1e-6 (docs/paper.md §2.4)
+        updates=(4, 8),                            # docs/paper.md §2.4: 4 (code stage) and 8 (math stage) updates
         seeds=1,                                   # UNVERIFIED: our choice (cost)
-        rl={"max_steps": 100},                     # UNVERIFIED: the ablations run 100-250 steps (PAPER.md §2.4)
-        eval={"k_math": 32},                       # PAPER.md §4: ablations use avg@32 on AIME
-        benchmark="aime24",                        # PAPER.md §3 Fig. 2
+        rl={"max_steps": 100},                     # UNVERIFIED: the ablations run 100-250 steps (docs/paper.md §2.4)
+        eval={"k_math": 32},                       # docs/paper.md §4: ablations use avg@32 on AIME
+        benchmark="aime24",                        # docs/paper.md §3 Fig. 2
     ),
 }
 

@@ -21,19 +21,19 @@ class ModelConfig:
     max_position_embeddings: int = 512
     init_seed: int = 0
     dtype: str = "float32"
-    chat_template: str = algo("qwen3_think")  # the model itself emits <think> (PAPER.md §2.6)
+    chat_template: str = algo("qwen3_think")  # the model itself emits <think> (docs/paper.md §2.6)
 
 
 PRESETS = {
     "ci": ModelConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, head_dim=8,
                       max_position_embeddings=512),
-    "tiny": ModelConfig(),  # 0.8 M parameters; STACK.md addendum: learns the miniature world in minutes
+    "tiny": ModelConfig(),  # 0.8 M parameters; docs/stack.md §7: learns the miniature world in minutes
     "full": ModelConfig(
-        hub_id="Qwen/Qwen3-8B-Base",  # PAPER.md §2.1 base model
+        hub_id="Qwen/Qwen3-8B-Base",  # docs/paper.md §2.1 base model
         hub_revision="main",  # UNVERIFIED: the paper names no revision; pin a commit sha for a real run
-        hidden_size=4096, intermediate_size=12288,  # Qwen3-8B shape (its config.json); PAPER.md §2.1
-        num_hidden_layers=36, num_attention_heads=32,  # Qwen3-8B shape; PAPER.md §2.1
-        num_key_value_heads=8, head_dim=128, max_position_embeddings=40960,  # Qwen3-8B shape; PAPER.md §2.1
+        hidden_size=4096, intermediate_size=12288,  # Qwen3-8B shape (its config.json); docs/paper.md §2.1
+        num_hidden_layers=36, num_attention_heads=32,  # Qwen3-8B shape; docs/paper.md §2.1
+        num_key_value_heads=8, head_dim=128, max_position_embeddings=40960,  # Qwen3-8B shape; docs/paper.md §2.1
         dtype="bfloat16",  # UNVERIFIED: the paper names no dtype; bf16, the verl FSDP default
     ),
 }

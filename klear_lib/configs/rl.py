@@ -1,4 +1,4 @@
-"""GPPO RL config (PAPER.md §1, §2.4): the loss, the off-policy mini-batches, filtering, SFT loss, rewards.
+"""GPPO RL config (docs/paper.md §1, §2.4): the loss, the off-policy mini-batches, filtering, SFT loss, rewards.
 
 Step counts are **RL steps** (one generation batch of ``prompts_per_step`` prompts each, then
 ``updates_per_step`` optimizer updates on mini-batches of ``mini_batch_prompts`` prompts), as in the paper;
@@ -15,32 +15,32 @@ from klear_lib.configs.base import algo
 class RLConfig:
     """One RL stage (math or code). ``updates_per_step`` is derived: prompts_per_step // mini_batch_prompts."""
 
-    loss_type: str = algo("gppo")         # gppo | clip_higher | cispo (PAPER.md §1.3, Fig. 2 baselines)
-    clip_low: float = algo(0.2)           # epsilon_l (PAPER.md §1.3)
-    clip_high: float = algo(0.28)         # epsilon_h (PAPER.md §1.3)
-    dual_clip: float | None = algo(None)  # paper Eq. 11 has none; official scripts use c = 10 (PAPER.md §1.4)
-    beta_low: float = algo(1.0)           # general form, beta1 (PAPER.md §1.5); 1 for Klear-Reasoner-8B
-    beta_high: float = algo(1.0)          # beta2 (PAPER.md §1.5)
-    sft_alpha: float = algo(0.1)          # SFT loss on correct rollouts (PAPER.md §2.4, Table 6)
-    correct_reward: float = algo(1.0)     # a rollout is "correct" iff its reward == 1.0 (PAPER.md §2.4)
-    num_generations: int = algo(8)        # rollouts per prompt (PAPER.md §2.4)
-    oversample: int = algo(2)             # generation batch = 2 x prompts, then filter (PAPER.md §2.4)
-    filter_zero_adv: bool = algo(True)    # drop zero-std groups (PAPER.md §2.4, Fig. 5)
-    filter_metric: str = algo("reward")   # "reward" (paper: zero advantage) | "acc" (official code, PAPER.md §2.4)
-    scale_rewards: str = algo("group")    # GRPO advantage (R - mean) / std per group (PAPER.md §1.1)
-    kl_coef: float = algo(0.0)            # no KL (PAPER.md §2.4)
-    entropy_coef: float = algo(0.0)       # PAPER.md §2.4
-    temperature: float = algo(1.0)        # rollout sampling (PAPER.md §2.4)
-    top_p: float = algo(1.0)              # PAPER.md §2.4
-    code_reward_mode: str = algo("soft")  # soft pass-rate reward (PAPER.md §2.5)
-    tag_shaping: str = algo("binary")     # missing think tag: -1 as the paper's text ("binary reward", PAPER.md
+    loss_type: str = algo("gppo")         # gppo | clip_higher | cispo (docs/paper.md §1.3, Fig. 2 baselines)
+    clip_low: float = algo(0.2)           # epsilon_l (docs/paper.md §1.3)
+    clip_high: float = algo(0.28)         # epsilon_h (docs/paper.md §1.3)
+    dual_clip: float | None = algo(None)  # paper Eq. 11 has none; official scripts use c = 10 (docs/paper.md §1.4)
+    beta_low: float = algo(1.0)           # general form, beta1 (docs/paper.md §1.5); 1 for Klear-Reasoner-8B
+    beta_high: float = algo(1.0)          # beta2 (docs/paper.md §1.5)
+    sft_alpha: float = algo(0.1)          # SFT loss on correct rollouts (docs/paper.md §2.4, Table 6)
+    correct_reward: float = algo(1.0)     # a rollout is "correct" iff its reward == 1.0 (docs/paper.md §2.4)
+    num_generations: int = algo(8)        # rollouts per prompt (docs/paper.md §2.4)
+    oversample: int = algo(2)             # generation batch = 2 x prompts, then filter (docs/paper.md §2.4)
+    filter_zero_adv: bool = algo(True)    # drop zero-std groups (docs/paper.md §2.4, Fig. 5)
+    filter_metric: str = algo("reward")   # "reward" (paper: zero advantage) | "acc" (official code, docs/paper.md §2.4)
+    scale_rewards: str = algo("group")    # GRPO advantage (R - mean) / std per group (docs/paper.md §1.1)
+    kl_coef: float = algo(0.0)            # no KL (docs/paper.md §2.4)
+    entropy_coef: float = algo(0.0)       # docs/paper.md §2.4
+    temperature: float = algo(1.0)        # rollout sampling (docs/paper.md §2.4)
+    top_p: float = algo(1.0)              # docs/paper.md §2.4
+    code_reward_mode: str = algo("soft")  # soft pass-rate reward (docs/paper.md §2.5)
+    tag_shaping: str = algo("binary")     # missing think tag: -1 as the paper's text ("binary reward", docs/paper.md
                                           # §2.5); "official" = the code's -0.5 / -2, which a policy below 25%
                                           # accuracy exploits by never closing </think> (results/LOG.md)
-    max_tests: int = algo(16)             # PAPER.md §2.5
-    lr_scheduler: str = algo("constant_with_warmup")  # constant LR after warmup (PAPER.md §2.4)
-    weight_decay: float = algo(0.1)       # PAPER.md §2.4
-    max_grad_norm: float = algo(1.0)      # PAPER.md §2.4
-    warmup_steps: int = 10                # RL steps of LR warmup (PAPER.md §2.4; scale: shortened for short runs)
+    max_tests: int = algo(16)             # docs/paper.md §2.5
+    lr_scheduler: str = algo("constant_with_warmup")  # constant LR after warmup (docs/paper.md §2.4)
+    weight_decay: float = algo(0.1)       # docs/paper.md §2.4
+    max_grad_norm: float = algo(1.0)      # docs/paper.md §2.4
+    warmup_steps: int = 10                # RL steps of LR warmup (docs/paper.md §2.4; scale: shortened for short runs)
     learning_rate: float = 1e-4           # scale: a 0.8 M model needs a far larger LR than 1e-6
     prompts_per_step: int = 8
     mini_batch_prompts: int = 1           # 8 / 1 = 8 updates per step, as the paper's 128 / 16
@@ -52,7 +52,7 @@ class RLConfig:
     use_cpu: bool = True
     gradient_checkpointing: bool = False
     use_vllm: bool = False
-    vllm_mode: str = "colocate"           # colocate | server (STACK.md §1.1)
+    vllm_mode: str = "colocate"           # colocate | server (docs/stack.md §1.1)
     vllm_tensor_parallel_size: int = 1
     vllm_gpu_memory_utilization: float = 0.3
     save_steps: int = 25                  # RL steps between checkpoints
@@ -70,28 +70,28 @@ class RLConfig:
 PRESETS = {
     "ci": RLConfig(prompts_per_step=4, mini_batch_prompts=2, max_steps=2, max_completion_length=48,
                    warmup_steps=0, save_steps=1),
-    "tiny": RLConfig(learning_rate=5e-5,  # STACK.md addendum: GPPO collapsed at 2e-4, improved at 5e-5; 1e-4
+    "tiny": RLConfig(learning_rate=5e-5,  # docs/stack.md §8: GPPO collapsed at 2e-4, improved at 5e-5; 1e-4
                                           # collapsed here too (results/LOG.md)
                      max_steps=120,       # 60 steps: tiny_aime +0.022 [-0.005, 0.049]; 120: +0.062 [0.029, 0.096]
                      warmup_steps=5),     # (paired gains over SFT, results/LOG.md, session 3)
     "full": RLConfig(
-        learning_rate=1e-6,               # PAPER.md §2.4 math (code stage: CODE_STAGE_OVERRIDES)
-        warmup_steps=10,                  # PAPER.md §2.4
-        prompts_per_step=128,             # PAPER.md §2.4
-        mini_batch_prompts=16,            # PAPER.md §2.4 math: 8 updates per step
+        learning_rate=1e-6,               # docs/paper.md §2.4 math (code stage: CODE_STAGE_OVERRIDES)
+        warmup_steps=10,                  # docs/paper.md §2.4
+        prompts_per_step=128,             # docs/paper.md §2.4
+        mini_batch_prompts=16,            # docs/paper.md §2.4 math: 8 updates per step
         gradient_accumulation_steps=4,    # UNVERIFIED: memory only; 16 x 8 = 128 rollouts = 1 per rank x 4 x 32 ranks
         max_steps=500,                    # UNVERIFIED: the paper gives no step count; our choice
-        max_prompt_length=4096,           # PAPER.md §2.4
-        max_completion_length=32768,      # PAPER.md §2.4
-        bf16=True, use_cpu=False, gradient_checkpointing=True,  # PAPER.md §2.4 (grad checkpointing)
-        use_vllm=True, vllm_mode="colocate",  # vLLM rollouts (PAPER.md §2.4); "server" also works
-        vllm_tensor_parallel_size=2,      # PAPER.md §2.4 (vLLM TP=2)
+        max_prompt_length=4096,           # docs/paper.md §2.4
+        max_completion_length=32768,      # docs/paper.md §2.4
+        bf16=True, use_cpu=False, gradient_checkpointing=True,  # docs/paper.md §2.4 (grad checkpointing)
+        use_vllm=True, vllm_mode="colocate",  # vLLM rollouts (docs/paper.md §2.4); "server" also works
+        vllm_tensor_parallel_size=2,      # docs/paper.md §2.4 (vLLM TP=2)
         vllm_gpu_memory_utilization=0.5,  # UNVERIFIED: verl used 0.8 with offloading; colocated TRL needs room
-        save_steps=5,                     # PAPER.md §2.4 save every 5 steps
+        save_steps=5,                     # docs/paper.md §2.4 save every 5 steps
     ),
 }
 
-# The code-RL stage differs from math in two values (PAPER.md §2.4): get_config("rl", "full", **CODE_STAGE_OVERRIDES).
+# The code-RL stage differs from math in two values (docs/paper.md §2.4): get_config("rl", "full", **CODE_STAGE_OVERRIDES).
 CODE_STAGE_OVERRIDES = {"learning_rate": 5e-7, "mini_batch_prompts": 32}
 # Per (preset, stage) overrides that ``klear_lib.pipeline.rl_cfg`` applies. At tiny the code stage is shorter:
 # every rollout runs up to 16 tests in the sandbox, the slowest part of a CPU step; 4 prompts a step with 1-prompt

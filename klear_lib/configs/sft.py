@@ -1,4 +1,4 @@
-"""Long-CoT SFT config (PAPER.md §2.2)."""
+"""Long-CoT SFT config (docs/paper.md §2.2)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,15 +11,15 @@ class SFTConfig:
     """SFT through TRL's SFTTrainer, loss on the assistant turn only."""
 
     learning_rate: float = 2e-3           # scale: a 0.8 M model needs a far larger LR than an 8B one
-    min_lr_ratio: float = algo(0.5)       # cosine decay to 0.5 x max (8e-5 -> 4e-5, PAPER.md §2.2)
-    lr_schedule: str = algo("cosine")     # PAPER.md §2.2
+    min_lr_ratio: float = algo(0.5)       # cosine decay to 0.5 x max (8e-5 -> 4e-5, docs/paper.md §2.2)
+    lr_schedule: str = algo("cosine")     # docs/paper.md §2.2
     num_epochs: float = 5.0               # tiny: the loss still falls steeply after 2 epochs (results/LOG.md)
     per_device_batch_size: int = 64
     gradient_accumulation_steps: int = 1
     warmup_ratio: float = 0.03            # UNVERIFIED in the paper; our choice
     weight_decay: float = 0.0             # UNVERIFIED in the paper; our choice
     max_length: int = 512
-    assistant_only_loss: bool = algo(True)  # token-level NLL on the assistant turn (PAPER.md §2.2)
+    assistant_only_loss: bool = algo(True)  # token-level NLL on the assistant turn (docs/paper.md §2.2)
     bf16: bool = False
     use_cpu: bool = True
     max_rows: int | None = None           # cap on training rows (ci)
@@ -31,9 +31,9 @@ PRESETS = {
     "ci": SFTConfig(num_epochs=1.0, per_device_batch_size=16, max_rows=256, save_steps=8, learning_rate=2e-3),
     "tiny": SFTConfig(),
     "full": SFTConfig(
-        learning_rate=8e-5,               # PAPER.md §2.2 max LR
-        num_epochs=4.0,                   # PAPER.md §2.2
-        max_length=32768,                 # PAPER.md §2.2 (32K)
+        learning_rate=8e-5,               # docs/paper.md §2.2 max LR
+        num_epochs=4.0,                   # docs/paper.md §2.2
+        max_length=32768,                 # docs/paper.md §2.2 (32K)
         per_device_batch_size=1,          # UNVERIFIED: global batch 256 = 1 x 8 accum x 32 GPUs, our choice
         gradient_accumulation_steps=8,    # UNVERIFIED: see above
         warmup_ratio=0.03,                # UNVERIFIED: our choice

@@ -1,4 +1,4 @@
-"""Data curation and the miniature reasoning world (PAPER.md §2.2-2.3; DESIGN.md "The miniature world").
+"""Data curation and the miniature reasoning world (docs/paper.md §2.2-2.3; docs/design.md "The miniature world").
 
 >>> from klear_lib.data import load_split, sft_subset
 >>> rows = load_split("math_rl", "ci")

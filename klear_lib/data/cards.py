@@ -12,9 +12,9 @@ from klear_lib.configs import get_config, to_dict
 from klear_lib.data.curation import Funnel
 from klear_lib.data.report import funnel_frame, markdown_table, split_counts
 from klear_lib.data.schema import dumps_rows
-from klear_lib.data.sources import SOURCES, Source, load_source
+from klear_lib.data.sources import SOURCES, USES, Source, SourceUnavailable, load_source
 from klear_lib.artifacts import artifact_dir
-from klear_lib.paths import DATA_CARDS, benchmarks_dir
+from klear_lib.paths import DATA_CARDS
 
 SPLIT_ROLE = {"sft_pool": "every teacher response to every SFT prompt, with difficulty and correctness labels",
               "sft": "the default SFT set: top-2 teachers per ability, no correctness filter, K-Center Greedy budget",
@@ -30,11 +30,18 @@ def cards_dir(preset: str) -> Path:
     return path
 
 
-def _size(n: int) -> str:
-    return "n<1K" if n < 1000 else "1K<n<10K" if n < 10_000 else "10K<n<100K" if n < 100_000 else "100K<n<1M"
+def _size(n: int | None) -> str:
+    """The Hugging Face ``size_categories`` bucket of ``n`` rows (``unknown`` when no count is known)."""
+    if n is None:
+        return "unknown"
+    return next(f"{lo}<n<{hi}" if lo else f"n<{hi}" for lo, hi, top in _BUCKETS if n < top)
 
 
-def front_matter(name: str, license_: str, n: int, tags: Sequence[str], sources: Sequence[str] = ()) -> str:
+_BUCKETS = (("", "1K", 1e3), ("1K", "10K", 1e4), ("10K", "100K", 1e5), ("100K", "1M", 1e6), ("1M", "10M", 1e7),
+            ("10M", "100M", 1e8), ("100M", "1B", 1e9), ("1B", "10B", float("inf")))
+
+
+def front_matter(name: str, license_: str, n: int | None, tags: Sequence[str], sources: Sequence[str] = ()) -> str:
     """The YAML header of a Hugging Face dataset card."""
     lines = ["---", f"pretty_name: {name}", f"license: \"{license_}\"", "language:", "- en", "task_categories:",
              "- text-generation", "size_categories:", f"- {_size(n)}", "tags:", *[f"- {t}" for t in tags]]
@@ -100,49 +107,71 @@ def write_world_cards(world, preset: str) -> list[Path]:
     return out
 
 
-def _file_prov(src: Source) -> str:
-    lines = []
-    for f in src.local_files:
-        digest = hashlib.sha256((benchmarks_dir() / f).read_bytes()).hexdigest()
-        lines.append(f"| local file `benchmarks/{f}` | sha256 `{digest}` |")
+def _provenance(src: Source) -> str:
+    rev = f"`{src.revision}`" if src.revision else "none: UNVERIFIED, the default branch is loaded"
+    lines = [f"| kind | {src.kind} |", f"| hub id | {f'`{src.hub_id}`' if src.hub_id else 'none (git files only)'} |"]
+    if src.hub_id:
+        lines += [f"| hub revision | {rev} |", f"| revision checked | {src.revision_note or 'UNVERIFIED'} |",
+                  f"| hub config / split | `{src.hub_config or 'default'}` / `{src.hub_split}` |"]
+    lines += [f"| mirror file `{f.path}` | `{f.repo}` at `{f.commit}`, `{f.repo_path}`, sha256 `{f.sha256}` |"
+              for f in src.mirror_files]
     return "\n".join(lines)
 
 
-def source_card(src: Source, rows: list[dict] | None, funnel: Funnel | None) -> str:
-    """The card of one real source or benchmark; counts only when its rows could be loaded here."""
-    rev = f"`{src.revision}`" + (" (UNVERIFIED: no commit sha known here)" if src.revision == "main" else "")
-    counts = "Not loaded on this machine (hub only): counts are produced when the `full` preset loads it."
+def _composition(src: Source, rows: list[dict] | None) -> str:
+    size = (f"{src.hub_rows:,} rows in the hub split `{src.hub_split}` (its dataset card)" if src.hub_rows else
+            f"{src.mirror_rows:,} records in the mirror files" if src.mirror_rows else "row count UNVERIFIED")
+    text = f"{size}."
+    if src.hub_rows and src.mirror_rows and src.hub_rows != src.mirror_rows:
+        text += f" The mirror files hold {src.mirror_rows:,} records."
     if rows is not None:
         by = pd.Series([r["ability"] for r in rows]).value_counts().sort_index().rename("rows").to_frame()
         by.index.name = "ability"
-        counts = f"Generated from the local files: {len(rows)} rows.\n\n{markdown_table(by)}"
+        text += f"\n\nMapped from the mirror files (generated): {len(rows)} rows.\n\n{markdown_table(by)}"
+    return text
+
+
+def _uses(src: Source) -> str:
+    where = [f"the hub split `{src.hub_split}`"] if src.hub_id else []
+    where += ["the mirror files"] if src.mirror_files else []
+    return f"{USES[src.kind]} This holds for {' and '.join(where)}."
+
+
+def source_card(src: Source, rows: list[dict] | None, funnel: Funnel | None) -> str:
+    """The card of one real source or benchmark; the mapped counts and funnel when its mirror files were read."""
+    files = ", ".join(f"`{f.repo}/{f.repo_path}`" for f in src.mirror_files)
+    origin = [f"the Hugging Face Hub copy `{src.hub_id}` at its pinned revision"] if src.hub_id else []
+    origin += ([f"from a mirror, the files {files} as published at their pinned commits"] if src.hub_id else
+               [f"the files {files} at their pinned commits, from a mirror or downloaded"]) if files else []
     body = _sections(
         f"{src.description}. Role in the paper: {src.paper}.",
-        counts,
-        f"Collected by its authors; see `shared/benchmarks/*/SOURCE.md` for the local copies. Hub id: "
-        f"`{src.hub_id}`.",
+        _composition(src, rows),
+        f"Collected and published by third parties (license below); the kit reads {', or '.join(origin)}. "
+        "A mirror named by `$KLEAR_BENCHMARKS` takes precedence (README, 'Real data').",
         "Mapped to the one verl-compatible row schema by `klear_lib.data.sources`; ids hash the normalised prompt."
         + (f"\n\nFunnel (generated):\n\n{_funnel_md(funnel, [p for p, _ in funnel.steps])}" if funnel else ""),
-        "Evaluation only (never trained on; training sets are 9-gram decontaminated against it)."
-        if src.kind == "benchmark" else "Training prompts for the `full` preset.",
+        _uses(src),
         f"License: {src.license}. Not copied into this repository.",
-        "Pinned revisions live in `klear_lib/data/sources.py`; update them there.")
-    prov = (f"## Provenance\n\n| field | value |\n|---|---|\n| kind | {src.kind} |\n| hub id | `{src.hub_id}` |\n"
-            f"| revision | {rev} |\n{_file_prov(src)}\n")
-    head = front_matter(src.name, src.license.split(";")[0], len(rows or []), ["klear-reasoner", src.kind],
+        "Revisions, file hashes and row counts live in `klear_lib/data/sources.py`; update them there.")
+    head = front_matter(src.name, src.license.split(";")[0], src.rows, ["klear-reasoner", src.kind],
                         [src.hub_id] if src.hub_id else [])
-    return f"{head}\n# Source `{src.name}`\n\n{body}\n\n{prov}"
+    return f"{head}\n# Source `{src.name}`\n\n{body}\n\n## Provenance\n\n| field | value |\n|---|---|\n{_provenance(src)}\n"
 
 
 def write_source_cards(out_dir: Path | None = None, names: Sequence[str] | None = None) -> list[Path]:
-    """One card per real source (counts from the local files where they exist)."""
+    """One card per real source, written from the registry; a source with mirror files gets its mapped counts
+    and funnel when the mirror holds them, and an existing card of such a source is kept when it does not."""
     out_dir = Path(out_dir or DATA_CARDS)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for name in names or sorted(SOURCES):
-        src = SOURCES[name]
-        rows, funnel = load_source(name, "local") if src.local_files else (None, None)
-        path = out_dir / f"source_{name}.md"
+        src, path = SOURCES[name], out_dir / f"source_{name}.md"
+        try:
+            rows, funnel = load_source(name, "mirror") if src.mirror_files else (None, None)
+        except SourceUnavailable:
+            if path.exists():
+                continue
+            rows, funnel = None, None
         path.write_text(source_card(src, rows, funnel))
         paths.append(path)
     return paths

@@ -1,4 +1,4 @@
-"""The curation pipeline as pure functions (PAPER.md §2.2-2.3): each returns ``(kept_rows, Step)``.
+"""The curation pipeline as pure functions (docs/paper.md §2.2-2.3): each returns ``(kept_rows, Step)``.
 
 A ``Step`` reports what a filter kept and dropped, by reason; a ``Funnel`` collects steps per pool and
 becomes ``results/<preset>/data_funnel.csv``. No I/O, no global RNG.
@@ -133,7 +133,7 @@ def ngram_index(texts: Iterable[str], n: int, boilerplate_df: int | None = None)
 
     ``boilerplate_df``: n-grams found in that many or more distinct eval texts are template text ("the input is
     given from standard input in the following format") and are not indexed; None indexes every n-gram.
-    NOTE(paper): the paper only says "9-gram overlap" (PAPER.md §2.2); the template cut is ours (UNVERIFIED).
+    NOTE(paper): the paper only says "9-gram overlap" (docs/paper.md §2.2); the template cut is ours (UNVERIFIED).
     """
     df: Counter = Counter()
     short: dict[int, set] = {}
@@ -197,7 +197,7 @@ def _with_difficulty(row: dict, label: str) -> dict:
 
 
 def filter_correctness(rows: Sequence[dict], policy: str = "by_difficulty") -> tuple[list[dict], Step]:
-    """SFT correctness filter (PAPER.md §2.2, Table 2).
+    """SFT correctness filter (docs/paper.md §2.2, Table 2).
 
     ``all``/``mixed``: keep correct and incorrect; ``only_correct``: drop incorrect;
     ``by_difficulty``: easy rows keep only correct responses, hard rows keep all.
@@ -217,7 +217,7 @@ def filter_correctness(rows: Sequence[dict], policy: str = "by_difficulty") -> t
 
 def filter_code_tests(rows: Sequence[dict], pass_rates: Mapping[str, float], n_tests: Callable[[dict], int], *,
                       min_tests: int = 16, min_pass_rate: float = 0.5) -> tuple[list[dict], Step]:
-    """Code RL filter (PAPER.md §2.3): >= ``min_tests`` tests and teacher pass rate over 16 samples > 0.5."""
+    """Code RL filter (docs/paper.md §2.3): >= ``min_tests`` tests and teacher pass rate over 16 samples > 0.5."""
     def reason(row):
         if n_tests(row) < min_tests:
             return "too_few_tests"
@@ -230,7 +230,7 @@ def filter_code_tests(rows: Sequence[dict], pass_rates: Mapping[str, float], n_t
 
 def filter_math_majority(rows: Sequence[dict], pass_rates: Mapping[str, float], *,
                          majority: float = 0.5) -> tuple[list[dict], Step]:
-    """Math RL filter (PAPER.md §2.3): keep items where more than half of 16 teacher answers verify."""
+    """Math RL filter (docs/paper.md §2.3): keep items where more than half of 16 teacher answers verify."""
     return keep_where(rows, "math_majority_verify",
                       lambda r: None if pass_rates.get(item_of(r), 0.0) > majority else "no_majority")
 

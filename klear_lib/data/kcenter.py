@@ -1,4 +1,4 @@
-"""K-Center Greedy selection over character n-gram hashing features (PAPER.md §3, Tables 2, 4, 5)."""
+"""K-Center Greedy selection over character n-gram hashing features (docs/paper.md §3, Tables 2, 4, 5)."""
 from __future__ import annotations
 
 from typing import Sequence

@@ -1,8 +1,8 @@
-"""The real-data world for ``full`` (``source="hub"``) or its local stand-in (``source="local"``).
+"""The real-data world for ``full`` (``source="hub"``) or its offline stand-in (``source="mirror"``).
 
 Evaluation splits are the benchmarks; RL splits are the released Klear subsets (hub) or the DeepScaleR/rLLM files
-(local), curated by the same pure filters: validate -> exact dedup -> 9-gram decontamination against every
-benchmark -> >= 16 tests for code. The teacher-sampling filters need DeepSeek-R1 rollouts (PAPER.md §2.3) and
+(mirror), curated by the same pure filters: validate -> exact dedup -> 9-gram decontamination against every
+benchmark -> >= 16 tests for code. The teacher-sampling filters need DeepSeek-R1 rollouts (docs/paper.md §2.3) and
 are not run here: the released subsets are already filtered, and the funnel says so.
 """
 from __future__ import annotations
@@ -13,15 +13,17 @@ from klear_lib.data.schema import n_code_tests
 from klear_lib.data.sources import BENCHMARKS, SOURCES, decontam_text, load_source
 
 TRAIN = {"hub": {"math_rl": ("klear_math_sub30k",), "code_rl": ("klear_code_sub15k",)},
-         "local": {"math_rl": ("deepscaler_math", "deepscaler_aime"), "code_rl": ("rllm_lcb_train", "rllm_leetcode")}}
+         "mirror": {"math_rl": ("deepscaler_math", "deepscaler_aime"), "code_rl": ("rllm_lcb_train", "rllm_leetcode")}}
+
+LOAD_MODE = {"hub": "auto", "mirror": "mirror"}  # at full a mirror still takes precedence for the files it holds
 
 
 def _benchmarks(mode: str, funnel: cu.Funnel) -> dict[str, list[dict]]:
     out = {}
     for name in BENCHMARKS:
-        if mode == "local" and not SOURCES[name].local_files:
+        if mode == "mirror" and not SOURCES[name].mirror_files:  # LiveCodeBench v6 is hub only
             continue
-        rows, f = load_source(name, mode, on_error="raise")
+        rows, f = load_source(name, LOAD_MODE[mode], on_error="raise")
         funnel.steps += f.steps
         out[name] = rows
     return out
@@ -31,7 +33,7 @@ def _train_split(split: str, names: tuple[str, ...], mode: str, cfg, index: cu.N
                  funnel: cu.Funnel) -> list[dict]:
     rows = []
     for name in names:
-        part, f = load_source(name, mode, on_error="drop")
+        part, f = load_source(name, LOAD_MODE[mode], on_error="drop")
         funnel.steps += [(f"{split}:{p}", s) for p, s in f.steps]
         rows += part
     for fn in (cu.exact_dedup, lambda r: cu.decontaminate(r, (), index=index, text=decontam_text)):
@@ -42,15 +44,18 @@ def _train_split(split: str, names: tuple[str, ...], mode: str, cfg, index: cu.N
             r["reward_model"]["ground_truth"]) >= cfg.min_code_tests else "too_few_tests")
         funnel.add(split, step)
     funnel.add(split, cu.Step("teacher_filters", len(rows), len(rows), {},
-                              note="not run: needs 16 DeepSeek-R1 samples per prompt (PAPER.md §2.3)"))
+                              note="not run: needs 16 DeepSeek-R1 samples per prompt (docs/paper.md §2.3)"))
     return rows
 
 
 def build_real_world(cfg):
-    """Benchmarks + curated RL splits from real sources (``cfg.source`` in local | hub)."""
+    """Benchmarks + curated RL splits from real sources (``cfg.source`` in mirror | hub); a source that cannot
+    be loaded raises ``SourceUnavailable`` (at ``full`` every benchmark is required)."""
     from klear_lib.data.world import World
 
     mode, funnel = cfg.source, cu.Funnel()
+    if mode not in TRAIN:
+        raise ValueError(f"data config source={mode!r}: the real world needs 'hub' or 'mirror'")
     evals = _benchmarks(mode, funnel)
     index = cu.ngram_index((decontam_text(r) for rows in evals.values() for r in rows), cfg.ngram_decontam,
                            cfg.ngram_boilerplate_df)

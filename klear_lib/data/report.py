@@ -128,11 +128,12 @@ def ablation_sizes(pool: Sequence[dict]) -> pd.DataFrame:
     return out.astype(int)
 
 
-def benchmark_counts(mode: str = "local") -> pd.DataFrame:
-    """Rows per real benchmark loaded into the common schema (local: all but LCB v6)."""
-    from klear_lib.data.sources import BENCHMARKS, SOURCES, load_benchmark
+def benchmark_counts(mode: str = "auto") -> pd.DataFrame:
+    """Rows per real benchmark in the common schema and where they came from; a skipped one says why."""
+    from klear_lib.data.sources import BENCHMARKS, get_source, try_load_benchmark
 
-    names = [n for n in BENCHMARKS if mode == "hub" or SOURCES[n].local_files]
-    recs = [{"benchmark": n, "rows": len(rows), "ability": rows[0]["ability"]}
-            for n, rows in ((n, load_benchmark(n, mode)) for n in names)]
+    recs = []
+    for name in BENCHMARKS:
+        rows, where = try_load_benchmark(name, mode)
+        recs.append({"benchmark": name, "rows": len(rows or ()), "ability": get_source(name).ability, "from": where})
     return pd.DataFrame(recs).set_index("benchmark")

@@ -1,46 +1,62 @@
-"""Real sources for the ``full`` preset, all mapped to the one verl-compatible row schema.
+"""The registry of real sources (benchmarks, RL training sets, SFT prompt sets), mapped to one verl-style schema.
 
-Two modes: ``local`` reads the byte-exact copies in ``shared/benchmarks`` (tests, ci/tiny notebooks);
-``hub`` calls ``datasets.load_dataset`` with a pinned revision (``full`` only; never at import or in tests).
-Revisions we could not check are ``"main"`` and marked UNVERIFIED, as are hub field names we could not read.
+Each source names where it lives — a Hugging Face dataset at a pinned revision, and/or files with a registered
+layout inside an offline mirror (``$KLEAR_BENCHMARKS``), each file pinned to the git commit that published it —
+and how its records map to rows. ``klear_lib.data.fetch`` decides where records come from; this module maps them.
+A revision of ``None`` is UNVERIFIED: no commit of that dataset could be checked here, and ``revision_note`` says
+why. Row counts (``hub_rows``) come from the dataset's own card and set the data card's ``size_categories``.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 import json
+import logging
 import re
-from pathlib import Path
 from typing import Callable
 
 from klear_lib.data import curation as cu
+from klear_lib.data.fetch import (MirrorFile, SourceUnavailable, git_file, hub_records, locate, mirror_dir,
+                                  read_file)
 from klear_lib.data.schema import RowError, make_rl_row
-from klear_lib.paths import benchmarks_dir
 
-LCB_WINDOWS = {"lcb_v5": ("2024-08-01", "2025-02-01"), "lcb_v6": ("2025-02-01", "2025-05-01")}  # PAPER.md §4
+log = logging.getLogger(__name__)
+LCB_WINDOWS = {"lcb_v5": ("2024-08-01", "2025-02-01"), "lcb_v6": ("2025-02-01", "2025-05-01")}  # docs/paper.md §4
 CODE_PREFIX = ("You are an expert Python programmer. You will be given a question (problem specification) and will "
                "generate a correct Python program that matches the specification and passes all tests.\n\n")
+LCB_FILES = tuple(f"test{i}.jsonl" for i in ("", 2, 3, 4, 5, 6))  # code_generation_lite release_v6, all months
 _FN = re.compile(r"def (\w+)\(self")
+USES = {"benchmark": "Evaluation only: never trained on; every training pool is 9-gram decontaminated against it.",
+        "rl_train": "RL training prompts (the `full` preset's math or code RL stage); not for evaluation.",
+        "sft_prompts": "SFT prompts only (responses come from a teacher model); not for evaluation."}
 
 
 @dataclasses.dataclass(frozen=True)
 class Source:
-    """One dataset: where it lives (hub id + revision, or files under ``benchmarks_dir()``) and how it maps."""
+    """One dataset: its hub home (id, pinned revision, config/split, mapper) and/or its mirror files and mapper."""
 
     name: str
     kind: str                      # benchmark | rl_train | sft_prompts
     ability: str                   # math | code | mixed
     description: str
-    paper: str                     # where PAPER.md names it
+    paper: str                     # where docs/paper.md names it
     license: str
     hub_id: str | None = None
-    revision: str | None = None    # "main" = UNVERIFIED (no sha known here)
+    revision: str | None = None    # a dataset commit; None = UNVERIFIED (the default branch is loaded, with a warning)
+    revision_note: str = ""        # where the revision was checked, or why it could not be
     hub_config: str | None = None
     hub_split: str = "train"
     hub_mapper: str | None = None
-    local_files: tuple[str, ...] = ()
-    local_mapper: str | None = None
-    expected_local: int | None = None
+    hub_files: tuple[str, ...] = ()   # data files read instead of a config (loading-script repos: LCB, TACO, APPS)
+    hub_rows: int | None = None       # rows of the hub split, per its dataset card (size_categories)
+    mirror_files: tuple[MirrorFile, ...] = ()
+    mirror_mapper: str | None = None
+    mirror_rows: int | None = None    # records in the mirror files (checked by ``make test-real``)
+
+    @property
+    def rows(self) -> int | None:
+        """The real row count: the hub split's, else the mirror's."""
+        return self.hub_rows or self.mirror_rows
 
 
 def _text(v, field: str) -> str:
@@ -94,8 +110,8 @@ def _code(src, i, prompt, truth, extra):
 
 def map_rllm_tests(src, i, r):
     """rLLM/DeepCoder files: ``problem``, ``starter_code``, ``tests`` [{input, output, testtype}]."""
-    return _code(src, i, CODE_PREFIX + r["problem"], _tests_truth(r["tests"], r.get("starter_code", "")),
-                 {"question": r["problem"]})
+    return _code(src, i, CODE_PREFIX + _text(r["problem"], "prompt"),
+                 _tests_truth(r["tests"], r.get("starter_code", "")), {"question": r["problem"]})
 
 
 def map_rllm_leetcode(src, i, r):
@@ -109,7 +125,7 @@ def map_lcb_hub(src, i, r):
     meta = json.loads(r.get("metadata") or "{}")
     truth = json.loads(_tests_truth(tests, r.get("starter_code", "")))
     truth["fn_name"] = meta.get("func_name", truth.get("fn_name"))
-    return _code(src, i, CODE_PREFIX + r["question_content"], json.dumps(truth),
+    return _code(src, i, CODE_PREFIX + _text(r["question_content"], "prompt"), json.dumps(truth),
                  {"question": r["question_content"], "question_id": r["question_id"],
                   "contest_date": r["contest_date"][:10], "platform": r.get("platform")})
 
@@ -137,68 +153,134 @@ MAPPERS = {"klear_eval": map_klear_eval, "problem_answer": map_problem_answer, "
            "codeforces": map_prompt_only("description", "code")}
 
 
+def _klear(path: str, sha: str) -> MirrorFile:
+    """A file of the authors' own repository at the last commit we know (docs/paper.md §4, §6)."""
+    return MirrorFile(f"klear_reasoner_eval/{path.split('/')[-1]}", "Kwai-Klear/KlearReasoner",
+                      "3422f6d36a8251cb1c86a7b943c7c815850864fd", path, sha)
+
+
+_RLLM_FORK = ("winnieyangwannan/rllm", "5255304e87b07e6e81e7c61d9dac3e4f160ec6a9")  # rLLM history before its rewrite
 _M, _C = "Apache-2.0", "MIT"
+_VERIFIED = "verified offline: pinned in public loader code and equal to the head commit on a stored hub page (2026)"
+_THIRD_PARTY = "UNVERIFIED: pinned by third-party loader code; not checked against the hub (no network here)"
+_LCB_REV = "0fe84c3912ea0c4d4a78037083943e8f0c4dd505"
+_LCB_NOTE = ("; a loading-script repo, so its test*.jsonl files (about 4.5 GB in all) are read and filtered by "
+             "contest_date; public tests only (the private ones are pickled)")
 SOURCES = {s.name: s for s in (
-    # --- benchmarks (PAPER.md §4) ---
-    Source("aime2024", "benchmark", "math", "AIME 2024 I+II, the authors' own eval file", "PAPER.md §4",
-           "Apache-2.0 repo; problems (c) MAA", hub_id="HuggingFaceH4/aime_2024", revision="main",
-           hub_mapper="problem_answer", local_files=("klear_reasoner_eval/aime24.qs.jsonl",),
-           local_mapper="klear_eval", expected_local=30),
-    Source("aime2025", "benchmark", "math", "AIME 2025 I+II, the authors' own eval file", "PAPER.md §4",
-           "Apache-2.0 repo; problems (c) MAA", hub_id="MathArena/aime_2025", revision="main",
-           hub_mapper="problem_answer", local_files=("klear_reasoner_eval/aime25.qs.jsonl",),
-           local_mapper="klear_eval", expected_local=30),
-    Source("hmmt2025", "benchmark", "math", "HMMT February 2025, the authors' own eval file", "PAPER.md §4-5",
+    # --- benchmarks (docs/paper.md §4); mirror: the authors' own eval files, MATH-500, LCB v5 public tests ---
+    Source("aime2024", "benchmark", "math", "AIME 2024 I+II (30 problems)", "docs/paper.md §4",
+           "Apache-2.0 repo; problems (c) MAA", hub_id="HuggingFaceH4/aime_2024", hub_mapper="problem_answer",
+           revision="2fe88a2f1091d5048c0f36abc874fb997b3dd99a", revision_note=_VERIFIED,
+           hub_rows=30, mirror_files=(_klear("benchmarks/aime24.qs.jsonl",
+                                             "dc3c6f08943fd7ee178c673894c20144a8b28dcc4c28ae115bfd6cbd13859971"),),
+           mirror_mapper="klear_eval", mirror_rows=30),
+    Source("aime2025", "benchmark", "math", "AIME 2025 I+II (30 problems)", "docs/paper.md §4",
+           "Apache-2.0 repo; problems (c) MAA", hub_id="MathArena/aime_2025", hub_mapper="problem_answer",
+           revision="c94da77eb22bbd6439e62a323bec18493a421302", revision_note=_THIRD_PARTY,
+           hub_rows=30, mirror_files=(_klear("benchmarks/aime25.qs.jsonl",
+                                             "cf7ec6f3e905fd6108b38dea066acac0bcd0dfd5d49174d18d404567ab8e930a"),),
+           mirror_mapper="klear_eval", mirror_rows=30),
+    Source("hmmt2025", "benchmark", "math", "HMMT February 2025 (30 problems)", "docs/paper.md §4-5",
            "Apache-2.0 repo; problems (c) HMMT; hub copy CC-BY-NC-SA-4.0", hub_id="MathArena/hmmt_feb_2025",
-           revision="main", hub_mapper="problem_answer", local_files=("klear_reasoner_eval/HMMT-202502.jsonl",),
-           local_mapper="klear_eval", expected_local=30),
-    Source("math500", "benchmark", "math", "MATH-500 (PRM800K test subset)", "issue 3 (not in PAPER.md tables)",
-           _C, hub_id="HuggingFaceH4/MATH-500", revision="main", hub_split="test", hub_mapper="problem_answer",
-           local_files=("math500/test.jsonl",), local_mapper="problem_answer", expected_local=500),
-    Source("lcb_v5", "benchmark", "code", "LiveCodeBench 2024-08-01..2025-02-01 (public tests only locally)",
-           "PAPER.md §4", "MIT (rLLM) / Apache-2.0 (QwQ); statements (c) AtCoder/LeetCode",
-           hub_id="livecodebench/code_generation_lite", revision="main", hub_mapper="lcb_hub",
-           local_files=("qwq_eval/livecodebench_v5.jsonl", "livecodebench_v5_rllm_public_tests/livecodebench.json"),
-           local_mapper="lcb_local", expected_local=279),
-    Source("lcb_v6", "benchmark", "code", "LiveCodeBench 2025-02-01..2025-05-01 (hub only)", "PAPER.md §4",
-           "statements (c) AtCoder/LeetCode/Codeforces", hub_id="livecodebench/code_generation_lite",
-           revision="main", hub_mapper="lcb_hub"),
-    # --- RL training (PAPER.md §2.3, §6) ---
-    Source("klear_math_sub30k", "rl_train", "math", "Klear-Reasoner math RL subset (30K of 88K)", "PAPER.md §2.3, §6",
-           _M, hub_id="Kwai-Klear/KlearReasoner-MathSub-30K", revision="main", hub_mapper="verl"),
+           hub_mapper="problem_answer", hub_rows=30, revision="6fdc4277120810ff75aa22d2d5489b91f7a262a1",
+           revision_note=_THIRD_PARTY + "; a stored hub page shows a later head (caf7304, a README edit)",
+           mirror_files=(_klear("benchmarks/HMMT-202502.jsonl",
+                                "9826500e5c02ad4049f1c9c51beb9541d3e520419a298314feccd0d378b3dfd9"),),
+           mirror_mapper="klear_eval", mirror_rows=30),
+    Source("math500", "benchmark", "math", "MATH-500 (the PRM800K test subset)", "not in the paper: a judge check",
+           _C, hub_id="HuggingFaceH4/MATH-500", hub_split="test", hub_mapper="problem_answer", hub_rows=500,
+           revision="6e4ed1a2a79af7d8630a6b768ec859cb5af4d3be", revision_note=_THIRD_PARTY,
+           mirror_files=(MirrorFile("math500/test.jsonl", "hkust-nlp/simpleRL-reason",
+                                    "cf1c7858bfc145a27aa733e75d930d34f0d318a6",
+                                    "examples/simplelr_math_eval/data/math500/test.jsonl",
+                                    "35dc41080a3680858b27fa7e0533d2d547825316fc5dafe5d316f4ccc5a06132"),),
+           mirror_mapper="problem_answer", mirror_rows=500),
+    Source("lcb_v5", "benchmark", "code", "LiveCodeBench 2024-08-01..2025-02-01 (the mirror has public tests only)",
+           "docs/paper.md §4", "MIT (rLLM) / Apache-2.0 (QwQ); statements (c) AtCoder/LeetCode",
+           hub_id="livecodebench/code_generation_lite", hub_mapper="lcb_hub", hub_files=LCB_FILES, hub_rows=279,
+           revision=_LCB_REV, revision_note=_VERIFIED + _LCB_NOTE,
+           mirror_files=(
+               MirrorFile("qwq_eval/livecodebench_v5.jsonl", "QwenLM/QwQ", "620a5eadc89ff464d339367dd9c9973a93215c81",
+                          "eval/data/livecodebench_v5.jsonl",
+                          "6441538a8f5f4d598480315fb5b0b4ca47489bfb7d496972e290d06e39679905"),
+               MirrorFile("livecodebench_v5_rllm_public_tests/livecodebench.json", *_RLLM_FORK,
+                          "rllm/data/test/code/livecodebench.json",
+                          "b94212d8c882d7ff99ebde702d0a3319e5c94440faed6ae8984cd850f29a6cd6")),
+           mirror_mapper="lcb_local", mirror_rows=279),
+    Source("lcb_v6", "benchmark", "code", "LiveCodeBench 2025-02-01..2025-05-01 (hub only)", "docs/paper.md §4",
+           "statements (c) AtCoder/LeetCode", hub_id="livecodebench/code_generation_lite", hub_mapper="lcb_hub",
+           hub_files=LCB_FILES, revision=_LCB_REV, revision_note=_VERIFIED + _LCB_NOTE),
+    # --- RL training (docs/paper.md §2.3, §6); the mirror stands in with DeepScaleR and rLLM files ---
+    Source("klear_math_sub30k", "rl_train", "math", "Klear-Reasoner math RL subset (30K of 88K)",
+           "docs/paper.md §2.3, §6", _M, hub_id="Kwai-Klear/KlearReasoner-MathSub-30K", hub_mapper="verl",
+           hub_rows=30_000, revision="972d1bd91843936551f0ee2bc2bd5ea259c9397f",
+           revision_note="UNVERIFIED: a real commit of the dataset (a README edit after the data upload 8f0c7ce), seen on "
+                         "stored hub pages; whether it is the head could not be checked"),
     Source("klear_code_sub15k", "rl_train", "code", "Klear-Reasoner code RL subset (cleaned rLLM data)",
-           "PAPER.md §2.3, §6", _M, hub_id="Kwai-Klear/KlearReasoner-CodeSub-15K", revision="main",
-           hub_mapper="verl"),
-    Source("deepscaler_math", "rl_train", "math", "DeepScaleR MATH-train problems with answers (local stand-in)",
-           "PAPER.md §2.3 (DeepScaleR)", _C, local_files=("math_train_deepscaler/math.json",),
-           local_mapper="problem_answer", expected_local=7474),
-    Source("deepscaler_aime", "rl_train", "math", "DeepScaleR AIME 1983-2023 (local stand-in)",
-           "PAPER.md §2.3 (DeepScaleR)", _C, local_files=("math_train_deepscaler/aime.json",),
-           local_mapper="problem_answer", expected_local=975),
-    Source("rllm_lcb_train", "rl_train", "code", "rLLM older LiveCodeBench problems, public tests (local stand-in)",
-           "PAPER.md §2.3 (rllm code data)", _C, local_files=("code_rl_train_rllm/livecodebench.json",),
-           local_mapper="rllm_tests", expected_local=580),
-    Source("rllm_leetcode", "rl_train", "code", "rLLM LeetCode problems, assert tests (local stand-in)",
-           "PAPER.md §2.3 (rllm code data)", _C, local_files=("code_rl_train_rllm/leetcode.json",),
-           local_mapper="rllm_leetcode", expected_local=1889),
-    # --- SFT prompt sources (PAPER.md §2.2); field names UNVERIFIED ---
-    Source("openthoughts3", "sft_prompts", "mixed", "OpenThoughts3-1.2M prompts", "PAPER.md §2.2", "Apache-2.0",
-           hub_id="open-thoughts/OpenThoughts3-1.2M", revision="main", hub_mapper="openthoughts"),
+           "docs/paper.md §2.3, §6", _M, hub_id="Kwai-Klear/KlearReasoner-CodeSub-15K", hub_mapper="verl",
+           hub_rows=15_001, revision="3f4fdddb0f33cd4364ecf81f83d714849d7d7e64",
+           revision_note="UNVERIFIED: a real commit of the dataset seen on stored hub pages; whether it is the head "
+                         "could not be checked. One 3.9 GiB JSON file: loading needs memory"),
+    Source("deepscaler_math", "rl_train", "math", "DeepScaleR's MATH-train problems with answers",
+           "docs/paper.md §2.3 (DeepScaleR)", _C,
+           mirror_files=(MirrorFile("math_train_deepscaler/math.json", "agentica-project/deepscaler",
+                                    "95ef74ffee001cce89463f2d61dfdce1d03576c1", "deepscaler/data/train/math.json",
+                                    "569230b362fd501e1a33d8f29aae3b4b989d32e2b91b07c3f48493528c3bf6d2"),),
+           mirror_mapper="problem_answer", mirror_rows=7474),
+    Source("deepscaler_aime", "rl_train", "math", "DeepScaleR's AIME 1983-2023 problems",
+           "docs/paper.md §2.3 (DeepScaleR)", _C,
+           mirror_files=(MirrorFile("math_train_deepscaler/aime.json", "agentica-project/deepscaler",
+                                    "95ef74ffee001cce89463f2d61dfdce1d03576c1", "deepscaler/data/train/aime.json",
+                                    "78f1b9bae6d00794b43e79a5842917f7ef4e355d9b705743c61f255f3c7c5d49"),),
+           mirror_mapper="problem_answer", mirror_rows=975),
+    Source("rllm_lcb_train", "rl_train", "code", "rLLM's older LiveCodeBench problems with public tests",
+           "docs/paper.md §2.3 (rLLM code data)", _C,
+           mirror_files=(MirrorFile("code_rl_train_rllm/livecodebench.json", *_RLLM_FORK,
+                                    "rllm/data/train/code/livecodebench.json",
+                                    "c572714eea5605852a115a643431b0d2c9d915bf4f340aa23aa6062a3fbc5221"),),
+           mirror_mapper="rllm_tests", mirror_rows=580),
+    Source("rllm_leetcode", "rl_train", "code", "rLLM's LeetCode problems with assert tests and a reference solution",
+           "docs/paper.md §2.3 (rLLM code data)", _C,
+           mirror_files=(MirrorFile("code_rl_train_rllm/leetcode.json", "agentica-project/rllm",
+                                    "874daa4acb7f451dc2a4b2b6e8ce28f5aa88d1f5", "rllm/data/train/code/leetcode.json",
+                                    "4bd9c5e47165d184b3f3273005cdcd1ef161f55e1ad727101522a288203d2017"),),
+           mirror_mapper="rllm_leetcode", mirror_rows=1889),
+    # --- SFT prompt sources (docs/paper.md §2.2); hub only ---
+    Source("openthoughts3", "sft_prompts", "mixed", "OpenThoughts3-1.2M prompts", "docs/paper.md §2.2", "Apache-2.0",
+           hub_id="open-thoughts/OpenThoughts3-1.2M", hub_mapper="openthoughts", hub_rows=1_200_000,
+           revision="61bcf9d4eb38b30295efc2021227a63cc5bb34c8",
+           revision_note=_THIRD_PARTY + "; the column names the mapper reads are UNVERIFIED too"),
     Source("numinamath", "sft_prompts", "math", "NuminaMath-1.5 problems (which NuminaMath: UNVERIFIED)",
-           "PAPER.md §2.2", "Apache-2.0", hub_id="AI-MO/NuminaMath-1.5", revision="main", hub_mapper="numina"),
-    Source("acereason_1_1_sft", "sft_prompts", "mixed", "AceReason-Nemotron 1.1 SFT prompts", "PAPER.md §2.2",
-           "CC-BY-4.0 (UNVERIFIED)", hub_id="nvidia/AceReason-1.1-SFT", revision="main", hub_mapper="acereason"),
-    Source("opencodereasoning", "sft_prompts", "code", "OpenCodeReasoning prompts", "PAPER.md §2.2",
-           "CC-BY-4.0 (UNVERIFIED)", hub_id="nvidia/OpenCodeReasoning", revision="main", hub_config="split_0",
-           hub_split="split_0", hub_mapper="ocr"),
-    Source("taco", "sft_prompts", "code", "TACO problems", "PAPER.md §2.2", "Apache-2.0", hub_id="BAAI/TACO",
-           revision="main", hub_mapper="taco"),
-    Source("apps", "sft_prompts", "code", "APPS problems (script dataset: loadability UNVERIFIED)", "PAPER.md §2.2",
-           _C, hub_id="codeparrot/apps", revision="main", hub_mapper="taco"),
-    Source("codeforces", "sft_prompts", "code", "open-r1/codeforces problems", "PAPER.md §2.2", "CC-BY-4.0",
-           hub_id="open-r1/codeforces", revision="main", hub_mapper="codeforces"),
+           "docs/paper.md §2.2", "Apache-2.0", hub_id="AI-MO/NuminaMath-1.5", hub_mapper="numina", hub_rows=896_215,
+           revision="1b05109f9e5c1ad06c0663519502416c30b300f8", revision_note=_THIRD_PARTY),
+    Source("acereason_1_1_sft", "sft_prompts", "mixed", "AceReason-Nemotron 1.1 SFT prompts", "docs/paper.md §2.2",
+           "CC-BY-4.0 (UNVERIFIED)", hub_id="nvidia/AceReason-1.1-SFT", hub_mapper="acereason",
+           revision_note="UNVERIFIED: no commit, row count or license of this dataset was found in stored material"),
+    Source("opencodereasoning", "sft_prompts", "code", "OpenCodeReasoning prompts", "docs/paper.md §2.2",
+           "CC-BY-4.0", hub_id="nvidia/OpenCodeReasoning", hub_config="split_0", hub_split="split_0",
+           hub_mapper="ocr", hub_rows=567_850,
+           revision_note="UNVERIFIED: only an old commit (e4073b22, before the data upload) was found; split_1's "
+                         "prompts are placeholders to be filled from TACO/APPS, so only split_0 is read"),
+    Source("taco", "sft_prompts", "code", "TACO problems", "docs/paper.md §2.2", "Apache-2.0", hub_id="BAAI/TACO",
+           hub_mapper="taco", hub_rows=25_443, revision="d593ed0a2becbbc952230bb89be09189bf1056dc",
+           hub_files=("ALL/train-*.parquet",),
+           revision_note=_THIRD_PARTY + "; the repo keeps a loading script (datasets 5 runs none), so its parquet "
+                         "files are read; that this revision holds them is UNVERIFIED"),
+    Source("apps", "sft_prompts", "code", "APPS problems", "docs/paper.md §2.2", _C, hub_id="codeparrot/apps",
+           hub_mapper="taco", hub_rows=5_000, revision="21e74ddf8de1a21436da12e3e653065c5213e9d1",
+           hub_files=("train.jsonl",),
+           revision_note=_THIRD_PARTY + "; a loading-script repo, so its train.jsonl is read directly"),
+    Source("codeforces", "sft_prompts", "code", "open-r1/codeforces problems", "docs/paper.md §2.2", "CC-BY-4.0",
+           hub_id="open-r1/codeforces", hub_mapper="codeforces", revision="fbe3f6e903ee854eec2e69e9d96d0306cde59baf",
+           revision_note=_THIRD_PARTY),
 )}
 BENCHMARKS = tuple(n for n, s in SOURCES.items() if s.kind == "benchmark")
+
+
+def real_data_mode(preset: str) -> str:
+    """``mirror`` at ``ci``/``tiny`` (the offline scales never download: real files come from a mirror or are
+    skipped), ``auto`` at ``full`` (a mirror when set, else the network)."""
+    return "mirror" if preset in ("ci", "tiny") else "auto"
 
 
 def get_source(name: str) -> Source:
@@ -208,16 +290,12 @@ def get_source(name: str) -> Source:
     return SOURCES[name]
 
 
-def _read(path: Path) -> list:
-    text = path.read_text(encoding="utf-8")
-    return json.loads(text) if path.suffix == ".json" else [json.loads(ln) for ln in text.splitlines() if ln.strip()]
-
-
-def lcb_local_records(src: Source) -> list[dict]:
+def lcb_local_records(files: list) -> list[dict]:
     """Join QwQ's LCB v5 list (ids, dates, prompt) with rLLM's row-aligned public tests."""
-    meta, tests = (_read(benchmarks_dir() / f) for f in src.local_files)
+    meta, tests = (read_file(f) for f in files)
     if len(meta) != len(tests):
-        raise ValueError(f"{src.name}: {len(meta)} problems vs {len(tests)} test rows; files are not row-aligned")
+        raise ValueError(f"{files[0]}: {len(meta)} problems vs {len(tests)} test rows in {files[1]}; "
+                         "the files are not row-aligned")
     return [{**m, "problem": t["problem"], "starter_code": t["starter_code"], "tests": t["tests"]}
             for m, t in zip(meta, tests)]
 
@@ -231,26 +309,21 @@ def map_lcb_local(src, i, r):
 MAPPERS["lcb_local"] = map_lcb_local
 
 
-def local_records(src: Source) -> list[dict]:
-    """Raw records of a local source; a source without local files raises naming what is missing."""
-    if not src.local_files:
-        raise FileNotFoundError(
-            f"{src.name}: no local copy in {benchmarks_dir()} (see benchmarks/README.md 'Missing'); "
-            f"load it from the hub ({src.hub_id}) with mode='hub' in the full preset")
-    if src.local_mapper == "lcb_local":
-        return lcb_local_records(src)
-    return [rec for f in src.local_files for rec in _read(benchmarks_dir() / f)]
+def file_records(src: Source, files: list) -> list[dict]:
+    """Raw records of a source's files (from the mirror or the pinned git commit), in registry order."""
+    if src.mirror_mapper == "lcb_local":
+        return lcb_local_records(files)
+    return [rec for f in files for rec in read_file(f)]
 
 
-def hub_records(src: Source) -> list[dict]:
-    """Raw records from the hub at the pinned revision (network; ``full`` preset only)."""
-    from datasets import load_dataset
-
-    if src.hub_mapper == "lcb_hub":
-        files = [f"hf://datasets/{src.hub_id}@{src.revision}/{f}" for f in
-                 ("test.jsonl", "test2.jsonl", "test3.jsonl", "test4.jsonl", "test5.jsonl", "test6.jsonl")]
-        return list(load_dataset("json", data_files=files, split="train"))
-    return list(load_dataset(src.hub_id, src.hub_config, split=src.hub_split, revision=src.revision))
+def raw_records(src: Source, mode: str = "auto") -> tuple[list[dict], str, str]:
+    """``(records, mapper name, where)`` for ``src``; ``where`` is mirror | hub | git (``fetch.locate``)."""
+    where, paths = locate(src, mode)
+    if where == "hub":
+        return hub_records(src), src.hub_mapper, where
+    if where == "git":
+        paths = [git_file(src, f) for f in src.mirror_files]
+    return file_records(src, paths), src.mirror_mapper, where
 
 
 def map_records(src: Source, records: list, mapper_name: str) -> tuple[list[dict], cu.Step]:
@@ -271,15 +344,16 @@ def in_window(row: dict, window: tuple[str, str]) -> bool:
     return window[0] <= date < window[1]
 
 
-def load_source(name: str, mode: str = "local", on_error: str = "drop") -> tuple[list[dict], cu.Funnel]:
+def load_source(name: str, mode: str = "auto", on_error: str = "drop") -> tuple[list[dict], cu.Funnel]:
     """Rows of source ``name`` in the common schema, and the funnel of what mapping/validation dropped.
 
-    ``on_error="raise"`` raises ``RowError`` (row id + field) on the first invalid row.
+    ``mode``: see ``fetch.locate``. ``on_error="raise"`` raises ``RowError`` (row id + field) on the first invalid
+    row. A source found nowhere raises ``SourceUnavailable``.
     """
     src, funnel = get_source(name), cu.Funnel()
-    records = local_records(src) if mode == "local" else hub_records(src)
-    rows, step = map_records(src, records, src.local_mapper if mode == "local" else src.hub_mapper)
-    funnel.add(name, step)
+    records, mapper, where = raw_records(src, mode)
+    rows, step = map_records(src, records, mapper)
+    funnel.add(name, dataclasses.replace(step, note=f"from {where}"))
     if name in LCB_WINDOWS:
         window = LCB_WINDOWS[name]
         rows, step = cu.keep_where(rows, "date_window", lambda r: None if in_window(r, window) else "outside_window",
@@ -290,11 +364,20 @@ def load_source(name: str, mode: str = "local", on_error: str = "drop") -> tuple
     return rows, funnel
 
 
-def load_benchmark(name: str, mode: str = "local") -> list[dict]:
+def load_benchmark(name: str, mode: str = "auto") -> list[dict]:
     """A benchmark's rows; any malformed row raises (evaluation sets must be complete)."""
     if get_source(name).kind != "benchmark":
         raise KeyError(f"{name!r} is not a benchmark; benchmarks: {BENCHMARKS}")
     return load_source(name, mode, on_error="raise")[0]
+
+
+def try_load_benchmark(name: str, mode: str = "auto") -> tuple[list[dict] | None, str]:
+    """``(rows, where)`` or, when the source is unavailable, ``(None, "skipped: <reason>")``."""
+    try:
+        return load_benchmark(name, mode), locate(get_source(name), mode)[0]
+    except SourceUnavailable as err:
+        log.info("%s", err)
+        return None, f"skipped: {err.reason}"
 
 
 def decontam_text(row: dict) -> str:
@@ -302,8 +385,19 @@ def decontam_text(row: dict) -> str:
     return row["extra_info"].get("question") or row["prompt"][0]["content"]
 
 
-@functools.lru_cache(maxsize=4)
-def benchmark_texts(mode: str = "local", names: tuple[str, ...] | None = None) -> tuple[str, ...]:
-    """Question texts of every benchmark available in ``mode`` (local: all but LCB v6); cached per process."""
-    names = names or tuple(n for n in BENCHMARKS if mode == "hub" or SOURCES[n].local_files)
-    return tuple(decontam_text(r) for n in names for r in load_benchmark(n, mode))
+def benchmark_texts(mode: str = "auto", names: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """Question texts of every benchmark that loads in ``mode``; unavailable ones are skipped with a warning.
+
+    The miniature world shares no 9-gram with any real benchmark (``make test-real`` checks it), so a world built
+    without them is the same world; at ``full`` the real-world builder loads them strictly instead.
+    """
+    return _benchmark_texts(mode, names or BENCHMARKS, str(mirror_dir()))
+
+
+@functools.lru_cache(maxsize=8)
+def _benchmark_texts(mode: str, names: tuple[str, ...], _mirror: str) -> tuple[str, ...]:
+    found = {n: try_load_benchmark(n, mode) for n in names}
+    if skipped := {n: where for n, (rows, where) in found.items() if rows is None}:
+        log.warning("real benchmarks left out of decontamination: %s (README, 'Real data')",
+                    ", ".join(f"{n} ({why})" for n, why in skipped.items()))
+    return tuple(decontam_text(r) for rows, _ in found.values() if rows for r in rows)

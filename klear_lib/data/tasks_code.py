@@ -18,7 +18,7 @@ from klear_lib.data.schema import make_rl_row
 
 TIERS = (1, 2, 3, 4)
 DATA_SOURCE = "tiny_code"
-_CODE = re.compile(r"</think>.*```python\n(.*?)\n```", re.DOTALL)  # the paper's extraction (PAPER.md §2.5)
+_CODE = re.compile(r"</think>.*```python\n(.*?)\n```", re.DOTALL)  # the paper's extraction (docs/paper.md §2.5)
 
 # name -> (phrase, statement, precedence of the one-liner result, constant range)
 OPS = {

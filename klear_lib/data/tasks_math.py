@@ -2,10 +2,10 @@
 
 Prompt ``Compute ((19*2)-20)+7.``; response ``<think>\\n19*2=10*2+9*2=20+18=38\\n...\\n</think>\\n\\boxed{25}``.
 Numbers stay small (start, summands and subtrahends <= ``max_operand``; products only of values <= ``max_operand``),
-so that the arithmetic facts are learnable by the tiny model (STACK.md addendum: a world with 2-digit operands
+so that the arithmetic facts are learnable by the tiny model (docs/stack.md §7: a world with 2-digit operands
 up to 99 left the 0.8 M model at 2% on one operation).
 Steps are written either directly (``19*2=38``) or decomposed into tens and units
-(``19*2=10*2+9*2=20+18=38``, ``58+27=58+20+7=78+7=85``): the reliable and unreliable strategies of STACK.md's
+(``19*2=10*2+9*2=20+18=38``, ``58+27=58+20+7=78+7=85``): the reliable and unreliable strategies of docs/stack.md §7's
 probe. Intermediate values stay >= 0; multiplications are (1-2 digit) x (1 digit).
 """
 from __future__ import annotations

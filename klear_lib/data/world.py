@@ -1,5 +1,5 @@
 """The miniature reasoning world: evaluation splits, the SFT teacher pool and the RL sets, each curated through
-the pure filters of ``curation`` with every drop counted in one ``Funnel`` (PAPER.md §2.2-2.3, DESIGN.md).
+the pure filters of ``curation`` with every drop counted in one ``Funnel`` (docs/paper.md §2.2-2.3, docs/design.md).
 
 Held-out splits are drawn first; every training pool then loses their ids (exact) and anything sharing a
 9-gram with them or with the real benchmarks. Deterministic in ``cfg`` (seeds via ``klear_lib.seeding``).
@@ -198,12 +198,13 @@ def rl_split(cfg, ability: str, heldout: set[str], index: cu.NgramIndex,
 
 
 def heldout_texts(cfg, evals: dict[str, list[dict]]) -> list[str]:
-    """Prompts of every evaluation set: the miniature splits, plus the real benchmarks when configured."""
+    """Prompts of every evaluation set: the miniature splits, plus the real benchmarks that load here when
+    configured (``sources.benchmark_texts``: the miniature world shares no 9-gram with them either way)."""
     texts = [r["prompt"][0]["content"] for rows in evals.values() for r in rows]
     if cfg.decontam_real:
         from klear_lib.data.sources import benchmark_texts
 
-        texts += list(benchmark_texts(mode="local"))
+        texts += list(benchmark_texts("mirror"))  # the miniature world never downloads
     return texts
 
 

@@ -1,18 +1,14 @@
-"""One spec per benchmark (PAPER.md §4), and its rows in the verl schema, from the real files or the world.
+"""One spec per benchmark (docs/paper.md §4), and its rows in the verl schema, from the real files or the world.
 
-Real rows come from the data loaders (``klear_lib.data.sources.load_benchmark``), which read the byte-exact
-copies under ``benchmarks_dir()`` (see its README/SOURCE.md) or, at ``full``, the hub at a pinned revision:
-AIME 2024/2025 and HMMT Feb 2025 from the authors' own eval files, MATH-500, and LiveCodeBench v5
-(2024-08-01 to 2025-02-01) with public tests only — the private tests are not available offline, so pass rates
-are optimistic. LiveCodeBench v6 (2025-02-01 to 2025-05-01) has no offline copy: hub only. ``tiny_aime`` and
+Real rows come from the data loaders (``klear_lib.data.sources.load_benchmark``): an offline mirror when
+``$KLEAR_BENCHMARKS`` names one (the authors' own AIME 2024/2025 and HMMT Feb 2025 files, MATH-500, and
+LiveCodeBench v5, 2024-08-01 to 2025-02-01, with public tests only, so pass rates there are optimistic), else
+the hub at a pinned revision. LiveCodeBench v6 (2025-02-01 to 2025-05-01) is hub only. ``tiny_aime`` and
 ``tiny_lcb`` are the miniature world's held-out splits (``klear_lib.data.load_split``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-
-from klear_lib.paths import benchmarks_dir
 
 
 @dataclass(frozen=True)
@@ -21,21 +17,21 @@ class BenchmarkSpec:
 
     name: str
     ability: str                           # math | code
-    paper_k: int | None                    # avg@k in Table 1 (PAPER.md §4); None: not in the paper
+    paper_k: int | None                    # avg@k in Table 1 (docs/paper.md §4); None: not in the paper
     source: str                            # name in klear_lib.data.sources, or "world" for the miniature splits
     window: tuple[str, str] | None = None  # [start, end) on extra_info.contest_date
     note: str = ""
 
 
 SPECS = {s.name: s for s in (
-    BenchmarkSpec("aime24", "math", 64, "aime2024", note="PAPER.md §4; 30 problems"),
-    BenchmarkSpec("aime25", "math", 64, "aime2025", note="PAPER.md §4; 30 problems"),
-    BenchmarkSpec("hmmt25", "math", 64, "hmmt2025", note="PAPER.md §4; HMMT Feb 2025, 30 problems"),
+    BenchmarkSpec("aime24", "math", 64, "aime2024", note="docs/paper.md §4; 30 problems"),
+    BenchmarkSpec("aime25", "math", 64, "aime2025", note="docs/paper.md §4; 30 problems"),
+    BenchmarkSpec("hmmt25", "math", 64, "hmmt2025", note="docs/paper.md §4; HMMT Feb 2025, 30 problems"),
     BenchmarkSpec("math500", "math", None, "math500", note="not in the paper; judge check"),
     BenchmarkSpec("lcb_v5", "code", 8, "lcb_v5", ("2024-08-01", "2025-02-01"),
-                  note="PAPER.md §4; public tests only offline (lenient)"),
+                  note="docs/paper.md §4; public tests only offline (lenient)"),
     BenchmarkSpec("lcb_v6", "code", 8, "lcb_v6", ("2025-02-01", "2025-05-01"),
-                  note="PAPER.md §4; no offline copy, hub only"),
+                  note="docs/paper.md §4; no offline copy, hub only"),
     BenchmarkSpec("tiny_aime", "math", None, "world", note="miniature AIME: held-out hardest tier"),
     BenchmarkSpec("tiny_lcb", "code", None, "world", note="miniature LiveCodeBench: held-out code split"),
     *(BenchmarkSpec(f"math_eval_t{k}", "math", None, "world", note=f"miniature math, held-out tier {k}")
@@ -55,23 +51,11 @@ def samples_per_problem(spec: BenchmarkSpec, cfg) -> int:
     return cfg.k_math if spec.ability == "math" else cfg.k_code
 
 
-def _mode(source: str, preset: str) -> str:
-    """``local`` when an offline copy exists; ``hub`` only at ``full`` (no network at the other presets)."""
-    from klear_lib.data.sources import get_source
-
-    if get_source(source).local_files:
-        return "local"
-    if preset != "full":
-        raise FileNotFoundError(f"benchmark source {source!r} has no offline copy in {benchmarks_dir()} "
-                                f"(see its README, 'Missing'); it loads from the hub at the full preset only")
-    return "hub"
-
-
 def _real_rows(spec: BenchmarkSpec, preset: str) -> list[dict]:
     """A real benchmark through the data loaders (``klear_lib.data.sources.load_benchmark``), window applied."""
-    from klear_lib.data.sources import load_benchmark
+    from klear_lib.data.sources import load_benchmark, real_data_mode
 
-    rows = load_benchmark(spec.source, mode=_mode(spec.source, preset))
+    rows = load_benchmark(spec.source, real_data_mode(preset))
     return [r for r in rows if in_window(r, spec.window)]
 
 
@@ -97,10 +81,3 @@ def load_rows(name: str, preset: str = "tiny", max_problems: int | None = None) 
     spec = get_spec(name)
     rows = _world_split(spec, preset) if spec.source == "world" else _real_rows(spec, preset)
     return rows[:max_problems] if max_problems else rows
-
-
-def files_of(spec: BenchmarkSpec) -> list[Path]:
-    """The real files behind ``spec`` (for provenance tables); empty for the world's splits and hub-only data."""
-    from klear_lib.data.sources import get_source
-
-    return [] if spec.source == "world" else [benchmarks_dir() / f for f in get_source(spec.source).local_files]

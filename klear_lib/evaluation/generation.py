@@ -3,7 +3,7 @@
 ``generate(model_path, prompts, n=..., temperature=..., top_p=..., max_new_tokens=..., seed=...)`` returns, per
 prompt, ``n`` completions (text after the prompt, special tokens dropped, stopped at the end-of-turn token).
 vLLM always runs in a child process (``python -m klear_lib.evaluation.vllm_worker``): vLLM spawns workers and
-needs a ``__main__`` guard (STACK.md addendum), which a notebook or pytest cannot give; the child also returns
+needs a ``__main__`` guard (docs/stack.md §6), which a notebook or pytest cannot give; the child also returns
 all its memory when it exits. The engine is seeded (``LLM(seed=...)``), never ``SamplingParams(seed=...)``,
 which fails on CPU. On CPU: float32 and ``enforce_eager``.
 
@@ -33,7 +33,7 @@ BACKENDS = ("vllm", "transformers")
 
 
 def chat_prompts(tokenizer, rows: Sequence[dict]) -> list[str]:
-    """Each row's ``prompt`` messages through the chat template with the generation prompt (PAPER.md §2.6)."""
+    """Each row's ``prompt`` messages through the chat template with the generation prompt (docs/paper.md §2.6)."""
     return [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
 
 
@@ -114,7 +114,7 @@ def vllm_env() -> dict[str, str]:
     """The child's environment: ours, plus CPU-friendly vLLM defaults where unset."""
     env = dict(os.environ)
     env.pop("TQDM_DISABLE", None)  # vLLM divides by the bar's elapsed time, which a disabled bar leaves at 0
-    env.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")  # PAPER.md §4 (official script)
+    env.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")  # docs/paper.md §4 (official script)
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")       # GiB on CPU; tiny models need little
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # deterministic scheduling (module doc)

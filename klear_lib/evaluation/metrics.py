@@ -1,6 +1,6 @@
 """Benchmark metrics: avg@k (mean pass@1 over k samples), the unbiased pass@k, and uncertainty over problems.
 
-avg@k = (1/P) Σ_p c_p / n_p, the paper's metric (PAPER.md §4: avg@64 AIME/HMMT, avg@8 LiveCodeBench).
+avg@k = (1/P) Σ_p c_p / n_p, the paper's metric (docs/paper.md §4: avg@64 AIME/HMMT, avg@8 LiveCodeBench).
 pass@k = 1 - C(n-c, k) / C(n, k) per problem (Chen et al. 2021), averaged over problems.
 Uncertainty treats problems as the sampling unit: standard error of the per-problem means, and a percentile
 bootstrap over problems with an explicit seed.

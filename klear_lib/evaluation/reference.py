@@ -3,6 +3,7 @@ programs must pass their tests in the sandbox — through the same judge as the 
 """
 from __future__ import annotations
 
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
@@ -13,6 +14,7 @@ from klear_lib.rewards import code as code_judge
 from klear_lib.rewards.judge import correct, row_tests
 from klear_lib.seeding import py_rng
 
+log = logging.getLogger(__name__)
 
 
 def reference_response(answer: str) -> str:
@@ -32,9 +34,10 @@ def shuffled(values: Sequence[str], seed: int) -> list[str]:
     return [values[(i + shift) % n] for i in range(n)]
 
 
-def math_reference_check(name: str, seed: int = 0, max_problems: int | None = None) -> pd.DataFrame:
+def math_reference_check(name: str, seed: int = 0, max_problems: int | None = None,
+                         preset: str = "tiny") -> pd.DataFrame:
     """Per problem of benchmark ``name``: is the reference answer judged correct, and a shuffled one?"""
-    rows = load_rows(name, max_problems=max_problems)
+    rows = load_rows(name, preset, max_problems=max_problems)
     answers = [r["reward_model"]["ground_truth"] for r in rows]
     wrong = shuffled(answers, seed)
     return pd.DataFrame({
@@ -45,13 +48,31 @@ def math_reference_check(name: str, seed: int = 0, max_problems: int | None = No
     })
 
 
-def leetcode_rows(max_problems: int | None = None) -> tuple[list[dict], list[str]]:
-    """rLLM LeetCode training problems as code rows (assert tests), with their reference solutions."""
-    from klear_lib.data.sources import get_source, local_records, map_rllm_leetcode
+def math_reference_checks(names: Sequence[str], preset: str, seed: int = 0) -> tuple[list[pd.DataFrame], dict]:
+    """``math_reference_check`` for every benchmark that loads at ``preset``, and ``{name: reason}`` for the rest."""
+    from klear_lib.data.sources import SourceUnavailable
+
+    frames, skipped = [], {}
+    for name in names:
+        try:
+            frames.append(math_reference_check(name, seed=seed, preset=preset))
+        except SourceUnavailable as err:
+            skipped[name] = f"skipped: {err.reason}"
+    return frames, skipped
+
+
+def leetcode_rows(max_problems: int | None = None, preset: str = "tiny") -> tuple[list[dict], list[str]]:
+    """rLLM LeetCode training problems as code rows (assert tests), with their reference solutions; raises
+    ``SourceUnavailable`` when the file is not available at ``preset`` (``sources.real_data_mode``)."""
+    from klear_lib.data.sources import get_source, map_records, raw_records, real_data_mode
 
     src = get_source("rllm_leetcode")
-    raw = local_records(src)[:max_problems]
-    return [map_rllm_leetcode(src, i, r) for i, r in enumerate(raw)], [r["solutions"] for r in raw]
+    raw = raw_records(src, real_data_mode(preset))[0][:max_problems]
+    rows, step = map_records(src, raw, "rllm_leetcode")
+    if step.dropped:
+        log.warning("rllm_leetcode: %d of %d records unmappable (%s)", step.rows_in - step.rows_out, step.rows_in,
+                    step.dropped)
+    return rows, [raw[r["extra_info"]["index"]]["solutions"] for r in rows]
 
 
 def _check_program(row: dict, program: str, timeout_s: float) -> dict:
@@ -76,9 +97,33 @@ def code_reference_check(rows: Sequence[dict], programs: Sequence[str], timeout_
     return pd.DataFrame(found)
 
 
-def summarize_math_check(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Counts per benchmark: problems, reference correct, shuffled judged correct."""
-    df = pd.concat(frames, ignore_index=True)
+def summarize_math_check(frames: Sequence[pd.DataFrame], skipped: dict | None = None) -> pd.DataFrame:
+    """Counts per benchmark: problems, reference correct, shuffled judged correct; a skipped one says why."""
+    cols = {"id": "problems", "reference_correct": "reference_correct", "shuffled_correct": "shuffled_correct"}
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["benchmark", *cols])
     out = df.groupby("benchmark", sort=True).agg(problems=("id", "size"), reference_correct=("reference_correct",
                                                  "sum"), shuffled_correct=("shuffled_correct", "sum"))
-    return out.reset_index()
+    out = out.reset_index().assign(status="checked")
+    gone = pd.DataFrame([{"benchmark": n, "problems": 0, "reference_correct": 0, "shuffled_correct": 0, "status": why}
+                         for n, why in sorted((skipped or {}).items())])
+    return pd.concat([out, gone], ignore_index=True) if len(gone) else out
+
+
+def shuffled_passes(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The problems whose shuffled answer still judged correct (it equals their own answer), over ``frames``."""
+    cols = ["benchmark", "answer", "shuffled_answer"]
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*cols, "shuffled_correct"])
+    return df[df.shuffled_correct.astype(bool)][cols]
+
+
+def leetcode_reference_check(max_problems: int | None, preset: str, timeout_s: float = 10.0,
+                             workers: int = 2) -> tuple[pd.DataFrame, str]:
+    """``code_reference_check`` on the rLLM LeetCode references, and a one-line summary (or why it was skipped)."""
+    from klear_lib.data.sources import SourceUnavailable
+
+    try:
+        rows, programs = leetcode_rows(max_problems, preset)
+    except SourceUnavailable as err:
+        return pd.DataFrame(columns=["id", "passed"]).astype({"passed": bool}), f"skipped: {err.reason}"
+    found = code_reference_check(rows, programs, timeout_s=timeout_s, workers=workers)
+    return found, f"{int(found.passed.sum())} of {len(found)} reference programs pass all their tests"

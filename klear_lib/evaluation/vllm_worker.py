@@ -2,7 +2,7 @@
 
 The request holds ``model, prompts, n, temperature, top_p, max_new_tokens, seed`` and optional ``top_k,
 repetition_penalty, max_model_len, hf_overrides, dtype, revision, tensor_parallel_size``. The engine is seeded
-(on CPU a per-request ``SamplingParams(seed=...)`` fails: STACK.md addendum).
+(on CPU a per-request ``SamplingParams(seed=...)`` fails: docs/stack.md §6).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def engine_kwargs(req: dict, on_cpu: bool) -> dict:
-    """``LLM(...)`` arguments; CPU runs float32 and eager (STACK.md addendum)."""
+    """``LLM(...)`` arguments; CPU runs float32 and eager (docs/stack.md §6)."""
     kwargs = {"model": req["model"], "seed": int(req["seed"]) % 2**32,  # vLLM accepts 32-bit seeds only
               "dtype": "float32" if on_cpu else req.get("dtype", "auto"),
               "enforce_eager": on_cpu, "tensor_parallel_size": int(req.get("tensor_parallel_size", 1))}

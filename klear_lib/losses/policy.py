@@ -3,9 +3,9 @@
 Every function takes per-token log-probabilities ``logp`` (with gradient) and ``old_logp`` (of the sampling
 policy), both ``(B, T)``, advantages ``(B,)``, ``(B, 1)`` or ``(B, T)``, and a ``(B, T)`` 0/1 ``mask``.
 The per-token losses are the *negated* per-token objectives, so a trainer may apply its own normaliser;
-``*_loss`` returns the token-mean over ``mask`` (PAPER.md §1.3, token-level normalisation) and diagnostics.
+``*_loss`` returns the token-mean over ``mask`` (docs/paper.md §1.3, token-level normalisation) and diagnostics.
 
-Gradient of every loss w.r.t. ``logp`` is ``-F * A`` per token, with F from PAPER.md §1.4:
+Gradient of every loss w.r.t. ``logp`` is ``-F * A`` per token, with F from docs/paper.md §1.4:
 
 ============================  ==========  ===================  ======================
 case (δ = π/π_old)            clip-higher  GPPO                 CISPO
@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import torch
 
-# verl clamps the log-ratio to ±20 before exp (official code); it only matters for absurd ratios.
+# Upstream verl clamps the log-ratio to ±20 before exp; the Klear fork does not (docs/paper.md §8). It only
+# matters for absurd ratios.
 LOG_RATIO_CLAMP = 20.0
 
 
@@ -38,7 +39,7 @@ def importance_ratio(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor
 
 
 def clip_cases(ratio: torch.Tensor, adv: torch.Tensor, clip_low: float, clip_high: float) -> dict:
-    """Boolean ``(B, T)`` masks of the four clipping cases of PAPER.md §1.4 (``adv`` broadcastable)."""
+    """Boolean ``(B, T)`` masks of the four clipping cases of docs/paper.md §1.4 (``adv`` broadcastable)."""
     high, low = ratio > 1 + clip_high, ratio < 1 - clip_low
     pos, neg = adv > 0, adv < 0
     return {
@@ -89,7 +90,7 @@ def cispo_per_token(logp, old_logp, advantages, *, clip_low=0.2, clip_high=0.28)
 
     The paper writes the surrogate as sg(clip(δ))·A·log π; we use sg(clip(δ))·A·δ/sg(δ), which has the same
     gradient and a readable value (clip(δ)·A, equal to the other losses on-policy). Both sides clip relative to
-    1, unlike TRL's ``loss_type="cispo"`` which caps δ at an absolute ``epsilon_high`` (STACK.md §1.6).
+    1, unlike TRL's ``loss_type="cispo"`` which caps δ at an absolute ``epsilon_high`` (docs/stack.md §1.6).
     """
     adv = _adv2d(advantages)
     ratio = importance_ratio(logp, old_logp)
@@ -99,7 +100,7 @@ def cispo_per_token(logp, old_logp, advantages, *, clip_low=0.2, clip_high=0.28)
 
 def gradient_coefficients(loss_type: str, ratio, adv, *, clip_low=0.2, clip_high=0.28, dual_clip=None,
                           beta_low=1.0, beta_high=1.0) -> torch.Tensor:
-    """Analytic F ``(B, T)`` of PAPER.md §1.4 (dL/dlogπ = -F·A), detached; used for diagnostics."""
+    """Analytic F ``(B, T)`` of docs/paper.md §1.4 (dL/dlogπ = -F·A), detached; used for diagnostics."""
     ratio, adv = ratio.detach(), _adv2d(adv).detach()
     cases = clip_cases(ratio, adv, clip_low, clip_high)
     if loss_type == "cispo":
@@ -167,7 +168,7 @@ def cispo_loss(logp, old_logp, advantages, mask, *, clip_low=0.2, clip_high=0.28
 
 
 def sft_nll_loss(logp: torch.Tensor, mask: torch.Tensor, is_correct: torch.Tensor) -> torch.Tensor:
-    """Token-mean NLL over correct rollouts (PAPER.md §2.4, L_LM of Eq. 13-14); 0 when none is correct.
+    """Token-mean NLL over correct rollouts (docs/paper.md §2.4, L_LM of Eq. 13-14); 0 when none is correct.
 
     ``logp``/``mask`` ``(B, T)``, ``is_correct`` ``(B,)`` bool or 0/1. NOTE(paper): the official code takes the
     token-mean within each micro-batch (not a global Σ_{j∈Φ} T_j), as here.

@@ -2,7 +2,7 @@
 
 Special tokens follow Qwen3: ``<|endoftext|>`` (padding), ``<|im_start|>``, ``<|im_end|>`` (end of turn = eos).
 ``<think>`` and ``</think>`` are ordinary added tokens, as in Qwen3's tokenizer: registering them as *special*
-makes TRL decode completions without them, so every reward sees no think tags (STACK.md, addendum 2).
+makes TRL decode completions without them, so every reward sees no think tags (docs/stack.md §7).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ THINK_TAGS = ["<think>", "</think>"]
 ALPHABET = ["\n"] + [chr(c) for c in range(32, 127)]
 
 # Qwen3-style ChatML; the assistant turn sits in {% generation %} so SFT can mask everything else. The
-# generation prompt stops at "assistant\n": the model itself emits <think> (PAPER.md §2.6).
+# generation prompt stops at "assistant\n": the model itself emits <think> (docs/paper.md §2.6).
 CHAT_TEMPLATE = (
     "{%- for message in messages %}"
     "{%- if message['role'] == 'assistant' %}"

@@ -1,6 +1,6 @@
 """The code judge: extract the program after ``</think>``, run sampled tests in Firejail, score pass rates.
 
-As the official ``code_r1_compute.compute_score(is_longcot=True)`` (PAPER.md §2.5): think-tag checks (-0.5 /
+As the official ``code_r1_compute.compute_score(is_longcot=True)`` (docs/paper.md §2.5): think-tag checks (-0.5 /
 -2), the program from the last ```python block after ``</think>`` (none: -1), up to 16 tests sampled with a
 seed, each run in the sandbox; soft reward = mean of +1 pass / -1 fail (= 2·pass_rate - 1), hard reward = +1
 only if every sampled test passes (Fig. 3's baseline). A test is ``{"input": str, "output": str}`` (stdin to
@@ -27,8 +27,8 @@ __all__ = ["execute", "ExecutionResult", "SandboxUnavailable", "extract_program"
            "code_is_correct", "run_tests", "execute_tests", "sample_tests", "parse_tests", "parse_rllm_tests",
            "outputs_match", "MAX_TESTS"]
 
-MAX_TESTS = 16  # PAPER.md §2.5 (MAX_TEST_CASES)
-CODE_PATTERN = re.compile(r"</think>.*```python\n(.*?)\n```", re.DOTALL)  # PAPER.md §2.5
+MAX_TESTS = 16  # docs/paper.md §2.5 (MAX_TEST_CASES)
+CODE_PATTERN = re.compile(r"</think>.*```python\n(.*?)\n```", re.DOTALL)  # docs/paper.md §2.5
 _FN_NAME = re.compile(r"def\s+(\w+)\s*\(\s*self")
 
 PRELUDE = '''import sys, os, io, re, math, copy, heapq, bisect, string, random, operator, itertools, functools
@@ -221,7 +221,7 @@ def run_tests(program: str, tests: Sequence[dict], timeout_s: float = DEFAULT_TI
 
 
 def score_passes(passed: Sequence[bool], mode: str = "soft") -> float:
-    """soft: mean of +1/-1 per test (= 2p - 1); hard: +1 iff all pass, else -1 (PAPER.md §2.5, Fig. 3)."""
+    """soft: mean of +1/-1 per test (= 2p - 1); hard: +1 iff all pass, else -1 (docs/paper.md §2.5, Fig. 3)."""
     if mode not in ("soft", "hard"):
         raise ValueError(f"mode must be 'soft' or 'hard', got {mode!r}")
     if not passed:

@@ -1,11 +1,11 @@
 """Response format shared by every judge: the think tags and the answer after the last ``</think>``.
 
-Scores follow the official ``reward_config.py`` (PAPER.md §2.5): correct +1, incorrect -1, format error -1,
+Scores follow the official ``reward_config.py`` (docs/paper.md §2.5): correct +1, incorrect -1, format error -1,
 missing ``</think>`` -0.5, missing ``<think>`` -2. The two tag checks run in that order, so a response with no
 tag at all (e.g. truncated before it closed its reasoning) scores -0.5, better than a wrong answer.
 
 The paper's text describes a *binary* reward that penalises responses without ``<think>...</think>``
-(PAPER.md §2.5); ``tag_shaping="binary"`` scores a missing tag -1, like a wrong answer. ``"official"`` keeps the
+(docs/paper.md §2.5); ``tag_shaping="binary"`` scores a missing tag -1, like a wrong answer. ``"official"`` keeps the
 released code's -0.5 / -2. RL defaults to binary (``klear_lib.configs.rl``): with the official scores a policy
 whose accuracy is below 25% gains by never closing ``</think>`` (2p - 1 < -0.5), which the tiny runs found
 (results/LOG.md).
@@ -13,11 +13,11 @@ whose accuracy is below 25% gains by never closing ``</think>`` (2p - 1 < -0.5),
 from __future__ import annotations
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-CORRECT_SCORE = 1.0          # PAPER.md §2.5
-INCORRECT_SCORE = -1.0       # PAPER.md §2.5
-FORMAT_ERROR_SCORE = -1.0    # PAPER.md §2.5 (e.g. no ```python block after </think>)
-NO_THINK_CLOSE_SCORE = -0.5  # PAPER.md §2.5, checked first
-NO_THINK_OPEN_SCORE = -2.0   # PAPER.md §2.5, checked second
+CORRECT_SCORE = 1.0          # docs/paper.md §2.5
+INCORRECT_SCORE = -1.0       # docs/paper.md §2.5
+FORMAT_ERROR_SCORE = -1.0    # docs/paper.md §2.5 (e.g. no ```python block after </think>)
+NO_THINK_CLOSE_SCORE = -0.5  # docs/paper.md §2.5, checked first
+NO_THINK_OPEN_SCORE = -2.0   # docs/paper.md §2.5, checked second
 TAG_SHAPINGS = ("official", "binary")
 
 

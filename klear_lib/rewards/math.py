@@ -1,6 +1,6 @@
 """The math judge: math-verify on the text after the last ``</think>``, shared by the RL reward and the metric.
 
-As the official ``math_dapo.compute_score(is_longcot=True, is_use_math_verify=True)`` (PAPER.md §2.5): think-tag
+As the official ``math_dapo.compute_score(is_longcot=True, is_use_math_verify=True)`` (docs/paper.md §2.5): think-tag
 checks, then ``parse(answer, parsing_timeout=5)``, a quick string match of the parsed answer against the ground
 truth, else ``verify(parse("\\boxed{gt}"), parsed, timeout_seconds=5)``. Scores: +1 / -1 / -0.5 / -2.
 
@@ -26,8 +26,8 @@ from klear_lib.rewards.format import CORRECT_SCORE, answer_text, binary_score, t
 
 log = logging.getLogger(__name__)
 
-PARSE_TIMEOUT_S = 5    # PAPER.md §2.5 (parsing_timeout=5)
-VERIFY_TIMEOUT_S = 5   # PAPER.md §2.5 (timeout_seconds=5)
+PARSE_TIMEOUT_S = 5    # docs/paper.md §2.5 (parsing_timeout=5)
+VERIFY_TIMEOUT_S = 5   # docs/paper.md §2.5 (timeout_seconds=5)
 POOL_RESULT_TIMEOUT_S = 60.0
 _INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
 _ONE_BOX = re.compile(r"\\boxed\{([^{}]*)\}")

@@ -1,6 +1,6 @@
 """Run untrusted Python under Firejail, as the paper does; never unsandboxed.
 
-Firejail flags of the official ``firejail_exec.py`` (PAPER.md §2.5): ``--private --seccomp=socket
+Firejail flags of the official ``firejail_exec.py`` (docs/paper.md §2.5): ``--private --seccomp=socket
 --rlimit-nproc=32 --rlimit-nofile=32 --rlimit-fsize=8m --rlimit-as=1024m`` and a wall-clock timeout.
 NOTE(paper): measured here as root, those flags alone let a program write into the repository, read
 world-readable files anywhere and fork without limit (the kernel does not apply RLIMIT_NPROC to root). We add:
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-DEFAULT_TIMEOUT_S = 10.0     # per test; the official default is 35 s (PAPER.md §2.5), far above tiny programs
+DEFAULT_TIMEOUT_S = 10.0     # per test; the official default is 35 s (docs/paper.md §2.5), far above tiny programs
 MAX_TIMEOUTS = 2             # timed-out tests after which a program's other tests are not run (ours)
 START_SLACK_S = 10.0         # sandbox start-up allowance on a loaded 2-core machine
 UID_BASE, UID_COUNT = 61000, 256
@@ -57,12 +57,12 @@ class ExecutionResult:
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Resource limits per sandbox (PAPER.md §2.5) and output caps per test (ours)."""
+    """Resource limits per sandbox (docs/paper.md §2.5) and output caps per test (ours)."""
 
-    nproc: int = 32                    # PAPER.md §2.5
-    nofile: int = 32                   # PAPER.md §2.5
-    fsize: str = "8m"                  # PAPER.md §2.5
-    address_space: str = "1024m"       # PAPER.md §2.5
+    nproc: int = 32                    # docs/paper.md §2.5
+    nofile: int = 32                   # docs/paper.md §2.5
+    fsize: str = "8m"                  # docs/paper.md §2.5
+    address_space: str = "1024m"       # docs/paper.md §2.5
     max_output_bytes: int = 4 << 20    # ours: endless output ends here
     max_stderr_bytes: int = 64 << 10   # ours
 

@@ -2,7 +2,7 @@
 
 The policy loss is chosen by ``GPPOConfig.policy_loss`` and computed by the pure functions of
 ``klear_lib.losses.policy`` (the same code at every scale), plugged in through TRL's extension point
-``_compute_loss`` as TRL's own ``GMPOTrainer`` does. Beyond stock TRL 1.16.0 (PAPER.md §2.4):
+``_compute_loss`` as TRL's own ``GMPOTrainer`` does. Beyond stock TRL 1.16.0 (docs/paper.md §2.4):
 
 * zero-advantage group filtering with oversampling: the dataloader yields ``oversample`` x the prompts of a
   generation batch; after scoring, groups whose reward has zero std are dropped and the first
@@ -46,11 +46,11 @@ log = logging.getLogger(__name__)
 class GPPOConfig(GRPOConfig):
     """``GRPOConfig`` plus the paper's loss choice, clip variants, SFT loss and group filtering."""
 
-    policy_loss: str = field(default="gppo", metadata={"help": "gppo | clip_higher | cispo (PAPER.md §1)"})
-    epsilon_high: float | None = field(default=0.28, metadata={"help": "ε_h, clip-higher (PAPER.md §1.3)"})
+    policy_loss: str = field(default="gppo", metadata={"help": "gppo | clip_higher | cispo (docs/paper.md §1)"})
+    epsilon_high: float | None = field(default=0.28, metadata={"help": "ε_h, clip-higher (docs/paper.md §1.3)"})
     dual_clip: float | None = field(default=None, metadata={"help": "verl dual clip c (official scripts: 10)"})
-    beta_low: float = field(default=1.0, metadata={"help": "β1 of the general form (PAPER.md §1.5)"})
-    beta_high: float = field(default=1.0, metadata={"help": "β2 of the general form (PAPER.md §1.5)"})
+    beta_low: float = field(default=1.0, metadata={"help": "β1 of the general form (docs/paper.md §1.5)"})
+    beta_high: float = field(default=1.0, metadata={"help": "β2 of the general form (docs/paper.md §1.5)"})
     sft_alpha: float = field(default=0.1, metadata={"help": "α of the SFT loss on correct rollouts"})
     correct_reward: float = field(default=1.0, metadata={"help": "reward of a correct rollout"})
     filter_zero_adv: bool = field(default=True, metadata={"help": "drop groups with zero reward std"})
@@ -88,7 +88,7 @@ def select_groups(metric: torch.Tensor, group_size: int, n_keep: int, drop_zero_
     """Pick ``n_keep`` groups: informative ones (std > 0) first, in order, then fillers at weight 0.
 
     ``metric`` ``(N,)`` with groups of ``group_size`` consecutive rollouts. Returns ``(index (n_keep·G,),
-    weight (n_keep·G,), informative (N/G,) bool)`` (PAPER.md §2.4 dynamic sampling, keep the first 128).
+    weight (n_keep·G,), informative (N/G,) bool)`` (docs/paper.md §2.4 dynamic sampling, keep the first 128).
     """
     groups = metric.reshape(-1, group_size)
     if groups.size(0) < n_keep:
@@ -255,7 +255,7 @@ class GPPOTrainer(GRPOTrainer):
         return policy_loss + self.args.sft_alpha * sft_loss
 
     def _sft_loss(self, logps, mask, inputs, mode) -> torch.Tensor:
-        """L_LM over correct rollouts, averaged over the accumulation window (PAPER.md §2.4)."""
+        """L_LM over correct rollouts, averaged over the accumulation window (docs/paper.md §2.4)."""
         if self.args.sft_alpha == 0:
             return torch.zeros((), device=logps.device)
         if "is_correct" not in inputs:
@@ -395,7 +395,7 @@ def _parse_pairs(pairs: list[str]) -> dict:
 def _parser():
     import argparse
 
-    parser = argparse.ArgumentParser(description="GPPO RL stage (PAPER.md §2.4)")
+    parser = argparse.ArgumentParser(description="GPPO RL stage (docs/paper.md §2.4)")
     parser.add_argument("--preset", default="full")
     parser.add_argument("--stage", choices=["math", "code"], default="math")
     parser.add_argument("--model", required=True, help="SFT checkpoint directory or hub id")

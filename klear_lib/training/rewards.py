@@ -1,7 +1,7 @@
 """Thin TRL reward-function adapters over ``klear_lib.rewards`` (the judge the benchmarks use too).
 
 TRL calls ``func(prompts=..., completions=..., completion_ids=..., **columns)`` with every dataset column as a
-list (STACK.md §1.7); ours read ``completions`` and the verl-schema ``reward_model`` column
+list (docs/stack.md §1.7); ours read ``completions`` and the verl-schema ``reward_model`` column
 (``{"ground_truth": str, "style": "rule"}``). Completions may be strings or chat lists
 ``[{"role": "assistant", "content": ...}]``.
 """

@@ -1,4 +1,4 @@
-"""Long-CoT SFT through TRL's ``SFTTrainer``: loss on the assistant turn only (PAPER.md §2.2)."""
+"""Long-CoT SFT through TRL's ``SFTTrainer``: loss on the assistant turn only (docs/paper.md §2.2)."""
 from __future__ import annotations
 
 import logging
@@ -31,7 +31,7 @@ class StopAt(TrainerCallback):
 
 
 def trl_args(cfg: SFTConfig, output_dir: Path) -> TRLSFTConfig:
-    """Map our SFT config onto TRL's; cosine decay to ``min_lr_ratio`` x the peak LR (PAPER.md §2.2)."""
+    """Map our SFT config onto TRL's; cosine decay to ``min_lr_ratio`` x the peak LR (docs/paper.md §2.2)."""
     return TRLSFTConfig(
         output_dir=str(output_dir), learning_rate=cfg.learning_rate, num_train_epochs=cfg.num_epochs,
         lr_scheduler_type="cosine_with_min_lr", lr_scheduler_kwargs={"min_lr_rate": cfg.min_lr_ratio},
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from klear_lib.configs import get_config
 
-    parser = argparse.ArgumentParser(description="Long-CoT SFT (PAPER.md §2.2)")
+    parser = argparse.ArgumentParser(description="Long-CoT SFT (docs/paper.md §2.2)")
     parser.add_argument("--preset", default="full")
     parser.add_argument("--model", required=True, help="base model directory or hub id (e.g. Qwen/Qwen3-8B-Base)")
     parser.add_argument("--train-file", required=True, help="SFT rows with a `messages` column (.jsonl/.parquet)")
