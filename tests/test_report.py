@@ -46,3 +46,12 @@ def test_stability_section_is_built_from_the_stored_summary(monkeypatch, tmp_pat
     assert text.index("| gppo |") < text.index("| clip_higher |") < text.index("| cispo |")  # LOSSES order
     assert "- gppo: no seed collapsed at LR 0.0001 with 4 updates/step (of 2 LRs each)" in text
     assert "- the paper's order gppo > cispo > clip_higher holds somewhere (1 holds, 0 reversed, 1 inconclusive" in text
+
+
+def test_readme_sources_table_follows_the_registry():
+    from klear_lib.paths import REPO
+    from klear_lib.report import sources_section
+
+    text = (REPO / "README.md").read_text()
+    body = text.split("<!-- sources:start -->")[1].split("<!-- sources:end -->")[0]
+    assert body.strip() == sources_section().strip(), "README 'Real data' table is stale: run `make readme`"
