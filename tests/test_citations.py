@@ -35,8 +35,8 @@ def has_section(doc: str, number: str, sub: str | None) -> bool:
     or one inside its section naming "Table 4"."""
     lines = [ln for ln in (REPO / doc).read_text().splitlines() if ln.startswith("#")]
     level = lambda ln: len(ln) - len(ln.lstrip("#"))  # noqa: E731
-    idx = next((i for i, ln in enumerate(lines) if re.match(rf"{re.escape(number)}[.\s]", ln.lstrip("#").strip() + " ")),
-               None)
+    head = re.compile(rf"{re.escape(number)}[.\s]")
+    idx = next((i for i, ln in enumerate(lines) if head.match(ln.lstrip("#").strip() + " ")), None)
     if idx is None:
         return False
     if not sub:

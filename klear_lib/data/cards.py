@@ -155,7 +155,8 @@ def source_card(src: Source, rows: list[dict] | None, funnel: Funnel | None) -> 
         "Revisions, file hashes and row counts live in `klear_lib/data/sources.py`; update them there.")
     head = front_matter(src.name, src.license.split(";")[0], src.rows, ["klear-reasoner", src.kind],
                         [src.hub_id] if src.hub_id else [])
-    return f"{head}\n# Source `{src.name}`\n\n{body}\n\n## Provenance\n\n| field | value |\n|---|---|\n{_provenance(src)}\n"
+    prov = f"## Provenance\n\n| field | value |\n|---|---|\n{_provenance(src)}\n"
+    return f"{head}\n# Source `{src.name}`\n\n{body}\n\n{prov}"
 
 
 def write_source_cards(out_dir: Path | None = None, names: Sequence[str] | None = None) -> list[Path]:

@@ -159,6 +159,12 @@ def _klear(path: str, sha: str) -> MirrorFile:
                       "3422f6d36a8251cb1c86a7b943c7c815850864fd", path, sha)
 
 
+def _deepscaler(name: str, sha: str) -> MirrorFile:
+    """A DeepScaleR training file (docs/paper.md §2.3) at the commit it was published in."""
+    return MirrorFile(f"math_train_deepscaler/{name}", "agentica-project/deepscaler",
+                      "95ef74ffee001cce89463f2d61dfdce1d03576c1", f"deepscaler/data/train/{name}", sha)
+
+
 _RLLM_FORK = ("winnieyangwannan/rllm", "5255304e87b07e6e81e7c61d9dac3e4f160ec6a9")  # rLLM history before its rewrite
 _M, _C = "Apache-2.0", "MIT"
 _VERIFIED = "verified offline: pinned in public loader code and equal to the head commit on a stored hub page (2026)"
@@ -214,8 +220,8 @@ SOURCES = {s.name: s for s in (
     Source("klear_math_sub30k", "rl_train", "math", "Klear-Reasoner math RL subset (30K of 88K)",
            "docs/paper.md §2.3, §6", _M, hub_id="Kwai-Klear/KlearReasoner-MathSub-30K", hub_mapper="verl",
            hub_rows=30_000, revision="972d1bd91843936551f0ee2bc2bd5ea259c9397f",
-           revision_note="UNVERIFIED: a real commit of the dataset (a README edit after the data upload 8f0c7ce), seen on "
-                         "stored hub pages; whether it is the head could not be checked"),
+           revision_note="UNVERIFIED: a real commit of the dataset (a README edit after the data upload 8f0c7ce), "
+                         "seen on stored hub pages; whether it is the head could not be checked"),
     Source("klear_code_sub15k", "rl_train", "code", "Klear-Reasoner code RL subset (cleaned rLLM data)",
            "docs/paper.md §2.3, §6", _M, hub_id="Kwai-Klear/KlearReasoner-CodeSub-15K", hub_mapper="verl",
            hub_rows=15_001, revision="3f4fdddb0f33cd4364ecf81f83d714849d7d7e64",
@@ -223,15 +229,11 @@ SOURCES = {s.name: s for s in (
                          "could not be checked. One 3.9 GiB JSON file: loading needs memory"),
     Source("deepscaler_math", "rl_train", "math", "DeepScaleR's MATH-train problems with answers",
            "docs/paper.md §2.3 (DeepScaleR)", _C,
-           mirror_files=(MirrorFile("math_train_deepscaler/math.json", "agentica-project/deepscaler",
-                                    "95ef74ffee001cce89463f2d61dfdce1d03576c1", "deepscaler/data/train/math.json",
-                                    "569230b362fd501e1a33d8f29aae3b4b989d32e2b91b07c3f48493528c3bf6d2"),),
+           mirror_files=(_deepscaler("math.json", "569230b362fd501e1a33d8f29aae3b4b989d32e2b91b07c3f48493528c3bf6d2"),),
            mirror_mapper="problem_answer", mirror_rows=7474),
     Source("deepscaler_aime", "rl_train", "math", "DeepScaleR's AIME 1983-2023 problems",
            "docs/paper.md §2.3 (DeepScaleR)", _C,
-           mirror_files=(MirrorFile("math_train_deepscaler/aime.json", "agentica-project/deepscaler",
-                                    "95ef74ffee001cce89463f2d61dfdce1d03576c1", "deepscaler/data/train/aime.json",
-                                    "78f1b9bae6d00794b43e79a5842917f7ef4e355d9b705743c61f255f3c7c5d49"),),
+           mirror_files=(_deepscaler("aime.json", "78f1b9bae6d00794b43e79a5842917f7ef4e355d9b705743c61f255f3c7c5d49"),),
            mirror_mapper="problem_answer", mirror_rows=975),
     Source("rllm_lcb_train", "rl_train", "code", "rLLM's older LiveCodeBench problems with public tests",
            "docs/paper.md §2.3 (rLLM code data)", _C,
