@@ -188,3 +188,29 @@ def test_benchmark_texts_use_the_bare_question_and_skip_what_is_missing(fake_mir
     monkeypatch.setenv("KLEAR_BENCHMARKS", "")
     assert S.benchmark_texts("mirror") == ()
     assert "left out of decontamination" in caplog.text
+
+
+HUB_SOURCES = sorted(n for n, s in S.SOURCES.items() if s.hub_id)
+
+
+def test_every_hub_source_has_a_fixture_layout():
+    import fake_hub
+
+    assert set(fake_hub.RECORDS) == set(HUB_SOURCES)
+
+
+@pytest.mark.parametrize("name", HUB_SOURCES)
+def test_hub_layouts_map_to_valid_rows(name):
+    """One record (or two, with a bad one) in each hub dataset's column layout, through its registered mapper."""
+    import fake_hub
+    from klear_lib.data.curation import validate_rows
+
+    src = S.SOURCES[name]
+    rows, step = S.map_records(src, fake_hub.RECORDS[name], src.hub_mapper)
+    kept, vstep = validate_rows(rows, require_answer=src.kind != "sft_prompts")
+    assert len(kept) == fake_hub.KEPT[name], (step.dropped, vstep.dropped)
+    assert all(r["data_source"] == name and r["extra_info"]["split"] == src.kind for r in kept)
+    if name in S.LCB_WINDOWS:
+        assert all(S.in_window(r, S.LCB_WINDOWS[name]) for r in kept)
+    if src.kind == "benchmark" and src.ability == "math":
+        assert [r["reward_model"]["ground_truth"] for r in kept][0] in ("040", "40", "\\frac{5}{6}")
