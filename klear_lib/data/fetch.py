@@ -79,7 +79,7 @@ def mirror_paths(src) -> list[Path] | None:
     paths = [root / f.path for f in src.mirror_files]
     missing = [str(p.relative_to(root)) for p in paths if not p.is_file()]
     if missing:
-        log.warning("%s: mirror %s lacks %s; trying the network", src.name, root, ", ".join(missing))
+        log.warning("%s: the mirror %s lacks %s", src.name, root, ", ".join(missing))
         return None
     return paths
 

@@ -201,7 +201,7 @@ SOURCES = {s.name: s for s in (
                                     "examples/simplelr_math_eval/data/math500/test.jsonl",
                                     "35dc41080a3680858b27fa7e0533d2d547825316fc5dafe5d316f4ccc5a06132"),),
            mirror_mapper="problem_answer", mirror_rows=500),
-    Source("lcb_v5", "benchmark", "code", "LiveCodeBench 2024-08-01..2025-02-01 (the mirror has public tests only)",
+    Source("lcb_v5", "benchmark", "code", "LiveCodeBench 2024-08-01..2025-02-01 (public tests only)",
            "docs/paper.md §4", "MIT (rLLM) / Apache-2.0 (QwQ); statements (c) AtCoder/LeetCode",
            hub_id="livecodebench/code_generation_lite", hub_mapper="lcb_hub", hub_files=LCB_FILES, hub_rows=279,
            revision=_LCB_REV, revision_note=_VERIFIED + _LCB_NOTE,
@@ -214,7 +214,8 @@ SOURCES = {s.name: s for s in (
                           "b94212d8c882d7ff99ebde702d0a3319e5c94440faed6ae8984cd850f29a6cd6")),
            mirror_mapper="lcb_local", mirror_rows=279),
     Source("lcb_v6", "benchmark", "code", "LiveCodeBench 2025-02-01..2025-05-01 (hub only)", "docs/paper.md §4",
-           "statements (c) AtCoder/LeetCode", hub_id="livecodebench/code_generation_lite", hub_mapper="lcb_hub",
+           "statements (c) AtCoder/LeetCode/Codeforces", hub_id="livecodebench/code_generation_lite",
+           hub_mapper="lcb_hub",
            hub_files=LCB_FILES, revision=_LCB_REV, revision_note=_VERIFIED + _LCB_NOTE),
     # --- RL training (docs/paper.md §2.3, §6); the mirror stands in with DeepScaleR and rLLM files ---
     Source("klear_math_sub30k", "rl_train", "math", "Klear-Reasoner math RL subset (30K of 88K)",
