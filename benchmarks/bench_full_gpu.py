@@ -131,7 +131,7 @@ def trainer_pair(model, tokenizer, args, out_dir: Path) -> dict:
                      steps_per_generation=8, max_completion_length=args.train_completion_len, use_vllm=False,
                      save_strategy="no", disable_tqdm=True, use_cpu=not torch.cuda.is_available(),
                      bf16=args.dtype == "bfloat16", gradient_checkpointing=not args.no_checkpointing)
-    gppo_cfg = gppo_args(get_config("rl", "full"), out_dir / "gppo", num_processes=1, **overrides)
+    gppo_cfg = gppo_args(get_config("rl_math", "full"), out_dir / "gppo", **overrides)
     shared = {k: getattr(gppo_cfg, k) for k in ("epsilon", "epsilon_high", "num_generations", "learning_rate",
                                                 "max_completion_length", "per_device_train_batch_size",
                                                 "steps_per_generation", "bf16", "use_cpu", "gradient_checkpointing",

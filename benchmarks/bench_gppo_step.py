@@ -178,7 +178,7 @@ def print_table(rows: list[dict], header: str) -> None:
 
 
 def run(args) -> list[dict]:
-    rl_cfg = get_config("rl", "tiny", max_completion_length=args.step_completion_length)
+    rl_cfg = get_config("rl_math", "tiny", max_completion_length=args.step_completion_length)
     model_path = load_or_build("tiny")
     torch.set_num_threads(args.threads)
     load_before = perf.loadavg()
@@ -221,7 +221,7 @@ def main(argv=None) -> None:
     parser.add_argument("--step-reps", type=int, default=10, help="timed rounds of whole RL steps (0: skip)")
     parser.add_argument("--step-completion-length", type=int, default=64, help="completion cap in whole steps")
     parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--completion-length", type=int, default=get_config("rl", "tiny").max_completion_length)
+    parser.add_argument("--completion-length", type=int, default=get_config("rl_math", "tiny").max_completion_length)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (see module doc)")
     parser.add_argument("--out", default=str(perf.PERF_CSV))
     parser.add_argument("--no-record", action="store_true", help="print only; leave results/perf.csv alone")

@@ -27,7 +27,8 @@ from klear_lib import perf  # noqa: E402
 from klear_lib.data import load_split  # noqa: E402
 from klear_lib.evaluation.checkpoints import stage_checkpoint  # noqa: E402
 from klear_lib.models import load_or_build  # noqa: E402
-from klear_lib.pipeline import RL_SPLITS, rl_cfg  # noqa: E402
+from klear_lib.configs import get_config, rl_stage_name  # noqa: E402
+from klear_lib.pipeline import RL_SPLITS  # noqa: E402
 from klear_lib.training import build_rl_trainer  # noqa: E402
 
 BENCH = "rl_profile"  # recorded as rl_profile_<reward>: a rerun of one stage leaves the other's rows
@@ -61,7 +62,7 @@ def run(args) -> list[dict]:
     torch.set_num_threads(args.threads)
     init = stage_checkpoint("sft", "tiny")
     model = init or load_or_build("tiny")
-    cfg = rl_cfg("tiny", args.reward, max_steps=args.steps, save_steps=10 ** 6)
+    cfg = get_config(rl_stage_name(args.reward), "tiny", max_steps=args.steps, save_steps=10 ** 6)
     before, seconds = perf.loadavg(), defaultdict(float)
     with tempfile.TemporaryDirectory(prefix="bench-rl-profile-") as tmp:
         start = time.perf_counter()

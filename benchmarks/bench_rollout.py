@@ -57,7 +57,7 @@ def math_rows(n: int) -> list[dict]:
 
 def workloads(model: str, eval_prompts: int) -> dict[str, dict]:
     """Name -> ``generate`` keyword arguments (prompts as text), shared by both backends."""
-    rl, ev = get_config("rl", "tiny"), get_config("eval", "tiny")
+    rl, ev = get_config("rl_math", "tiny"), get_config("eval", "tiny")
     prompts = chat_prompts(AutoTokenizer.from_pretrained(model), math_rows(max(eval_prompts, rl.prompts_per_step)))
     sampling = dict(temperature=ev.temperature, top_p=ev.top_p, seed=0, max_model_len=ev.max_model_len)
     return {"startup": dict(prompts=prompts[:1], n=1, max_new_tokens=1, **sampling),

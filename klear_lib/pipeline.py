@@ -11,13 +11,18 @@ import json
 import logging
 from pathlib import Path
 
+import pandas as pd
+
 from klear_lib import artifacts
-from klear_lib.configs import config_hash, get_config
-from klear_lib.configs.rl import STAGE_OVERRIDES
+from klear_lib.configs import config_hash, get_config, rl_stage_name
 from klear_lib.data import load_split
-from klear_lib.evaluation.checkpoints import register_stage_checkpoint
+from klear_lib.evaluation.benchmarks import get_spec, load_rows
+from klear_lib.evaluation.checkpoints import checkpoint_label, register_stage_checkpoint
+from klear_lib.evaluation.harness import evaluate, summarize
 from klear_lib.models import load_or_build
 from klear_lib.paths import runs_dir
+from klear_lib.results import append_eval_rows, eval_csv
+from klear_lib.training.gppo_trainer import build_rl_trainer
 from klear_lib.training.sft import last_checkpoint, train_sft
 
 log = logging.getLogger(__name__)
@@ -68,17 +73,10 @@ def sft_stage(preset: str, rows: list[dict] | None = None, name: str = "sft", **
     return final
 
 
-def rl_cfg(preset: str, reward: str, **overrides):
-    """The RL config of one stage; at ``full`` the code stage takes its own LR and mini-batch (docs/paper.md §2.4)."""
-    return get_config("rl", preset, **{**STAGE_OVERRIDES.get((preset, reward), {}), **overrides})
-
-
 def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dict] | None = None,
              name: str | None = None, **overrides) -> Path:
     """An RL stage (``reward`` = "math" or "code") from checkpoint ``init``; resumes if killed midway."""
-    from klear_lib.training import build_rl_trainer
-
-    cfg = rl_cfg(preset, reward, **overrides)
+    cfg = get_config(rl_stage_name(reward), preset, **overrides)
     rows = load_split(RL_SPLITS[reward], preset) if rows is None else rows
     out = artifacts.root() / preset / f"rl_{reward}" / stage_key(cfg, rows, init)
     guard_rows(out, rows)
@@ -103,13 +101,6 @@ def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None,
     Samples go to ``<artifacts>/<preset>/eval/<eval config hash>``, the folder notebook 04 reads, in files keyed
     by the checkpoint: a rerun resumes, and another checkpoint under the same stage name never reuses them.
     """
-    import pandas as pd
-
-    from klear_lib.evaluation.benchmarks import get_spec, load_rows
-    from klear_lib.evaluation.checkpoints import checkpoint_label
-    from klear_lib.evaluation.harness import evaluate, summarize
-    from klear_lib.results import append_eval_rows, eval_csv
-
     cfg = get_config("eval", preset, **overrides)
     out = artifacts.artifact_dir(preset, "eval", config_hash(cfg))  # sample files are keyed by model inside
     rows = []

@@ -33,14 +33,14 @@ RL_SET=${RL_SET:-}
 RUN_RECORD=${RUN_RECORD:-$OUTPUT_DIR/run_record.csv}
 
 WORLD=$((NNODES * GPUS_PER_NODE))
-# One optimizer update = one mini-batch of 16 (math) or 32 (code) prompts x 8 rollouts (docs/paper.md §2.4), spread
-# as 1 rollout per rank per micro-batch; gradient accumulation makes up the rest.
-if [ "$STAGE" = code ]; then MINI_ROLLOUTS=256; else MINI_ROLLOUTS=128; fi
-if [ $((MINI_ROLLOUTS % WORLD)) -ne 0 ]; then
-  echo "a mini-batch of $MINI_ROLLOUTS rollouts does not split over $WORLD ranks" >&2
-  exit 1
-fi
-ACCUM=$((MINI_ROLLOUTS / WORLD))
+PYTHON=${PYTHON:-python}
+# The batch layout (accumulation steps, rollouts per rank) is derived from the world size by
+# klear_lib.configs.get_config(..., world_size=WORLD), the one place it is computed; print it, and stop here when
+# the mini-batch does not split over the ranks (before any GPU is taken).
+# shellcheck disable=SC2086  # RL_SET is a list of key=value words
+LAYOUT=$("$PYTHON" -m klear_lib.configs "rl_$STAGE" full --world-size "$WORLD" --set $RL_SET \
+  --show gradient_accumulation_steps per_device_rollouts) || exit 1
+echo "layout over $WORLD ranks: $LAYOUT" >&2
 
 TRL_SET=()
 if [ "$VLLM_MODE" = server ]; then
@@ -54,7 +54,7 @@ CMD=(accelerate launch
   -m klear_lib.training.gppo_trainer
   --preset full --stage "$STAGE" --model "$MODEL" --train-file "$TRAIN_FILE"
   --output-dir "$OUTPUT_DIR" --run-record "$RUN_RECORD"
-  --set "gradient_accumulation_steps=$ACCUM" $RL_SET
+  --set $RL_SET
   --trl "${TRL_SET[@]}")
 
 if [ "${DRY_RUN:-0}" = 1 ]; then

@@ -10,13 +10,16 @@ from pathlib import Path
 import pytest
 
 from klear_lib.configs import PRESET_NAMES, STAGES, algorithm_fields, config_hash, get_config
+from klear_lib.configs.__main__ import main as config_cli
+from klear_lib.configs.base import spread
+from klear_lib.configs.trl import RL_FIELDS, SFT_FIELDS, check_trl_only, trl_kwargs
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "klear_lib" / "configs"
 
 
 @pytest.mark.parametrize("stage", sorted(STAGES))
 def test_every_stage_has_all_presets(stage):
-    assert set(STAGES[stage].PRESETS) == set(PRESET_NAMES)
+    assert set(STAGES[stage]) == set(PRESET_NAMES)
     for preset in PRESET_NAMES:
         cfg = get_config(stage, preset)
         assert dataclasses.is_dataclass(cfg)
@@ -37,23 +40,23 @@ def test_presets_share_the_algorithm(stage):
 
 
 def test_presets_do_differ_in_scale():
-    assert get_config("rl", "ci").max_steps < get_config("rl", "tiny").max_steps
+    assert get_config("rl_math", "ci").max_steps < get_config("rl_math", "tiny").max_steps
     assert get_config("model", "full").hub_id == "Qwen/Qwen3-8B-Base"
 
 
 def test_unknown_override_key_raises():
     with pytest.raises(KeyError, match="no_such_field"):
-        get_config("rl", "tiny", no_such_field=1)
+        get_config("rl_math", "tiny", no_such_field=1)
     with pytest.raises(KeyError, match="unknown preset"):
-        get_config("rl", "huge")
+        get_config("rl_math", "huge")
     with pytest.raises(KeyError, match="unknown stage"):
         get_config("pretrain", "tiny")
 
 
 def test_override_changes_hash_and_value():
-    base, other = get_config("rl", "tiny"), get_config("rl", "tiny", learning_rate=3e-4)
+    base, other = get_config("rl_math", "tiny"), get_config("rl_math", "tiny", learning_rate=3e-4)
     assert other.learning_rate == 3e-4 and config_hash(base) != config_hash(other)
-    assert config_hash(base) == config_hash(get_config("rl", "tiny"))
+    assert config_hash(base) == config_hash(get_config("rl_math", "tiny"))
 
 
 def test_hash_is_stable_across_processes():
@@ -75,3 +78,72 @@ def test_full_values_cite_the_paper_or_say_unverified():
             if re.search(r"\b(bf16|use_cpu|source|dtype)=", line) and "PAPER" not in line:
                 continue  # device and data-source switches, not paper values
             assert "docs/paper.md" in line or "UNVERIFIED" in line or "shape" in line, f"{path.name}: {line.strip()}"
+
+
+# Hashes of the stored ci/tiny stages: they key the checkpoints under .artifacts and fill the config_hash column of
+# every results table, so a config change that moves one orphans stored runs. Change them only with the results.
+STORED_HASHES = {
+    ("data", "ci"): "6fcd4af18d89", ("model", "ci"): "9268b7ff1d95", ("sft", "ci"): "14b20b224f9d",
+    ("rl_math", "ci"): "45ff32bc8538", ("rl_code", "ci"): "45ff32bc8538", ("eval", "ci"): "0719766f855f",
+    ("data", "tiny"): "24dd2216f5bc", ("model", "tiny"): "4a0e669ef0d9", ("sft", "tiny"): "635f0a340daf",
+    ("rl_math", "tiny"): "4f409a8746ef", ("rl_code", "tiny"): "fdd7db622853", ("eval", "tiny"): "b6820f89b053",
+}
+
+
+@pytest.mark.parametrize("stage,preset", sorted(STORED_HASHES))
+def test_stored_stage_hashes_do_not_move(stage, preset):
+    assert config_hash(get_config(stage, preset)) == STORED_HASHES[stage, preset]
+
+
+def test_code_stage_is_its_own_config():
+    math, code = get_config("rl_math", "full"), get_config("rl_code", "full")
+    assert (math.learning_rate, math.mini_batch_prompts) == (1e-6, 16)  # docs/paper.md §2.4
+    assert (code.learning_rate, code.mini_batch_prompts) == (5e-7, 32)
+    assert (code.updates_per_step, math.updates_per_step) == (4, 8)
+    tiny = get_config("rl_code", "tiny")
+    assert (tiny.max_steps, tiny.prompts_per_step, tiny.updates_per_step) == (20, 4, 4)
+    with pytest.raises(KeyError, match="unknown stage 'rl'"):
+        get_config("rl", "tiny")
+
+
+@pytest.mark.parametrize("world", [1, 2, 4, 8, 16, 32, 64, 128])
+@pytest.mark.parametrize("stage", ["rl_math", "rl_code"])
+def test_rl_layout_keeps_the_mini_batch(stage, world):
+    one, cfg = get_config(stage, "full"), get_config(stage, "full", world_size=world)
+    rollouts = one.mini_batch_prompts * one.num_generations
+    assert cfg.per_device_rollouts * cfg.gradient_accumulation_steps * world == rollouts
+    assert config_hash(cfg) == config_hash(get_config(stage, "full", world_size=world))
+
+
+def test_layout_over_ranks_and_its_errors():
+    assert get_config("sft", "full", world_size=32).gradient_accumulation_steps == 8  # 256 rows = 1 x 8 x 32
+    tiny = get_config("rl_math", "tiny", world_size=2)  # 8 rollouts, no accumulation: 4 per rank
+    assert (tiny.gradient_accumulation_steps, tiny.per_device_rollouts) == (1, 4)
+    assert get_config("sft", "tiny", world_size=2).per_device_batch_size == 32
+    with pytest.raises(ValueError, match="does not split over 24 ranks"):
+        get_config("rl_math", "full", world_size=24)
+    with pytest.raises(ValueError, match="does not split over 3 ranks"):
+        get_config("sft", "ci", world_size=3)
+    with pytest.raises(ValueError, match="no rank layout"):
+        get_config("eval", "full", world_size=2)
+    with pytest.raises(ValueError, match="already laid out"):
+        spread(get_config("rl_math", "full", world_size=2), 2)
+
+
+def test_trl_field_table_names_each_value_once():
+    cfg = get_config("rl_math", "tiny")
+    kw = trl_kwargs(RL_FIELDS, cfg)
+    assert (kw["policy_loss"], kw["loss_type"], kw["epsilon"], kw["beta"]) == ("gppo", "dapo", 0.2, 0.0)
+    assert kw["max_steps"] == cfg.max_steps * cfg.updates_per_step  # RL steps -> optimizer updates
+    assert trl_kwargs(SFT_FIELDS, get_config("sft", "tiny"))["per_device_train_batch_size"] == 64
+    assert check_trl_only({"vllm_server_host": "h"}, RL_FIELDS, "RLConfig") == {"vllm_server_host": "h"}
+    with pytest.raises(KeyError, match="max_steps"):
+        check_trl_only({"max_steps": 3}, RL_FIELDS, "RLConfig")
+
+
+def test_config_cli_prints_the_layout(capsys):
+    config_cli(["rl_code", "full", "--world-size", "32", "--show", "gradient_accumulation_steps",
+                "per_device_rollouts"])
+    assert capsys.readouterr().out.strip() == "gradient_accumulation_steps=8 per_device_rollouts=1"
+    with pytest.raises(SystemExit):
+        config_cli(["rl_math", "full", "--set", "no_such_field=1"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from klear_lib import artifacts
+from klear_lib.configs import get_config
 from klear_lib.evaluation import checkpoints as ck
 
 
@@ -50,7 +51,7 @@ def test_only_the_pipelines_own_rl_stage_registers(tmp_path, monkeypatch):
 
     monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path))
     rows = [{"id": "r1"}]
-    key = pipeline.stage_key(pipeline.rl_cfg("ci", "math"), rows, "init")
+    key = pipeline.stage_key(get_config("rl_math", "ci"), rows, "init")
     final = fake_model(tmp_path / "ci" / "rl_math" / key / "final")  # finished: rl_stage reuses it
     newer = fake_model(tmp_path / "ci" / "rl_math" / "zz_newer_attempt" / "final")
     assert pipeline.rl_stage("ci", "init", "math", rows, name="attempts/x") == final
@@ -64,7 +65,7 @@ def test_keys_and_pointers_do_not_depend_on_where_the_store_lives(tmp_path, monk
     from klear_lib import pipeline
     from klear_lib.evaluation import harness
 
-    cfg, rows, keys, samples = pipeline.rl_cfg("ci", "math"), [{"id": "r1"}], [], []
+    cfg, rows, keys, samples = get_config("rl_math", "ci"), [{"id": "r1"}], [], []
     for store in ("clone_a", "clone_b"):
         monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path / store))
         parent = fake_model(tmp_path / store / "ci" / "sft" / "k" / "final")
@@ -85,11 +86,11 @@ def test_a_stage_folder_refuses_rows_whose_contents_changed_under_the_same_ids(t
 
     monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path))
     rows = [{"id": "r1", "prompt": "1+1"}]
-    key = pipeline.stage_key(pipeline.rl_cfg("ci", "math"), rows, "init")
+    key = pipeline.stage_key(get_config("rl_math", "ci"), rows, "init")
     final = fake_model(tmp_path / "ci" / "rl_math" / key / "final")
     assert pipeline.rl_stage("ci", "init", "math", rows, name="attempts/x") == final   # stamps the folder
     assert pipeline.rl_stage("ci", "init", "math", [dict(r) for r in rows], name="attempts/x") == final
     changed = [{"id": "r1", "prompt": "1+2"}]
-    assert pipeline.stage_key(pipeline.rl_cfg("ci", "math"), changed, "init") == key
+    assert pipeline.stage_key(get_config("rl_math", "ci"), changed, "init") == key
     with pytest.raises(ValueError, match="these ids but other contents"):
         pipeline.rl_stage("ci", "init", "math", changed, name="attempts/x")

@@ -36,7 +36,7 @@ def toy_judge_installed(monkeypatch):
 
 def run(tmp_path, model_path, name="run", callbacks=(), resume=False, n_rows=24, **cfg_overrides):
     """Build and train a ci-preset trainer; returns (trainer, record path)."""
-    cfg = get_config("rl", "ci", **{"learning_rate": 0.05, **cfg_overrides})
+    cfg = get_config("rl_math", "ci", **{"learning_rate": 0.05, **cfg_overrides})
     record = tmp_path / f"{name}.csv"
     trainer = build_rl_trainer(cfg, model_path, toy_rows(n_rows), "math", tmp_path / name, record)
     for callback in callbacks:
@@ -171,7 +171,7 @@ def test_oversampling_generates_twice_and_filters(ci_model_path, tmp_path, toy_j
     judge = lambda r, t: seen.append(t) or toy_judge(r, t)  # noqa: E731
     monkeypatch.setattr(reward_adapters, "_default_judge", lambda kind, *_: judge)
     trainer, record = run(tmp_path, ci_model_path, max_steps=1)
-    cfg = get_config("rl", "ci")
+    cfg = get_config("rl_math", "ci")
     assert len(seen) == cfg.oversample * cfg.prompts_per_step * cfg.num_generations
     rows = read_rows(record)
     assert len(rows) == cfg.updates_per_step and 0 < float(rows[0]["kept_group_frac"]) < 1
@@ -186,8 +186,8 @@ def test_run_trains_off_policy_and_writes_the_record(ci_model_path, tmp_path, to
     assert all(not torch.equal(start[k], v) for k, v in trainer.model.named_parameters())
     rows = read_rows(record)
     assert list(rows[0]) == RECORD_COLUMNS
-    cfg = get_config("rl", "ci")
-    assert {r["config_hash"] for r in rows} == {config_hash(get_config("rl", "ci", learning_rate=0.05))}
+    cfg = get_config("rl_math", "ci")
+    assert {r["config_hash"] for r in rows} == {config_hash(get_config("rl_math", "ci", learning_rate=0.05))}
     assert [int(r["step"]) for r in rows] == list(range(1, cfg.max_steps * cfg.updates_per_step + 1))
     assert [int(r["rl_step"]) for r in rows] == [1, 1, 2, 2]
     second_updates = [r for r in rows if int(r["step"]) % cfg.updates_per_step == 0]
@@ -243,8 +243,8 @@ def test_killed_run_resumes_to_the_same_end(uninterrupted, ci_model_path, tmp_pa
 
 # ---- config mapping and reward adapters ------------------------------------------------------------------
 def test_full_preset_maps_to_the_paper_recipe(tmp_path):
-    cfg = get_config("rl", "full")
-    args = gppo_args(cfg, tmp_path, num_processes=32, bf16=False, use_cpu=True, use_vllm=False)
+    cfg = get_config("rl_math", "full", world_size=32)
+    args = gppo_args(cfg, tmp_path, bf16=False, use_cpu=True, use_vllm=False)
     assert args.per_device_train_batch_size * 32 * args.gradient_accumulation_steps == 16 * 8  # mini-batch
     assert args.steps_per_generation // args.gradient_accumulation_steps == 8  # updates per step (docs/paper.md §2.4)
     assert (args.policy_loss, args.epsilon, args.epsilon_high, args.beta, args.sft_alpha) == ("gppo", 0.2, 0.28,
@@ -252,7 +252,7 @@ def test_full_preset_maps_to_the_paper_recipe(tmp_path):
     assert args.oversample == 2 and args.filter_zero_adv and args.learning_rate == 1e-6
     assert args.lr_scheduler_type == "constant_with_warmup" and args.warmup_steps == 80
     with pytest.raises(ValueError, match="does not split"):
-        gppo_args(cfg, tmp_path, num_processes=48, bf16=False, use_cpu=True, use_vllm=False)
+        get_config("rl_math", "full", world_size=48)
 
 
 def test_config_rejects_bad_choices(tmp_path):

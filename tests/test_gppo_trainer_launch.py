@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -35,12 +36,14 @@ def _dry_run(**env) -> subprocess.CompletedProcess:
 
 
 def test_launch_script_builds_the_paper_batch_layout():
-    out = _dry_run(NNODES="4").stdout
-    assert "--num_processes 32" in out and "-m klear_lib.training.gppo_trainer" in out
-    assert "gradient_accumulation_steps=4" in out  # 128 rollouts = 1 per rank x 4 x 32 ranks
-    code = _dry_run(NNODES="1", STAGE="code", VLLM_MODE="server", VLLM_HOST="10.0.0.9").stdout
-    assert "gradient_accumulation_steps=32" in code and "vllm_server_host=10.0.0.9" in code
-    bad = _dry_run(NNODES="3")
+    math = _dry_run(NNODES="4", PYTHON=sys.executable)
+    assert "--num_processes 32" in math.stdout and "-m klear_lib.training.gppo_trainer" in math.stdout
+    assert "gradient_accumulation_steps=4 per_device_rollouts=1" in math.stderr  # 128 rollouts = 1 x 4 x 32 ranks
+    assert "accumulation" not in math.stdout  # the trainer derives the layout itself from WORLD_SIZE
+    code = _dry_run(NNODES="1", STAGE="code", VLLM_MODE="server", VLLM_HOST="10.0.0.9", PYTHON=sys.executable)
+    assert "gradient_accumulation_steps=32 per_device_rollouts=1" in code.stderr  # 256 rollouts over 8 ranks
+    assert "vllm_server_host=10.0.0.9" in code.stdout
+    bad = _dry_run(NNODES="3", PYTHON=sys.executable)
     assert bad.returncode == 1 and "does not split over 24 ranks" in bad.stderr
 
 

@@ -1,26 +1,44 @@
-"""One frozen dataclass config per stage, each with presets ``ci``, ``tiny`` and ``full``.
+"""Every stage's final config from one call: ``get_config(stage, preset, world_size=1, **overrides)``.
+
+Stages: ``data``, ``model``, ``sft``, ``rl_math``, ``rl_code``, ``eval``. Each is one frozen dataclass with presets
+``ci``, ``tiny`` and ``full``; the code-RL stage is the RL config with its own values (``configs/rl.py``).
+``world_size`` lays a training stage out over that many ranks with the same global batch (``base.spread``).
 
 >>> from klear_lib.configs import get_config, config_hash
->>> cfg = get_config("rl", "tiny", learning_rate=1e-4)
+>>> cfg = get_config("rl_math", "tiny", learning_rate=1e-4)
+>>> get_config("rl_code", "full", world_size=32).gradient_accumulation_steps
+8
 """
 from __future__ import annotations
 
 from typing import Any
 
 from klear_lib.configs import data, eval as eval_, model, rl, sft
-from klear_lib.configs.base import algorithm_fields, config_hash, to_dict, with_overrides
+from klear_lib.configs.base import algorithm_fields, config_hash, resolve, spread, to_dict, with_overrides
 
-STAGES = {"data": data, "model": model, "sft": sft, "rl": rl, "eval": eval_}
+STAGES = {"data": data.PRESETS, "model": model.PRESETS, "sft": sft.PRESETS, "rl_math": rl.PRESETS,
+          "rl_code": rl.CODE_PRESETS, "eval": eval_.PRESETS}
 PRESET_NAMES = ("ci", "tiny", "full")
+TRAINING_STAGES = ("sft", "rl_math", "rl_code")
 
 
-def get_config(stage: str, preset: str, **overrides: Any):
-    """The config of ``stage`` at ``preset`` with ``overrides``; unknown stages, presets or keys raise."""
+def get_config(stage: str, preset: str, world_size: int = 1, **overrides: Any):
+    """The whole config of ``stage`` at ``preset`` with ``overrides``, laid out over ``world_size`` ranks (training
+    stages only); unknown stages, presets or keys raise ``KeyError``, a batch that does not split ``ValueError``."""
     if stage not in STAGES:
         raise KeyError(f"unknown stage {stage!r}; choose one of {sorted(STAGES)}")
-    from klear_lib.configs.base import resolve
+    cfg = resolve(STAGES[stage], preset, **overrides)
+    if world_size != 1 and stage not in TRAINING_STAGES:
+        raise ValueError(f"stage {stage!r} has no rank layout; world_size applies to {TRAINING_STAGES}")
+    return spread(cfg, world_size) if stage in TRAINING_STAGES else cfg
 
-    return resolve(STAGES[stage].PRESETS, preset, **overrides)
+
+def rl_stage_name(reward: str) -> str:
+    """The config stage of an RL run on ``reward`` ("math" or "code")."""
+    if reward not in ("math", "code"):
+        raise KeyError(f"unknown RL reward {reward!r}; choose 'math' or 'code'")
+    return f"rl_{reward}"
 
 
-__all__ = ["get_config", "config_hash", "to_dict", "with_overrides", "algorithm_fields", "STAGES", "PRESET_NAMES"]
+__all__ = ["get_config", "rl_stage_name", "config_hash", "to_dict", "with_overrides", "algorithm_fields", "STAGES",
+           "PRESET_NAMES", "TRAINING_STAGES"]

@@ -3,23 +3,39 @@
 Each stage module defines one frozen dataclass and a ``PRESETS`` dict ``{"ci": ..., "tiny": ..., "full": ...}``.
 Fields carry ``metadata={"kind": "algorithm"}`` when they are part of the method (clip bounds, alpha, reward
 shaping, sampling parameters): those must be equal across presets, and a test checks it. Every other field is a
-scale field (sizes, steps, devices, data sources) and may differ.
+scale field (sizes, steps, devices, data sources) and may differ. Two kinds are left out of the hash: a ``layout``
+field says how one global batch is spread over ranks (the batch it spreads is hashed), a ``shown`` field what a
+notebook adds to its report (each result row names its benchmark).
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
+import math
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 ALGORITHM = {"kind": "algorithm"}
+LAYOUT = {"kind": "layout"}
+SHOWN = {"kind": "shown"}
+UNHASHED = ("layout", "shown")
 
 
 def algo(default: Any, **kwargs: Any) -> Any:
     """A dataclass field that is part of the algorithm (identical in every preset)."""
     return dataclasses.field(default=default, metadata=ALGORITHM, **kwargs)
+
+
+def layout(default: Any) -> Any:
+    """A dataclass field that lays the run out over ranks (never hashed: the global batch is)."""
+    return dataclasses.field(default=default, metadata=LAYOUT)
+
+
+def shown(default: Any) -> Any:
+    """A dataclass field choosing what a notebook reports beside the stage's own numbers (never hashed)."""
+    return dataclasses.field(default=default, metadata=SHOWN)
 
 
 def algorithm_fields(cls: type) -> list[str]:
@@ -43,7 +59,9 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
 def config_hash(cfg: Any, length: int = 12) -> str:
     """A stable short hash of the config's values and class name (independent of process and field order)."""
-    payload = json.dumps({"class": type(cfg).__name__, "values": to_dict(cfg)}, sort_keys=True)
+    hashed = {f.name for f in dataclasses.fields(cfg) if f.metadata.get("kind") not in UNHASHED}
+    values = {k: v for k, v in to_dict(cfg).items() if k in hashed}
+    payload = json.dumps({"class": type(cfg).__name__, "values": values}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:length]
 
 
@@ -52,3 +70,25 @@ def resolve(presets: dict[str, T], preset: str, **overrides: Any) -> T:
     if preset not in presets:
         raise KeyError(f"unknown preset {preset!r}; choose one of {sorted(presets)}")
     return with_overrides(presets[preset], **overrides)
+
+
+def spread(cfg: T, world_size: int) -> T:
+    """``cfg``, written for one process, laid out over ``world_size`` ranks with the same global batch: the ranks
+    take over gradient-accumulation steps first, then the per-rank batch. A batch that does not split raises."""
+    if world_size < 1:
+        raise ValueError(f"world_size must be >= 1 (got {world_size})")
+    if getattr(cfg, "world_size", 1) != 1:
+        raise ValueError(f"{type(cfg).__name__} is already laid out over {cfg.world_size} ranks")
+    accumulation = cfg.gradient_accumulation_steps
+    taken = math.gcd(accumulation, world_size)
+    changes = {"gradient_accumulation_steps": accumulation // taken}
+    names = {f.name for f in dataclasses.fields(cfg)}
+    if "world_size" in names:  # RL: the per-rank share of a mini-batch is derived from it (RLConfig)
+        changes["world_size"] = world_size
+    elif world_size // taken > 1:  # SFT: the per-rank batch is a field
+        rest = world_size // taken
+        if cfg.per_device_batch_size % rest:
+            raise ValueError(f"a global batch of {cfg.per_device_batch_size * accumulation} rows does not split "
+                             f"over {world_size} ranks")
+        changes["per_device_batch_size"] = cfg.per_device_batch_size // rest
+    return dataclasses.replace(cfg, **changes)

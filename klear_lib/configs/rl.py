@@ -6,9 +6,10 @@ Step counts are **RL steps** (one generation batch of ``prompts_per_step`` promp
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from klear_lib.configs.base import algo
+from klear_lib.configs.base import algo, layout
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,9 @@ class RLConfig:
     learning_rate: float = 1e-4           # scale: a 0.8 M model needs a far larger LR than 1e-6
     prompts_per_step: int = 8
     mini_batch_prompts: int = 1           # 8 / 1 = 8 updates per step, as the paper's 128 / 16
-    gradient_accumulation_steps: int = 1  # micro-batches per update (memory only; the update is the same)
+    gradient_accumulation_steps: int = 1  # micro-batches per update on one process (memory only; the update is
+                                          # the same); get_config(..., world_size=N) hands them to N ranks
+    world_size: int = layout(1)           # ranks; set by get_config(..., world_size=N), never by hand
     max_steps: int = 100                  # RL steps (generation batches)
     max_prompt_length: int = 128          # longer prompts are dropped (counted) before training
     max_completion_length: int = 256
@@ -58,13 +61,24 @@ class RLConfig:
     save_steps: int = 25                  # RL steps between checkpoints
     seed: int = 0
 
-    @property
-    def updates_per_step(self) -> int:
-        """Optimizer updates per generation batch (8 in the paper's math stage, 4 in code)."""
+    def __post_init__(self):
         if self.prompts_per_step % self.mini_batch_prompts:
             raise ValueError(f"prompts_per_step={self.prompts_per_step} is not a multiple of "
                              f"mini_batch_prompts={self.mini_batch_prompts}")
+        rollouts, micro = self.mini_batch_prompts * self.num_generations, self.world_size * self.gradient_accumulation_steps
+        if rollouts % micro:
+            raise ValueError(f"a mini-batch of {rollouts} rollouts does not split over {self.world_size} ranks x "
+                             f"{self.gradient_accumulation_steps} accumulation steps")
+
+    @property
+    def updates_per_step(self) -> int:
+        """Optimizer updates per generation batch (8 in the paper's math stage, 4 in code)."""
         return self.prompts_per_step // self.mini_batch_prompts
+
+    @property
+    def per_device_rollouts(self) -> int:
+        """Rollouts per rank per micro-batch: the mini-batch over ranks x accumulation steps."""
+        return self.mini_batch_prompts * self.num_generations // (self.world_size * self.gradient_accumulation_steps)
 
 
 PRESETS = {
@@ -79,7 +93,7 @@ PRESETS = {
         warmup_steps=10,                  # docs/paper.md §2.4
         prompts_per_step=128,             # docs/paper.md §2.4
         mini_batch_prompts=16,            # docs/paper.md §2.4 math: 8 updates per step
-        gradient_accumulation_steps=4,    # UNVERIFIED: memory only; 16 x 8 = 128 rollouts = 1 per rank x 4 x 32 ranks
+        gradient_accumulation_steps=128,  # UNVERIFIED: memory only; 16 x 8 = 128 rollouts, 1 per micro-batch
         max_steps=500,                    # UNVERIFIED: the paper gives no step count; our choice
         max_prompt_length=4096,           # docs/paper.md §2.4
         max_completion_length=32768,      # docs/paper.md §2.4
@@ -91,10 +105,14 @@ PRESETS = {
     ),
 }
 
-# The code-RL stage differs from math in two values (docs/paper.md §2.4): get_config("rl", "full", **CODE_STAGE_OVERRIDES).
-CODE_STAGE_OVERRIDES = {"learning_rate": 5e-7, "mini_batch_prompts": 32}
-# Per (preset, stage) overrides that ``klear_lib.pipeline.rl_cfg`` applies. At tiny the code stage is shorter:
-# every rollout runs up to 16 tests in the sandbox, the slowest part of a CPU step; 4 prompts a step with 1-prompt
-# mini-batches keeps the paper's 4 updates per code step (128 / 32).
-STAGE_OVERRIDES = {("full", "code"): CODE_STAGE_OVERRIDES,
-                   ("tiny", "code"): {"max_steps": 20, "prompts_per_step": 4, "mini_batch_prompts": 1}}
+# The code-RL stage differs from math in two values (docs/paper.md §2.4); at full its 32 x 8 = 256 rollouts keep one
+# per micro-batch. At tiny it is shorter: every rollout runs up to 16 tests in the sandbox, the slowest part of a CPU
+# step; 4 prompts a step with 1-prompt mini-batches keeps the paper's 4 updates per code step (128 / 32).
+CODE_OVERRIDES = {
+    "ci": {},
+    "tiny": {"max_steps": 20, "prompts_per_step": 4, "mini_batch_prompts": 1},
+    "full": {"learning_rate": 5e-7,              # docs/paper.md §2.4 code stage
+             "mini_batch_prompts": 32,           # docs/paper.md §2.4 code stage: 4 updates per step
+             "gradient_accumulation_steps": 256},  # UNVERIFIED: memory only, as the math stage
+}
+CODE_PRESETS = {preset: dataclasses.replace(cfg, **CODE_OVERRIDES[preset]) for preset, cfg in PRESETS.items()}

@@ -15,7 +15,7 @@ class SFTConfig:
     lr_schedule: str = algo("cosine")     # docs/paper.md §2.2
     num_epochs: float = 5.0               # tiny: the loss still falls steeply after 2 epochs (results/LOG.md)
     per_device_batch_size: int = 64
-    gradient_accumulation_steps: int = 1
+    gradient_accumulation_steps: int = 1  # on one process; get_config(..., world_size=N) hands them to N ranks
     warmup_ratio: float = 0.03            # UNVERIFIED in the paper; our choice
     weight_decay: float = 0.0             # UNVERIFIED in the paper; our choice
     max_length: int = 512
@@ -34,8 +34,8 @@ PRESETS = {
         learning_rate=8e-5,               # docs/paper.md §2.2 max LR
         num_epochs=4.0,                   # docs/paper.md §2.2
         max_length=32768,                 # docs/paper.md §2.2 (32K)
-        per_device_batch_size=1,          # UNVERIFIED: global batch 256 = 1 x 8 accum x 32 GPUs, our choice
-        gradient_accumulation_steps=8,    # UNVERIFIED: see above
+        per_device_batch_size=1,          # UNVERIFIED: global batch 256 rows, our choice; 32 ranks x 8 accum
+        gradient_accumulation_steps=256,  # UNVERIFIED: see above (on one process)
         warmup_ratio=0.03,                # UNVERIFIED: our choice
         weight_decay=0.0,                 # UNVERIFIED: our choice (AdamW)
         bf16=True, use_cpu=False, save_steps=500,

@@ -26,18 +26,26 @@ Use it on any model like ``GRPOTrainer``::
 """
 from __future__ import annotations
 
+import argparse
+import json
 import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from datasets import IterableDataset
+from datasets import Dataset, IterableDataset, load_dataset
+from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
+from klear_lib.configs import config_hash, get_config, rl_stage_name
+from klear_lib.configs.rl import RLConfig
+from klear_lib.configs.trl import RL_FIELDS, check_trl_only, trl_kwargs
 from klear_lib.losses.policy import PER_TOKEN, clip_diagnostics, sft_nll_loss
 from klear_lib.seeding import stable_seed
+from klear_lib.training.rewards import make_reward_func
+from klear_lib.training.run_record import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -275,46 +283,11 @@ class GPPOTrainer(GRPOTrainer):
 
 
 # ---- from klear_lib.configs.rl.RLConfig to a ready trainer ---------------------------------------------------
-def world_size() -> int:
-    """Processes of the launch (``WORLD_SIZE`` set by accelerate/torchrun; 1 otherwise)."""
-    return int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def per_device_batch(cfg, num_processes: int) -> int:
-    """Rollouts per device per micro-batch: mini-batch rollouts / (processes x accumulation)."""
-    rollouts = cfg.mini_batch_prompts * cfg.num_generations
-    per_device, rest = divmod(rollouts, num_processes * cfg.gradient_accumulation_steps)
-    if rest or per_device == 0:
-        raise ValueError(f"a mini-batch of {rollouts} rollouts does not split over {num_processes} processes x "
-                         f"{cfg.gradient_accumulation_steps} accumulation steps")
-    return per_device
-
-
-def gppo_args(cfg, output_dir, num_processes: int | None = None, **overrides) -> GPPOConfig:
-    """Map an ``RLConfig`` (RL steps, prompts) onto ``GPPOConfig`` (optimizer steps, rollouts per device)."""
-    updates = cfg.updates_per_step
-    accumulation = cfg.gradient_accumulation_steps
-    kwargs = dict(
-        output_dir=str(output_dir), seed=cfg.seed, data_seed=cfg.seed, report_to="none", logging_steps=1,
-        policy_loss=cfg.loss_type, epsilon=cfg.clip_low, epsilon_high=cfg.clip_high, dual_clip=cfg.dual_clip,
-        beta_low=cfg.beta_low, beta_high=cfg.beta_high, sft_alpha=cfg.sft_alpha, correct_reward=cfg.correct_reward,
-        filter_zero_adv=cfg.filter_zero_adv, filter_metric=cfg.filter_metric, oversample=cfg.oversample,
-        num_generations=cfg.num_generations, scale_rewards=cfg.scale_rewards, beta=cfg.kl_coef,
-        entropy_coef=cfg.entropy_coef, temperature=cfg.temperature, top_p=cfg.top_p,
-        max_completion_length=cfg.max_completion_length,
-        per_device_train_batch_size=per_device_batch(cfg, num_processes or world_size()),
-        gradient_accumulation_steps=accumulation, steps_per_generation=updates * accumulation, num_iterations=1,
-        max_steps=cfg.max_steps * updates, save_steps=cfg.save_steps * updates, save_strategy="steps",
-        learning_rate=cfg.learning_rate, lr_scheduler_type=cfg.lr_scheduler, warmup_steps=cfg.warmup_steps * updates,
-        weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm, bf16=cfg.bf16, use_cpu=cfg.use_cpu,
-        gradient_checkpointing=cfg.gradient_checkpointing, use_vllm=cfg.use_vllm, vllm_mode=cfg.vllm_mode,
-        vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
-        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
-        vllm_max_model_length=cfg.max_prompt_length + cfg.max_completion_length,
-        save_only_model=False,
-    )
-    kwargs.update(overrides)
-    return GPPOConfig(**kwargs)
+def gppo_args(cfg: RLConfig, output_dir, **trl_overrides) -> GPPOConfig:
+    """``cfg`` as ``GPPOConfig`` through the field table (``klear_lib.configs.trl.RL_FIELDS``: RL steps become
+    optimizer updates, prompts become rollouts per rank). ``trl_overrides`` set TRL values directly, for
+    benchmarks and tests that bend the recipe on purpose; a launch goes through ``main``'s checked ``--trl``."""
+    return GPPOConfig(output_dir=str(output_dir), **{**trl_kwargs(RL_FIELDS, cfg), **trl_overrides})
 
 
 def validate_rl_rows(rows: list[dict]) -> list[dict]:
@@ -358,13 +331,6 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     ``train_rows``: verl-schema dicts (``prompt``, ``reward_model``, ``extra_info``, ...); ``reward``: "math" or
     "code"; ``run_record``: CSV path or None; ``overrides`` go to ``GPPOConfig`` (e.g. ``vllm_mode="server"``).
     """
-    from datasets import Dataset
-    from transformers import AutoTokenizer
-
-    from klear_lib.configs import config_hash
-    from klear_lib.training.rewards import make_reward_func
-    from klear_lib.training.run_record import RunRecord
-
     args = gppo_args(rl_cfg, output_dir, **overrides)
     tokenizer = AutoTokenizer.from_pretrained(str(model_path))
     rows = [training_view(r) for r in validate_rl_rows(list(train_rows))]
@@ -380,8 +346,6 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
 
 def _parse_pairs(pairs: list[str]) -> dict:
     """``["k=v", ...]`` -> dict, values parsed as JSON when possible (``10`` -> 10, ``null`` -> None)."""
-    import json
-
     out = {}
     for pair in pairs:
         key, _, value = pair.partition("=")
@@ -392,9 +356,7 @@ def _parse_pairs(pairs: list[str]) -> dict:
     return out
 
 
-def _parser():
-    import argparse
-
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="GPPO RL stage (docs/paper.md §2.4)")
     parser.add_argument("--preset", default="full")
     parser.add_argument("--stage", choices=["math", "code"], default="math")
@@ -403,22 +365,25 @@ def _parser():
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--run-record", default=None, help="CSV run record path")
     parser.add_argument("--set", nargs="*", default=[], help="RLConfig overrides key=value")
-    parser.add_argument("--trl", nargs="*", default=[], help="GPPOConfig overrides key=value")
+    parser.add_argument("--trl", nargs="*", default=[],
+                        help="TRL-only options key=value (e.g. vllm_server_host); values RLConfig sets are refused")
     return parser
+
+
+def launch_config(args: argparse.Namespace) -> RLConfig:
+    """The stage's config laid out over the launch's ranks (``WORLD_SIZE``, set by accelerate/torchrun)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    return get_config(rl_stage_name(args.stage), args.preset, world_size=world, **_parse_pairs(args.set))
 
 
 def main(argv: list[str] | None = None) -> None:
     """CLI for ``accelerate launch -m klear_lib.training.gppo_trainer``; resumes from the last checkpoint."""
-    from datasets import load_dataset
-
-    from klear_lib.pipeline import rl_cfg
-
     args = _parser().parse_args(argv)
-    cfg = rl_cfg(args.preset, args.stage, **_parse_pairs(args.set))
+    cfg = launch_config(args)
+    trl = check_trl_only(_parse_pairs(args.trl), RL_FIELDS, "RLConfig")
     kind = "parquet" if args.train_file.endswith(".parquet") else "json"
     rows = load_dataset(kind, data_files=args.train_file, split="train").to_list()
-    trainer = build_rl_trainer(cfg, args.model, rows, args.stage, args.output_dir, args.run_record,
-                               **_parse_pairs(args.trl))
+    trainer = build_rl_trainer(cfg, args.model, rows, args.stage, args.output_dir, args.run_record, **trl)
     trainer.train(resume_from_checkpoint=any(Path(args.output_dir).glob("checkpoint-*")) or None)
     trainer.save_model(str(Path(args.output_dir) / "final"))
 

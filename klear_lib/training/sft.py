@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 import logging
+import argparse
+import os
 from pathlib import Path
 
-from datasets import Dataset
+from datasets import Dataset, load_dataset
 from transformers import TrainerCallback
 from trl import SFTConfig as TRLSFTConfig
 from trl import SFTTrainer
 
 from klear_lib import artifacts
-from klear_lib.configs import config_hash
+from klear_lib.configs import config_hash, get_config
 from klear_lib.configs.sft import SFTConfig
+from klear_lib.configs.trl import SFT_FIELDS, trl_kwargs
 from klear_lib.models import load
 from klear_lib.training.run_record import SFT_KEYS, RunRecord
 
@@ -31,18 +34,8 @@ class StopAt(TrainerCallback):
 
 
 def trl_args(cfg: SFTConfig, output_dir: Path) -> TRLSFTConfig:
-    """Map our SFT config onto TRL's; cosine decay to ``min_lr_ratio`` x the peak LR (docs/paper.md §2.2)."""
-    return TRLSFTConfig(
-        output_dir=str(output_dir), learning_rate=cfg.learning_rate, num_train_epochs=cfg.num_epochs,
-        lr_scheduler_type="cosine_with_min_lr", lr_scheduler_kwargs={"min_lr_rate": cfg.min_lr_ratio},
-        warmup_steps=cfg.warmup_ratio, weight_decay=cfg.weight_decay,
-        per_device_train_batch_size=cfg.per_device_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=cfg.max_length,
-        assistant_only_loss=cfg.assistant_only_loss, bf16=cfg.bf16, use_cpu=cfg.use_cpu,
-        gradient_checkpointing=not cfg.use_cpu, seed=cfg.seed, data_seed=cfg.seed,
-        save_strategy="steps", save_steps=cfg.save_steps, save_total_limit=2, logging_steps=1,
-        report_to="none", disable_tqdm=False, dataloader_num_workers=0, full_determinism=cfg.use_cpu,
-    )
+    """Our SFT config as TRL's, through the field table (``klear_lib.configs.trl.SFT_FIELDS``)."""
+    return TRLSFTConfig(output_dir=str(output_dir), **trl_kwargs(SFT_FIELDS, cfg))
 
 
 def sft_dataset(rows: list[dict], max_rows: int | None = None) -> Dataset:
@@ -89,12 +82,6 @@ def train_sft(cfg: SFTConfig, model_path: str, rows: list[dict], output_dir: Pat
 
 def main(argv: list[str] | None = None) -> None:
     """CLI for ``accelerate launch -m klear_lib.training.sft``: SFT rows (jsonl/parquet with ``messages``)."""
-    import argparse
-
-    from datasets import load_dataset
-
-    from klear_lib.configs import get_config
-
     parser = argparse.ArgumentParser(description="Long-CoT SFT (docs/paper.md §2.2)")
     parser.add_argument("--preset", default="full")
     parser.add_argument("--model", required=True, help="base model directory or hub id (e.g. Qwen/Qwen3-8B-Base)")
@@ -104,7 +91,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     kind = "parquet" if args.train_file.endswith(".parquet") else "json"
     rows = load_dataset(kind, data_files=args.train_file, split="train").to_list()
-    train_sft(get_config("sft", args.preset), args.model, rows, Path(args.output_dir), args.run_record)
+    cfg = get_config("sft", args.preset, world_size=int(os.environ.get("WORLD_SIZE", "1")))  # set by accelerate
+    train_sft(cfg, args.model, rows, Path(args.output_dir), args.run_record)
 
 
 if __name__ == "__main__":
