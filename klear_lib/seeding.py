@@ -6,6 +6,7 @@ import random
 from contextlib import contextmanager
 
 import numpy as np
+import torch
 
 
 def stable_seed(*parts: object) -> int:
@@ -30,15 +31,11 @@ def np_rng(*parts: object) -> np.random.Generator:
 
 def torch_generator(*parts: object):
     """A CPU ``torch.Generator`` seeded from ``stable_seed(*parts)``."""
-    import torch
-
     return torch.Generator().manual_seed(stable_seed(*parts))
 
 
 def seed_everything(seed: int, deterministic: bool = True) -> None:
     """Seed Python, NumPy and torch globals (for third-party code we do not control, e.g. trainers)."""
-    import torch
-
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
@@ -53,8 +50,6 @@ def torch_threads(n: int | None):
     Float reductions depend on the thread count, so a run is bit-reproducible only under the same count: a sweep
     that pins it gives the same rows whether it runs its runs one at a time or in parallel worker processes.
     """
-    import torch
-
     before = torch.get_num_threads()
     if n is not None:
         torch.set_num_threads(n)

@@ -116,9 +116,8 @@ def test_hub_records_read_the_pinned_revision(monkeypatch):
         calls.append((path, config, split, revision, data_files))
         return [{"problem": "Compute $2+2$.", "answer": "4"}]
 
-    import datasets
 
-    monkeypatch.setattr(datasets, "load_dataset", fake_load)
+    monkeypatch.setattr(fetch, "load_dataset", fake_load)
     monkeypatch.setattr(fetch, "reachable", lambda url, timeout_s=3.0: True)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     rows, funnel = S.load_source("math500", "hub")
@@ -133,9 +132,8 @@ def test_hub_records_read_the_pinned_revision(monkeypatch):
 def test_git_files_are_checked_against_their_sha256(monkeypatch, tmp_path):
     fake = tmp_path / "aime.json"
     fake.write_text("[]")
-    import datasets.utils.file_utils as fu
 
-    monkeypatch.setattr(fu, "cached_path", lambda url, download_config=None: str(fake))
+    monkeypatch.setattr(fetch, "cached_path", lambda url, download_config=None: str(fake))
     monkeypatch.setattr(fetch, "reachable", lambda url, timeout_s=3.0: True)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     with pytest.raises(ValueError, match="deepscaler_aime: https://raw.githubusercontent.com/.*has sha256"):

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from klear_lib.configs import data, eval as eval_, model, rl, sft
+from klear_lib.configs import data, model, rl, sft
+from klear_lib.configs import eval as eval_
 from klear_lib.configs.base import algorithm_fields, config_hash, resolve, spread, to_dict, with_overrides
 
 STAGES = {"data": data.PRESETS, "model": model.PRESETS, "sft": sft.PRESETS, "rl_math": rl.PRESETS,

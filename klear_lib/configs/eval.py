@@ -26,8 +26,8 @@ class EvalConfig:
     code_max_tests: int | None = None     # benchmark verdict runs every test (LiveCodeBench convention)
     judge_workers: int = 2                # sandboxes at a time
     benchmarks: tuple[str, ...] = ("tiny_aime", "tiny_lcb")
-    heldout_benchmarks: tuple[str, ...] = shown(("math_eval_t1", "math_eval_t3"))  # SFT read on easy held-out
-                                          # tiers too (notebook 02): does the model learn the world, not just AIME
+    heldout_benchmarks: tuple[str, ...] = shown(())  # notebook 02 also reads SFT on these (tiny: two easier
+                                          # held-out tiers of the miniature, to see it learn the world, not just AIME)
     models: tuple[str, ...] = ()          # hub ids to evaluate (full); tiny stages come from the artifacts
     model_revisions: tuple[str, ...] = ()
     dtype: str = "float32"
@@ -44,8 +44,8 @@ class EvalConfig:
 
 PRESETS = {
     "ci": EvalConfig(k_math=2, k_code=2, max_new_tokens=96, max_model_len=384, max_problems=4, chunk_problems=4,
-                     backend="transformers", heldout_benchmarks=()),
-    "tiny": EvalConfig(),
+                     backend="transformers"),
+    "tiny": EvalConfig(heldout_benchmarks=("math_eval_t1", "math_eval_t3")),
     "full": EvalConfig(
         k_math=64,                        # avg@64 on AIME/HMMT (docs/paper.md §4)
         k_code=8,                         # avg@8 on LiveCodeBench (docs/paper.md §4)
@@ -55,7 +55,6 @@ PRESETS = {
         code_timeout_s=35.0,              # docs/paper.md §2.5 official default
         judge_workers=16,                 # UNVERIFIED: our choice (cores of one node)
         benchmarks=("aime24", "aime25", "hmmt25", "lcb_v5", "lcb_v6"),  # docs/paper.md §4, Table 1
-        heldout_benchmarks=(),            # the miniature's tiers exist at ci/tiny only
         models=("Kwai-Klear/Klear-Reasoner-8B", "Kwai-Klear/Klear-Reasoner-8B-SFT"),  # docs/paper.md §6
         model_revisions=("main", "main"),  # UNVERIFIED: pin commit shas for a real run
         dtype="bfloat16",

@@ -65,8 +65,8 @@ class RLConfig:
         if self.prompts_per_step % self.mini_batch_prompts:
             raise ValueError(f"prompts_per_step={self.prompts_per_step} is not a multiple of "
                              f"mini_batch_prompts={self.mini_batch_prompts}")
-        rollouts, micro = self.mini_batch_prompts * self.num_generations, self.world_size * self.gradient_accumulation_steps
-        if rollouts % micro:
+        rollouts = self.mini_batch_prompts * self.num_generations
+        if rollouts % (self.world_size * self.gradient_accumulation_steps):
             raise ValueError(f"a mini-batch of {rollouts} rollouts does not split over {self.world_size} ranks x "
                              f"{self.gradient_accumulation_steps} accumulation steps")
 

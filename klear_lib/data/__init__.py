@@ -3,8 +3,9 @@
 >>> from klear_lib.data import load_split, sft_subset
 >>> rows = load_split("math_rl", "ci")
 """
+from klear_lib.data.curation import World
 from klear_lib.data.store import load_split, load_world
 from klear_lib.data.subsets import sft_subset
-from klear_lib.data.world import EVAL_SPLITS, TRAIN_SPLITS, World, build_world
+from klear_lib.data.world import EVAL_SPLITS, TRAIN_SPLITS, build_world
 
 __all__ = ["build_world", "load_split", "load_world", "sft_subset", "World", "EVAL_SPLITS", "TRAIN_SPLITS"]

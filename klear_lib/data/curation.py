@@ -51,6 +51,15 @@ class Funnel:
         return out
 
 
+@dataclasses.dataclass
+class World:
+    """All splits (name -> rows) and the funnel of the curation that produced them (miniature or real)."""
+
+    splits: dict[str, list[dict]]
+    funnel: Funnel
+    config_hash: str
+
+
 def _step(stage: str, rows_in: int, kept: list, dropped: Counter, note: str = "") -> Step:
     return Step(stage, rows_in, len(kept), dict(sorted(dropped.items())), note)
 

@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from datasets import DownloadConfig, load_dataset
+from datasets.utils.file_utils import cached_path
+
 log = logging.getLogger(__name__)
 MIRROR_ENV = "KLEAR_BENCHMARKS"
 HUB_ENDPOINT = "https://huggingface.co"
@@ -119,8 +122,6 @@ def sha256_file(path: Path) -> str:
 
 def hub_records(src) -> list[dict]:
     """Raw records of a hub dataset at the pinned revision (its ``hub_files`` when it names them)."""
-    from datasets import load_dataset
-
     reason = _network_reason(os.environ.get("HF_ENDPOINT", HUB_ENDPOINT))
     if reason and not _offline():
         raise SourceUnavailable(src, reason)
@@ -138,9 +139,6 @@ def hub_records(src) -> list[dict]:
 
 def git_file(src, f: MirrorFile) -> Path:
     """One pinned git file through ``datasets``' download cache, sha256-checked."""
-    from datasets import DownloadConfig
-    from datasets.utils.file_utils import cached_path
-
     reason = _network_reason(GIT_RAW)
     try:
         path = Path(cached_path(f.url, download_config=DownloadConfig(local_files_only=bool(reason))))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from klear_lib.configs.base import config_hash
 from klear_lib.data import curation as cu
+from klear_lib.data.curation import World
 from klear_lib.data.schema import n_code_tests
 from klear_lib.data.sources import BENCHMARKS, SOURCES, decontam_text, load_source
 
@@ -51,8 +52,6 @@ def _train_split(split: str, names: tuple[str, ...], mode: str, cfg, index: cu.N
 def build_real_world(cfg):
     """Benchmarks + curated RL splits from real sources (``cfg.source`` in mirror | hub); a source that cannot
     be loaded raises ``SourceUnavailable`` (at ``full`` every benchmark is required)."""
-    from klear_lib.data.world import World
-
     mode, funnel = cfg.source, cu.Funnel()
     if mode not in TRAIN:
         raise ValueError(f"data config source={mode!r}: the real world needs 'hub' or 'mirror'")

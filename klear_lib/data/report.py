@@ -4,9 +4,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
-from klear_lib.data.curation import Funnel, item_of
+from klear_lib.data.curation import Funnel, item_of, ngram_index, prompt_text
+from klear_lib.data.sources import BENCHMARKS, get_source, try_load_benchmark
 
 
 def funnel_frame(funnel: Funnel) -> pd.DataFrame:
@@ -92,8 +94,6 @@ def pick_item(pool: Sequence[dict], ability: str, tier: int) -> str:
 
 def plot_teacher_accuracy(table: pd.DataFrame):
     """Accuracy per tier for every teacher (one panel per ability); returns the figure."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
     for ax, (ability, df) in zip(axes, table.groupby(level="ability")):
         acc = df[[c for c in df.columns if c.startswith("acc_t")]].dropna(axis=1, how="all")
@@ -108,8 +108,6 @@ def plot_teacher_accuracy(table: pd.DataFrame):
 def leakage_table(splits: dict[str, list[dict]], heldout: Sequence[str], extra_texts: Sequence[str] = (),
                   n: int = 9, boilerplate_df: int | None = None) -> pd.DataFrame:
     """Per training split: rows whose id is a held-out id, and rows hitting a held-out 9-gram (both must be 0)."""
-    from klear_lib.data.curation import ngram_index, prompt_text
-
     held = [r for name in heldout for r in splits[name]]
     ids = {item_of(r) for r in held}
     index = ngram_index([prompt_text(r) for r in held] + list(extra_texts), n, boilerplate_df)
@@ -130,8 +128,6 @@ def ablation_sizes(pool: Sequence[dict]) -> pd.DataFrame:
 
 def benchmark_counts(mode: str = "auto") -> pd.DataFrame:
     """Rows per real benchmark in the common schema and where they came from; a skipped one says why."""
-    from klear_lib.data.sources import BENCHMARKS, get_source, try_load_benchmark
-
     recs = []
     for name in BENCHMARKS:
         rows, where = try_load_benchmark(name, mode)

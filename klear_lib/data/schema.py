@@ -12,6 +12,8 @@ import logging
 import re
 from typing import Any, Iterable
 
+from math_verify import parse
+
 ABILITIES = ("math", "code")
 _WS = re.compile(r"\s+")
 _INT = re.compile(r"^-?\d+$")
@@ -105,7 +107,6 @@ def judge_can_parse(answer: str) -> bool:
     """
     if _INT.match(answer.strip()):
         return True
-    from math_verify import parse
 
     return len(parse("\\boxed{" + answer + "}", parsing_timeout=None)) >= 2
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from klear_lib.artifacts import artifact_dir, is_complete, mark_complete
 from klear_lib.configs import config_hash, get_config
-from klear_lib.data.curation import Funnel, Step
+from klear_lib.data.curation import Funnel, Step, World
 from klear_lib.data.schema import dumps_rows
+from klear_lib.data.world import build_world
 from klear_lib.paths import results_dir
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,6 @@ def read_funnel(path: Path) -> Funnel:
 
 def ensure_world(preset: str, seed: int = 0) -> Path:
     """Build and cache the world of ``preset``/``seed`` if it is not cached yet; return its folder."""
-    from klear_lib.data.world import build_world
-
     path = world_dir(preset, seed)
     if not is_complete(path):
         log.info("building the %s data world (seed %d) into %s", preset, seed, path)
@@ -95,8 +94,6 @@ def load_split(name: str, preset: str, seed: int = 0) -> list[dict]:
 
 def load_world(preset: str, seed: int = 0):
     """The whole cached world of ``preset``/``seed`` (built on first use)."""
-    from klear_lib.data.world import World
-
     path = ensure_world(preset, seed)
     splits = {p.stem: read_jsonl(p) for p in sorted(path.glob("*.jsonl"))}
     manifest = json.loads((path / "manifest.json").read_text())

@@ -12,13 +12,12 @@ import dataclasses
 import functools
 import json
 import random
-import re
 
 from klear_lib.data.schema import make_rl_row
+from klear_lib.rewards.code import extract_program  # the judge's extraction, so teachers are graded as policies
 
 TIERS = (1, 2, 3, 4)
 DATA_SOURCE = "tiny_code"
-_CODE = re.compile(r"</think>.*```python\n(.*?)\n```", re.DOTALL)  # the paper's extraction (docs/paper.md §2.5)
 
 # name -> (phrase, statement, precedence of the one-liner result, constant range)
 OPS = {
@@ -131,12 +130,6 @@ def oneliner(ops, drop_parens=lambda: False) -> str:
                 "max": f"max({expr},{c})", "min": f"min({expr},{c})", "mod": f"{e}%{c}", "div": f"{e}//{c}"}[name]
         level = OPS[name][2]
     return f"x=int(input())\nprint({expr})"
-
-
-def extract_program(response: str) -> str | None:
-    """The last ```python block after ``</think>`` (the paper's regex), or None."""
-    found = _CODE.search(response)
-    return found.group(1) if found else None
 
 
 _BIN = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,

@@ -6,7 +6,6 @@ Held-out splits are drawn first; every training pool then loses their ids (exact
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 from typing import Callable
@@ -17,7 +16,10 @@ from klear_lib.configs.base import config_hash
 from klear_lib.data import curation as cu
 from klear_lib.data import tasks_code as tc
 from klear_lib.data import tasks_math as tm
+from klear_lib.data.curation import World
+from klear_lib.data.realworld import build_real_world
 from klear_lib.data.schema import n_code_tests
+from klear_lib.data.sources import benchmark_texts
 from klear_lib.data.subsets import sft_subset
 from klear_lib.data.teachers import get_teacher, ranked, respond
 from klear_lib.seeding import py_rng
@@ -27,15 +29,6 @@ MATH_EVAL_SPLITS = tuple(f"math_eval_t{k}" for k in tm.TIERS)
 EVAL_SPLITS = ("tiny_aime", "tiny_lcb", *MATH_EVAL_SPLITS)
 TRAIN_SPLITS = ("sft_pool", "sft", "math_rl", "code_rl", "math_rl_unfiltered", "code_rl_unfiltered")
 TASKS = {"math": tm, "code": tc}
-
-
-@dataclasses.dataclass
-class World:
-    """All splits (name -> rows) and the funnel of the curation that produced them."""
-
-    splits: dict[str, list[dict]]
-    funnel: cu.Funnel
-    config_hash: str
 
 
 def _math_rows(cfg, concern: str, n: int, weights, split: str, tiers=tm.TIERS) -> list[dict]:
@@ -202,8 +195,6 @@ def heldout_texts(cfg, evals: dict[str, list[dict]]) -> list[str]:
     configured (``sources.benchmark_texts``: the miniature world shares no 9-gram with them either way)."""
     texts = [r["prompt"][0]["content"] for rows in evals.values() for r in rows]
     if cfg.decontam_real:
-        from klear_lib.data.sources import benchmark_texts
-
         texts += list(benchmark_texts("mirror"))  # the miniature world never downloads
     return texts
 
@@ -211,8 +202,6 @@ def heldout_texts(cfg, evals: dict[str, list[dict]]) -> list[str]:
 def build_world(cfg) -> World:
     """Build every split of the world described by ``cfg`` (miniature, or real sources for local/hub)."""
     if cfg.source != "miniature":
-        from klear_lib.data.realworld import build_real_world
-
         return build_real_world(cfg)
     funnel = cu.Funnel()
     evals = eval_splits(cfg, funnel)

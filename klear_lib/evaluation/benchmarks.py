@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from klear_lib.data import load_split
+from klear_lib.data.sources import load_benchmark, real_data_mode
+
 
 @dataclass(frozen=True)
 class BenchmarkSpec:
@@ -53,8 +56,6 @@ def samples_per_problem(spec: BenchmarkSpec, cfg) -> int:
 
 def _real_rows(spec: BenchmarkSpec, preset: str) -> list[dict]:
     """A real benchmark through the data loaders (``klear_lib.data.sources.load_benchmark``), window applied."""
-    from klear_lib.data.sources import load_benchmark, real_data_mode
-
     rows = load_benchmark(spec.source, real_data_mode(preset))
     return [r for r in rows if in_window(r, spec.window)]
 
@@ -71,8 +72,6 @@ def in_window(row: dict, window: tuple[str, str] | None) -> bool:
 
 def _world_split(spec: BenchmarkSpec, preset: str) -> list[dict]:
     """The miniature world's held-out split of the same name."""
-    from klear_lib.data import load_split
-
     return list(load_split(spec.name, preset))
 
 

@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 from klear_lib import artifacts
+from klear_lib.models import load_or_build
 
 log = logging.getLogger(__name__)
 STAGES = ("base", "sft", "rl_math", "rl_code")
@@ -44,8 +45,6 @@ def stage_checkpoint(stage: str, preset: str) -> str | None:
     if stage not in STAGES:
         raise KeyError(f"unknown stage {stage!r}; choose one of {STAGES}")
     if stage == "base":
-        from klear_lib.models import load_or_build
-
         return load_or_build(preset)
     pointer = _pointer(stage, preset)
     if pointer.exists() and _is_model_dir(target := _read_pointer(pointer)):

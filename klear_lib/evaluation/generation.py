@@ -26,6 +26,9 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+import torch
+
+from klear_lib.models import load
 from klear_lib.seeding import stable_seed
 
 log = logging.getLogger(__name__)
@@ -54,10 +57,6 @@ def generate_transformers(model_path: str, prompts: list[str], *, n: int, temper
                           batch_size: int = 8, dtype: str = "float32", revision: str | None = None,
                           **_: object) -> list[list[str]]:
     """Batched ``model.generate`` with left padding; each batch seeded from ``(seed, "generate", batch)``."""
-    import torch
-
-    from klear_lib.models import load
-
     model, tok = load(model_path, dtype=dtype, revision=revision)
     model.eval()
     tok.padding_side = "left"

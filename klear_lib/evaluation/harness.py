@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 from tqdm.auto import tqdm
+from transformers import AutoTokenizer
 
 from klear_lib import artifacts
 from klear_lib.evaluation import metrics
@@ -78,8 +79,7 @@ def prefill_of(prompt: str) -> str:
 
 def judge_sample(response: str, row: dict, cfg) -> dict:
     """The verdict (benchmark metric) and the shaped reward, from the shared judge."""
-    reward = judge.reward(response, row, "soft", cfg.code_max_tests, cfg.seed, cfg.code_timeout_s)
-    return {"correct": reward == 1.0, "reward": float(reward)}
+    return judge.verdict(response, row, cfg.code_max_tests, cfg.seed, cfg.code_timeout_s)
 
 
 def _generation_options(cfg, revision: str | None) -> dict:
@@ -138,8 +138,6 @@ def _by_count(chunk: list[tuple[int, list[int]]]) -> dict[int, list[tuple[int, l
 
 def _tokenizer(model_path: str, revision: str | None):
     """The model's tokenizer (for its chat template), from a directory or a pinned hub id."""
-    from transformers import AutoTokenizer
-
     return AutoTokenizer.from_pretrained(str(model_path), revision=revision)
 
 

@@ -9,6 +9,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from klear_lib.data.sources import SourceUnavailable, get_source, map_records, raw_records, real_data_mode
 from klear_lib.evaluation.benchmarks import load_rows
 from klear_lib.rewards import code as code_judge
 from klear_lib.rewards.judge import correct, row_tests
@@ -50,8 +51,6 @@ def math_reference_check(name: str, seed: int = 0, max_problems: int | None = No
 
 def math_reference_checks(names: Sequence[str], preset: str, seed: int = 0) -> tuple[list[pd.DataFrame], dict]:
     """``math_reference_check`` for every benchmark that loads at ``preset``, and ``{name: reason}`` for the rest."""
-    from klear_lib.data.sources import SourceUnavailable
-
     frames, skipped = [], {}
     for name in names:
         try:
@@ -64,8 +63,6 @@ def math_reference_checks(names: Sequence[str], preset: str, seed: int = 0) -> t
 def leetcode_rows(max_problems: int | None = None, preset: str = "tiny") -> tuple[list[dict], list[str]]:
     """rLLM LeetCode training problems as code rows (assert tests), with their reference solutions; raises
     ``SourceUnavailable`` when the file is not available at ``preset`` (``sources.real_data_mode``)."""
-    from klear_lib.data.sources import get_source, map_records, raw_records, real_data_mode
-
     src = get_source("rllm_leetcode")
     raw = raw_records(src, real_data_mode(preset))[0][:max_problems]
     rows, step = map_records(src, raw, "rllm_leetcode")
@@ -119,8 +116,6 @@ def shuffled_passes(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 def leetcode_reference_check(max_problems: int | None, preset: str, timeout_s: float = 10.0,
                              workers: int = 2) -> tuple[pd.DataFrame, str]:
     """``code_reference_check`` on the rLLM LeetCode references, and a one-line summary (or why it was skipped)."""
-    from klear_lib.data.sources import SourceUnavailable
-
     try:
         rows, programs = leetcode_rows(max_problems, preset)
     except SourceUnavailable as err:

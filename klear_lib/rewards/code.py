@@ -18,7 +18,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
-from klear_lib.rewards.format import FORMAT_ERROR_SCORE, think_tag_score
+from klear_lib.rewards.format import FORMAT_ERROR_SCORE, is_correct_score, think_tag_score
 from klear_lib.rewards.sandbox import (DEFAULT_TIMEOUT_S, ExecutionResult, SandboxLimits, SandboxUnavailable,
                                        execute, run_in_sandbox)
 from klear_lib.seeding import py_rng
@@ -250,7 +250,7 @@ def code_reward(response: str, tests: Sequence[dict], mode: str = "soft", max_te
 
 def code_is_correct(response: str, tests: Sequence[dict], timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
     """The benchmark verdict: every test passes (all of them, none sampled away)."""
-    return code_reward(response, tests, mode="hard", max_tests=None, timeout_s=timeout_s) == 1.0
+    return is_correct_score(code_reward(response, tests, mode="hard", max_tests=None, timeout_s=timeout_s))
 
 
 def code_rewards(responses: Sequence[str], tests: Sequence[Sequence[dict]], mode: str = "soft",

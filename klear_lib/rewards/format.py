@@ -40,6 +40,12 @@ def answer_text(response: str) -> str:
     return response.rsplit(THINK_CLOSE, 1)[-1]
 
 
+def is_correct_score(score: float) -> bool:
+    """The verdict of a score, for every judge and the benchmarks: correct iff +1 (answer verified, or every test
+    run passed); a soft code reward below 1 or any shaped format score is not."""
+    return score == CORRECT_SCORE
+
+
 def binary_score(correct: bool) -> float:
     """+1 for a correct answer, -1 otherwise."""
     return CORRECT_SCORE if correct else INCORRECT_SCORE

@@ -11,6 +11,7 @@ from typing import Sequence
 
 from klear_lib.rewards import code as code_judge
 from klear_lib.rewards import math as math_judge
+from klear_lib.rewards.format import is_correct_score
 from klear_lib.rewards.sandbox import DEFAULT_TIMEOUT_S
 
 
@@ -49,9 +50,17 @@ def reward(response: str, row: dict, code_mode: str = "soft", max_tests: int | N
     return code_judge.code_reward(response, row_tests(row), code_mode, max_tests, seed, timeout_s)
 
 
+def verdict(response: str, row: dict, max_tests: int | None = None, seed: int = 0,
+            timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+    """``{"correct", "reward"}`` of one response from one judge call: the soft reward (the RL reward of code,
+    the shaped one of math) and whether it is +1 (``max_tests=None`` runs every test, as LiveCodeBench)."""
+    score = reward(response, row, "soft", max_tests, seed, timeout_s)
+    return {"correct": is_correct_score(score), "reward": float(score)}
+
+
 def correct(response: str, row: dict, max_tests: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
-    """The benchmark verdict: reward +1 (code: every test passes; ``max_tests=None`` runs all of them)."""
-    return reward(response, row, "hard", max_tests, 0, timeout_s) == 1.0
+    """The benchmark verdict alone (``verdict``)."""
+    return verdict(response, row, max_tests, 0, timeout_s)["correct"]
 
 
 def correct_many(responses: Sequence[str], rows: Sequence[dict], workers: int = 2, max_tests: int | None = None,
@@ -62,7 +71,7 @@ def correct_many(responses: Sequence[str], rows: Sequence[dict], workers: int = 
     math_idx = [i for i, r in enumerate(rows) if _ability(r) == "math"]
     verdicts = dict.fromkeys(range(len(rows)), False)
     scores = math_judge.math_rewards([responses[i] for i in math_idx], [_ground_truth(rows[i]) for i in math_idx])
-    verdicts.update({i: s == 1.0 for i, s in zip(math_idx, scores)})
+    verdicts.update({i: is_correct_score(s) for i, s in zip(math_idx, scores)})
     code_idx = [i for i in range(len(rows)) if i not in set(math_idx)]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         found = pool.map(lambda i: correct(responses[i], rows[i], max_tests, timeout_s), code_idx)

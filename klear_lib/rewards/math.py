@@ -22,7 +22,9 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from typing import Sequence
 
-from klear_lib.rewards.format import CORRECT_SCORE, answer_text, binary_score, think_tag_score
+from math_verify import parse, verify
+
+from klear_lib.rewards.format import answer_text, binary_score, is_correct_score, think_tag_score
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +49,6 @@ def integer_fast_path(text: str, ground_truth: str) -> bool | None:
 
 def verify_answer(text: str, ground_truth: str) -> bool:
     """math-verify as the official judge, with signal timeouts; call it from a main thread only."""
-    from math_verify import parse, verify
-
     try:
         parsed = parse(text, parsing_timeout=PARSE_TIMEOUT_S)
         if len(parsed) < 2:
@@ -84,7 +84,7 @@ def math_reward(response: str, ground_truth: str | int, tag_shaping: str = "offi
 
 def is_correct(response: str, ground_truth: str | int) -> bool:
     """True iff ``math_reward`` is +1: both think tags present and the final answer verifies."""
-    return math_reward(response, ground_truth) == CORRECT_SCORE
+    return is_correct_score(math_reward(response, ground_truth))
 
 
 def math_rewards(responses: Sequence[str], ground_truths: Sequence[str | int], workers: int = 0) -> list[float]:

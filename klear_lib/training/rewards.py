@@ -12,6 +12,9 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from klear_lib.rewards.code import code_reward, parse_tests
+from klear_lib.rewards.format import TAG_SHAPINGS
+from klear_lib.rewards.math import math_reward
 from klear_lib.seeding import stable_seed
 
 
@@ -31,8 +34,6 @@ def ground_truth(reward_model, row_id="?") -> str:
 
 def code_tests(truth: str, row_id="?") -> list[dict]:
     """The tests of a code row, parsed by the code judge (stdin/stdout, call-based, assert formats)."""
-    from klear_lib.rewards.code import parse_tests
-
     try:
         return parse_tests(truth, row_id)
     except json.JSONDecodeError as err:
@@ -83,14 +84,10 @@ def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0,
 
 def _default_judge(kind: str, tag_shaping: str = "official") -> Callable:
     """The shared judge of ``klear_lib.rewards`` with ``tag_shaping`` (imported late: the judges import more)."""
-    from klear_lib.rewards.format import TAG_SHAPINGS
-
     if tag_shaping not in TAG_SHAPINGS:
         raise ValueError(f"tag_shaping={tag_shaping!r}; choose one of {TAG_SHAPINGS}")
     if kind == "math":
-        from klear_lib.rewards.math import math_reward
         return functools.partial(math_reward, tag_shaping=tag_shaping)
-    from klear_lib.rewards.code import code_reward
     return functools.partial(code_reward, tag_shaping=tag_shaping)
 
 

@@ -5,6 +5,7 @@ import csv
 import math
 from pathlib import Path
 
+import pandas as pd
 from transformers import TrainerCallback
 
 # column -> key in the trainer's logs (GPPOTrainer logs gen/* once per generation batch, gppo/* per update)
@@ -98,7 +99,5 @@ class RunRecord(TrainerCallback):
 
 def record_summary(record, columns, fraction: float = 0.1):
     """Mean of ``columns`` over the first and the last ``fraction`` of a run record (a DataFrame)."""
-    import pandas as pd
-
     n = max(1, int(len(record) * fraction))
     return pd.DataFrame({"first": record.head(n)[columns].mean(), "last": record.tail(n)[columns].mean()})

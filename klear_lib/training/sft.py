@@ -1,8 +1,8 @@
 """Long-CoT SFT through TRL's ``SFTTrainer``: loss on the assistant turn only (docs/paper.md §2.2)."""
 from __future__ import annotations
 
-import logging
 import argparse
+import logging
 import os
 from pathlib import Path
 
