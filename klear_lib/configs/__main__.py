@@ -6,14 +6,7 @@ import argparse
 import json
 
 from klear_lib.configs import STAGES, get_config, to_dict
-
-
-def parse_value(text: str):
-    """A ``--set`` value: JSON when it parses (``10``, ``null``, ``true``), else the text."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+from klear_lib.configs.base import parse_overrides
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -24,7 +17,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
     parser.add_argument("--show", nargs="*", default=None, metavar="FIELD")
     args = parser.parse_args(argv)
-    overrides = {k: parse_value(v) for k, _, v in (pair.partition("=") for pair in args.set)}
+    overrides = parse_overrides(args.set)
     try:
         cfg = get_config(args.stage, args.preset, world_size=args.world_size, **overrides)
     except (KeyError, ValueError) as err:

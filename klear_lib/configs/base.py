@@ -92,3 +92,14 @@ def spread(cfg: T, world_size: int) -> T:
                              f"over {world_size} ranks")
         changes["per_device_batch_size"] = cfg.per_device_batch_size // rest
     return dataclasses.replace(cfg, **changes)
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """Command-line ``key=value`` words as overrides, each value JSON when it parses (``10``, ``null``, ``true``)."""
+    out = {}
+    for key, _, text in (pair.partition("=") for pair in pairs):
+        try:
+            out[key] = json.loads(text)
+        except json.JSONDecodeError:
+            out[key] = text
+    return out

@@ -89,7 +89,7 @@ PRESETS = {
                      max_steps=120,       # 60 steps: tiny_aime +0.022 [-0.005, 0.049]; 120: +0.062 [0.029, 0.096]
                      warmup_steps=5),     # (paired gains over SFT, results/LOG.md, session 3)
     "full": RLConfig(
-        learning_rate=1e-6,               # docs/paper.md §2.4 math (code stage: CODE_STAGE_OVERRIDES)
+        learning_rate=1e-6,               # docs/paper.md §2.4 math (code stage: CODE_OVERRIDES)
         warmup_steps=10,                  # docs/paper.md §2.4
         prompts_per_step=128,             # docs/paper.md §2.4
         mini_batch_prompts=16,            # docs/paper.md §2.4 math: 8 updates per step

@@ -27,7 +27,6 @@ Use it on any model like ``GRPOTrainer``::
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
 from klear_lib.configs import config_hash, get_config, rl_stage_name
+from klear_lib.configs.base import parse_overrides
 from klear_lib.configs.rl import RLConfig
 from klear_lib.configs.trl import RL_FIELDS, check_trl_only, trl_kwargs
 from klear_lib.losses.policy import PER_TOKEN, clip_diagnostics, sft_nll_loss
@@ -344,18 +344,6 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
                        processing_class=tokenizer, callbacks=callbacks)
 
 
-def _parse_pairs(pairs: list[str]) -> dict:
-    """``["k=v", ...]`` -> dict, values parsed as JSON when possible (``10`` -> 10, ``null`` -> None)."""
-    out = {}
-    for pair in pairs:
-        key, _, value = pair.partition("=")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="GPPO RL stage (docs/paper.md §2.4)")
     parser.add_argument("--preset", default="full")
@@ -373,14 +361,14 @@ def _parser() -> argparse.ArgumentParser:
 def launch_config(args: argparse.Namespace) -> RLConfig:
     """The stage's config laid out over the launch's ranks (``WORLD_SIZE``, set by accelerate/torchrun)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    return get_config(rl_stage_name(args.stage), args.preset, world_size=world, **_parse_pairs(args.set))
+    return get_config(rl_stage_name(args.stage), args.preset, world_size=world, **parse_overrides(args.set))
 
 
 def main(argv: list[str] | None = None) -> None:
     """CLI for ``accelerate launch -m klear_lib.training.gppo_trainer``; resumes from the last checkpoint."""
     args = _parser().parse_args(argv)
     cfg = launch_config(args)
-    trl = check_trl_only(_parse_pairs(args.trl), RL_FIELDS, "RLConfig")
+    trl = check_trl_only(parse_overrides(args.trl), RL_FIELDS, "RLConfig")
     kind = "parquet" if args.train_file.endswith(".parquet") else "json"
     rows = load_dataset(kind, data_files=args.train_file, split="train").to_list()
     trainer = build_rl_trainer(cfg, args.model, rows, args.stage, args.output_dir, args.run_record, **trl)

@@ -13,6 +13,7 @@ from trl import SFTTrainer
 
 from klear_lib import artifacts
 from klear_lib.configs import config_hash, get_config
+from klear_lib.configs.base import parse_overrides
 from klear_lib.configs.sft import SFTConfig
 from klear_lib.configs.trl import SFT_FIELDS, trl_kwargs
 from klear_lib.models import load
@@ -88,10 +89,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--train-file", required=True, help="SFT rows with a `messages` column (.jsonl/.parquet)")
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--run-record", default=None)
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="SFTConfig overrides")
     args = parser.parse_args(argv)
     kind = "parquet" if args.train_file.endswith(".parquet") else "json"
     rows = load_dataset(kind, data_files=args.train_file, split="train").to_list()
-    cfg = get_config("sft", args.preset, world_size=int(os.environ.get("WORLD_SIZE", "1")))  # set by accelerate
+    world = int(os.environ.get("WORLD_SIZE", "1"))  # set by accelerate/torchrun
+    cfg = get_config("sft", args.preset, world_size=world, **parse_overrides(args.set))
     train_sft(cfg, args.model, rows, Path(args.output_dir), args.run_record)
 
 
