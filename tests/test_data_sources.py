@@ -201,6 +201,7 @@ def test_every_hub_source_has_a_fixture_layout():
 def test_hub_layouts_map_to_valid_rows(name):
     """One record (or two, with a bad one) in each hub dataset's column layout, through its registered mapper."""
     import fake_hub
+
     from klear_lib.data.curation import validate_rows
 
     src = S.SOURCES[name]

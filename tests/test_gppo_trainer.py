@@ -13,8 +13,8 @@ from trl import GRPOConfig, GRPOTrainer
 from klear_lib.configs import config_hash, get_config
 from klear_lib.losses.policy import sft_nll_loss
 from klear_lib.training import RECORD_COLUMNS, GPPOConfig, GPPOTrainer, build_rl_trainer, gppo_args, select_groups
-from klear_lib.training.gppo_trainer import drop_long_prompts, validate_rl_rows
 from klear_lib.training import rewards as reward_adapters
+from klear_lib.training.gppo_trainer import drop_long_prompts, validate_rl_rows
 from klear_lib.training.run_record import read_rows
 
 

@@ -15,14 +15,7 @@ from typing import Any
 
 from klear_lib.configs import data, model, rl, sft
 from klear_lib.configs import eval as eval_
-from klear_lib.configs.base import (
-    algorithm_fields,
-    config_hash,
-    resolve,
-    spread,
-    to_dict,
-    with_overrides,
-)
+from klear_lib.configs.base import algorithm_fields, config_hash, resolve, spread, to_dict, with_overrides
 
 STAGES = {"data": data.PRESETS, "model": model.PRESETS, "sft": sft.PRESETS, "rl_math": rl.PRESETS,
           "rl_code": rl.CODE_PRESETS, "eval": eval_.PRESETS}

@@ -77,11 +77,6 @@ def prefill_of(prompt: str) -> str:
     return THINK_OPEN + "\n" if prompt.rstrip("\n").endswith(THINK_OPEN) else ""
 
 
-def judge_sample(response: str, row: dict, cfg) -> dict:
-    """The verdict (benchmark metric) and the shaped reward, from the shared judge."""
-    return judge.verdict(response, row, cfg.code_max_tests, cfg.seed, cfg.code_timeout_s)
-
-
 def _generation_options(cfg, revision: str | None) -> dict:
     """Backend options from the eval config."""
     return {"backend": cfg.backend, "top_k": cfg.top_k, "repetition_penalty": cfg.repetition_penalty,
@@ -99,7 +94,7 @@ def _records(spec, stage, rows, prompts, todo_chunk, outs, cfg) -> list[dict]:
         pre = prefill_of(prompts[i])
         return {"benchmark": spec.name, "stage": stage, "problem_id": rows[i]["extra_info"]["id"],
                 "problem_index": i, "sample": j, "prefill": pre, "response": text,
-                **judge_sample(pre + text, rows[i], cfg)}
+                **judge.verdict(pre + text, rows[i], cfg.code_max_tests, cfg.seed, cfg.code_timeout_s)}
     if spec.ability == "math":
         return [one(job) for job in jobs]
     with ThreadPoolExecutor(max_workers=max(1, cfg.judge_workers)) as pool:
