@@ -105,10 +105,11 @@ def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None,
     """
     import pandas as pd
 
+    from klear_lib import tables
     from klear_lib.evaluation.benchmarks import get_spec, load_rows
     from klear_lib.evaluation.checkpoints import checkpoint_label
     from klear_lib.evaluation.harness import evaluate, summarize
-    from klear_lib.results import append_eval_rows, eval_csv
+    from klear_lib.results import EVAL, eval_csv
 
     cfg = get_config("eval", preset, **overrides)
     out = artifacts.artifact_dir(preset, "eval", config_hash(cfg))  # sample files are keyed by model inside
@@ -119,5 +120,5 @@ def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None,
         rows += summarize(samples, stage=stage, benchmark=name, seed=cfg.seed, config_hash=config_hash(cfg),
                           model=checkpoint_label(str(model_path)))
     if write_csv:
-        append_eval_rows(rows, eval_csv(preset))
+        tables.upsert_file(EVAL, rows, eval_csv(preset))
     return pd.DataFrame(rows)
