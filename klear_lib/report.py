@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from klear_lib import tables
+from klear_lib.ablations import claims as C
 from klear_lib.ablations import stability
-from klear_lib.ablations.claims import CLAIMS, claims_csv, readme_table
 from klear_lib.data.sources import SOURCES
 from klear_lib.paths import REPO
 from klear_lib.results import EVAL, eval_csv, load_reported, side_by_side
@@ -49,15 +49,15 @@ def results_section(preset: str = "tiny") -> str:
 
 def claims_section(preset: str = "tiny") -> str:
     """The paper's claims (Tables 2-6, Figures 2-5) with its difference, ours and the verdict, from claims.csv."""
-    path = claims_csv(preset)
+    path = C.claims_csv(preset)
     if not path.exists():
         return f"_No `results/{preset}/claims.csv` yet: run `make ablations`._"
-    claims = tables.read(CLAIMS, path)
+    claims = tables.read(C.CLAIMS, path)
     counts = claims["verdict"].value_counts().sort_index()
     note = (f"Generated from `results/{preset}/claims.csv` (paper numbers from `results/reported.csv`). Δ = claimed "
             "better minus claimed worse, in points (avg@k); 95% Welch interval over seeds; "
             + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".")
-    return note + "\n\n" + markdown_table(readme_table(claims))
+    return note + "\n\n" + markdown_table(C.readme_table(claims))
 
 
 def stability_section(preset: str = "tiny") -> str:
