@@ -6,21 +6,29 @@ machine replaces all of that benchmark's rows from that machine, so renamed metr
 """
 from __future__ import annotations
 
-import csv
 import math
 import os
 import platform
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
+import pandas as pd
+
+from klear_lib import tables
 from klear_lib.paths import REPO, RESULTS
 
 PERF_CSV = RESULTS / "perf.csv"
 README = REPO / "README.md"
 COLUMNS = ["benchmark", "metric", "value", "unit", "ratio_to", "notes", "machine"]
 KEY = ["benchmark", "machine", "metric"]
+PERF = tables.Table(
+    "perf", tuple(COLUMNS), tuple(KEY), required=("unit",), float_format="%.4g",
+    types=tuple((c, float if c == "value" else str) for c in COLUMNS),
+    checks=(("a missing field", lambda df: df[[c for c in COLUMNS if c != "value"]].isna().any(axis=1)),
+            ("a non-finite value", lambda df: ~df["value"].astype(float).map(math.isfinite))))
 START, END = "<!-- perf:start -->", "<!-- perf:end -->"
 
 
@@ -101,28 +109,15 @@ def row(benchmark: str, metric: str, value: float, unit: str, ratio_to: str = ""
 
 
 def validate(rows: list[dict]) -> list[dict]:
-    """Raise ``ValueError`` naming the row and field for a missing field or a non-finite value."""
-    for k, r in enumerate(rows):
-        where = f"perf row {k} ({r.get('benchmark')}/{r.get('metric')})"
-        for col in COLUMNS:
-            if col not in r or r[col] is None:
-                raise ValueError(f"{where}: field {col!r} is missing")
-        for col in ("benchmark", "metric", "unit", "machine"):
-            if not str(r[col]).strip():
-                raise ValueError(f"{where}: field {col!r} is empty")
-        if not math.isfinite(float(r["value"])):
-            raise ValueError(f"{where}: field 'value' is not finite ({r['value']!r})")
+    """``rows``, or ``ValueError`` naming the rows (benchmark, machine, metric) with a missing or empty field or a
+    non-finite value."""
+    tables.validate(PERF, pd.DataFrame(rows, columns=COLUMNS))
     return rows
 
 
 def read(path: Path | str = PERF_CSV) -> list[dict]:
-    """Rows of ``perf.csv`` (values as float); an absent file has none."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    return [{**r, "value": float(r["value"])} for r in rows]
+    """Rows of ``perf.csv`` (validated, values as float); an absent file has none."""
+    return tables.read(PERF, path).to_dict("records")
 
 
 def merge(old: list[dict], new: list[dict], by: str = "benchmark") -> list[dict]:
@@ -130,27 +125,14 @@ def merge(old: list[dict], new: list[dict], by: str = "benchmark") -> list[dict]
     (benchmark, machine, metric) rows only, for benchmarks measured a part at a time), plus ``new``; sorted by key."""
     if by not in ("benchmark", "metric"):
         raise ValueError(f"by must be 'benchmark' or 'metric', got {by!r}")
-    cols = ["benchmark", "machine"] + (["metric"] if by == "metric" else [])
-    fresh = {tuple(r[c] for c in cols) for r in new}
-    kept = [r for r in old if tuple(r[c] for c in cols) not in fresh]
-    rows = validate(kept + list(new))
-    keys = [tuple(r[c] for c in KEY) for r in rows]
-    dup = {k for k in keys if keys.count(k) > 1}
-    if dup:
-        raise ValueError(f"duplicate perf rows for {sorted(dup)}")
-    return sorted(rows, key=lambda r: tuple(r[c] for c in KEY))
+    schema = replace(PERF, run_key=("benchmark", "machine") + (("metric",) if by == "metric" else ()))
+    merged = tables.upsert(schema, pd.DataFrame(old, columns=COLUMNS), pd.DataFrame(new, columns=COLUMNS))
+    return merged.to_dict("records")
 
 
 def write(rows: list[dict], path: Path | str = PERF_CSV) -> Path:
-    """Write rows in ``COLUMNS`` order, values at 4 significant digits."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        out = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-        out.writeheader()
-        for r in validate(rows):
-            out.writerow({**{c: r[c] for c in COLUMNS}, "value": f"{float(r['value']):.4g}"})
-    return path
+    """Write rows in ``COLUMNS`` order, sorted by key, values at 4 significant digits."""
+    return tables.write(PERF, pd.DataFrame(rows, columns=COLUMNS), path)
 
 
 def record(rows: list[dict], machine_label: str, path: Path | str = PERF_CSV, by: str = "benchmark") -> Path:

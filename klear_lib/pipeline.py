@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from klear_lib import artifacts
+from klear_lib import artifacts, tables
 from klear_lib.configs import config_hash, get_config, rl_stage_name
 from klear_lib.data import load_split
 from klear_lib.evaluation.benchmarks import get_spec, load_rows
@@ -21,7 +21,7 @@ from klear_lib.evaluation.checkpoints import checkpoint_label, register_stage_ch
 from klear_lib.evaluation.harness import evaluate, summarize
 from klear_lib.models import load_or_build
 from klear_lib.paths import runs_dir
-from klear_lib.results import append_eval_rows, eval_csv
+from klear_lib.results import EVAL, eval_csv
 from klear_lib.training.gppo_trainer import build_rl_trainer
 from klear_lib.training.sft import last_checkpoint, train_sft
 
@@ -110,5 +110,5 @@ def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None,
         rows += summarize(samples, stage=stage, benchmark=name, seed=cfg.seed, config_hash=config_hash(cfg),
                           model=checkpoint_label(str(model_path)))
     if write_csv:
-        append_eval_rows(rows, eval_csv(preset))
+        tables.upsert_file(EVAL, rows, eval_csv(preset))
     return pd.DataFrame(rows)

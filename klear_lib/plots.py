@@ -10,6 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from klear_lib.paths import FIGURES  # noqa: E402
+
 
 def training_curves(record: str | Path | pd.DataFrame, columns: Sequence[str], *, x: str = "step",
                     title: str = "", smooth: int = 1):
@@ -154,8 +156,6 @@ def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "fi
 
 def save(fig, name: str) -> Path:
     """Save ``fig`` as ``results/figures/<name>.png`` and return the path."""
-    from klear_lib.paths import FIGURES
-
     FIGURES.mkdir(parents=True, exist_ok=True)
     path = FIGURES / f"{name}.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")

@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from klear_lib.paths import REPO, RESULTS
+from klear_lib import tables
+from klear_lib.ablations import claims as C
+from klear_lib.ablations import stability
+from klear_lib.data.sources import SOURCES
+from klear_lib.paths import REPO
+from klear_lib.results import EVAL, eval_csv, load_reported, side_by_side
 
 
 def replace_section(text: str, name: str, body: str) -> str:
@@ -32,12 +37,10 @@ def markdown_table(df: pd.DataFrame) -> str:
 
 def results_section(preset: str = "tiny") -> str:
     """Our avg@k per stage (with 95% CI) beside the paper's Table 1 value for the analogous benchmark."""
-    from klear_lib.results import eval_csv, load_reported, read_eval, side_by_side
-
     path = eval_csv(preset)
     if not path.exists():
         return f"_No `results/{preset}/eval.csv` yet: run `make reproduce`._"
-    table = side_by_side(read_eval(path), load_reported())
+    table = side_by_side(tables.read(EVAL, path), load_reported())
     table["ours_pct"] = table["ours_pct"].round(1)
     note = (f"Ours: `results/{preset}/eval.csv` (miniature benchmarks, avg@k in %, bootstrap 95% CI over "
             "problems). Paper: `results/reported.csv` (Table 1, the analogous real benchmark and model).")
@@ -46,28 +49,24 @@ def results_section(preset: str = "tiny") -> str:
 
 def claims_section(preset: str = "tiny") -> str:
     """The paper's claims (Tables 2-6, Figures 2-5) with its difference, ours and the verdict, from claims.csv."""
-    from klear_lib.ablations.claims import claims_csv, read_claims, readme_table
-
-    path = claims_csv(preset)
+    path = C.claims_csv(preset)
     if not path.exists():
         return f"_No `results/{preset}/claims.csv` yet: run `make ablations`._"
-    claims = read_claims(path)
+    claims = tables.read(C.CLAIMS, path)
     counts = claims["verdict"].value_counts().sort_index()
     note = (f"Generated from `results/{preset}/claims.csv` (paper numbers from `results/reported.csv`). Δ = claimed "
             "better minus claimed worse, in points (avg@k); 95% Welch interval over seeds; "
             + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".")
-    return note + "\n\n" + markdown_table(readme_table(claims))
+    return note + "\n\n" + markdown_table(C.readme_table(claims))
 
 
 def stability_section(preset: str = "tiny") -> str:
     """Per loss and updates setting: final held-out accuracy at each learning rate (seeds collapsed, if any), from
     ``stability_summary.csv``; then the map in sentences (``stability.reading``)."""
-    from klear_lib.ablations import stability
-
-    path = stability.stability_csv(preset).with_name("stability_summary.csv")
+    path = stability.STABILITY.csv(preset).with_name("stability_summary.csv")
     if not path.exists():
         return f"_No `results/{preset}/stability_summary.csv` yet: run `make stability`._"
-    summary = pd.read_csv(path)
+    summary = tables.read(stability.SUMMARY, path)
     summary["values"] = [tuple(float(v) for v in str(vals).split(";")) for vals in summary["values"]]
     cell = [f"{100 * m:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]" + (f" ({int(c)}/{int(n)} collapsed)" if c else "")
             for m, lo, hi, c, n in summary[["mean", "ci_low", "ci_high", "collapsed", "n_seeds"]].values]
@@ -85,8 +84,6 @@ def stability_section(preset: str = "tiny") -> str:
 
 def sources_section(preset: str = "tiny") -> str:
     """The real sources from the registry (``klear_lib.data.sources``): hub id and pin, and the mirror layout."""
-    from klear_lib.data.sources import SOURCES
-
     recs = []
     for s in SOURCES.values():
         pin = f"`{s.revision[:12]}`" if s.revision else "none"

@@ -10,11 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from klear_lib import tables
+from klear_lib.configs import get_config
 from klear_lib.ablations import claims as C
-from klear_lib.ablations import common
+from klear_lib.ablations import family as F
 from klear_lib.ablations import rl, sft, table
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import stability as S
+from klear_lib.data import load_split
 from klear_lib.results import load_reported
 from klear_lib.seeding import torch_threads
 
@@ -49,24 +52,24 @@ def test_scales_set_steps_curves_and_the_papers_full_settings():
     assert (full2.max_steps, full2.learning_rate, full2.updates_per_step) == (250, 1e-6, 8)
     assert (full3.max_steps, full3.learning_rate, full3.updates_per_step) == (100, 5e-7, 4)
     assert full3.max_completion_length == 16384
-    assert rl.benchmarks_at(fig2, "full") == ("aime24", "aime25", "lcb_v5")
+    assert rl.RL.benchmarks_at(fig2, "full") == ("aime24", "aime25", "lcb_v5")
 
 
-@pytest.mark.parametrize("family", [sft, rl], ids=["sft", "rl"])
+@pytest.mark.parametrize("family", [sft.SFT, rl.RL], ids=["sft", "rl"])
 def test_every_comparison_names_defined_conditions_and_paper_settings(family):
     reported = load_reported()
-    for exp in family.EXPERIMENTS.values():
+    for exp in family.experiments.values():
         labels = {c.label for c in exp.conditions}
         assert all(b in labels and w in labels for b, w in exp.comparisons), exp.id
         settings = set(reported[reported["table"] == exp.table]["model_or_setting"])
-        beyond = {c.label for c in exp.conditions if c.paper_setting == getattr(family, "NOT_IN_PAPER", None)}
+        beyond = {c.label for c in exp.conditions if c.paper_setting == sft.NOT_IN_PAPER}
         assert {c.paper_setting for c in exp.conditions if c.label not in beyond} <= settings, exp.id
         assert not beyond & {label for pair in exp.comparisons for label in pair}, exp.id  # no verdict on them
 
 
-@pytest.mark.parametrize("family", [sft, rl], ids=["sft", "rl"])
+@pytest.mark.parametrize("family", [sft.SFT, rl.RL], ids=["sft", "rl"])
 def test_ci_runs_the_first_pair_only_and_tiny_runs_all(family):
-    for exp in family.EXPERIMENTS.values():
+    for exp in family.experiments.values():
         assert {c.label for c in family.conditions_for(exp, "ci")} == set(exp.comparisons[0])
         assert family.conditions_for(exp, "tiny") == exp.conditions
     with pytest.raises(KeyError, match="known"):
@@ -85,7 +88,7 @@ def test_tiny_reads_secondary_benchmarks_at_the_last_curve_point_only():
 
 
 def test_rl_seeds_resolve_per_preset():
-    assert rl.resolve_seeds(None, "tiny") == [0, 1, 2] and rl.resolve_seeds(None, "ci") == [0]
+    assert rl.RL.resolve_seeds(None, "tiny") == [0, 1, 2] and rl.RL.resolve_seeds(None, "ci") == [0]
 
 
 def test_condition_hash_ignores_the_seed_and_text_but_not_overrides_or_scale(monkeypatch):
@@ -104,21 +107,23 @@ def test_condition_hash_ignores_the_seed_and_text_but_not_overrides_or_scale(mon
 def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkeypatch, tmp_path):
     calls, starts = [], []
 
-    def fake_run(preset, cond, seed, init=None, curves_path=None):
-        calls.append((cond.label, seed, init))
+    def fake_run(preset, cond, seed, context):
+        calls.append((cond.label, seed, context[0]))
         return [_row(cond.experiment, cond.label, seed, b, 0.25, rl.condition_hash(preset, cond))
-                for b in rl.benchmarks_at(cond, preset)]
+                for b in rl.RL.benchmarks_at(cond, preset)]
 
-    monkeypatch.setattr(rl, "run_condition", fake_run)
+    monkeypatch.setattr(rl, "RL", dataclasses.replace(rl.RL, run=fake_run))
     monkeypatch.setattr(rl, "start_checkpoint", lambda preset: starts.append(preset) or "sft-ckpt")
     path = tmp_path / "ablations_rl.csv"
-    first = rl.run_experiment("ci", "fig2", seeds=[0, 1], path=path)
+    first = rl.RL.run_experiment("ci", "fig2", seeds=[0, 1], path=path)
     assert sorted(calls) == [("clip_higher", s, "sft-ckpt") for s in (0, 1)] + [("gppo", s, "sft-ckpt")
                                                                                for s in (0, 1)]
     assert len(first) == 2 * 2 * 2 and starts == ["ci"]  # 2 conditions x 2 seeds x 2 benchmarks
     calls.clear()
-    assert rl.run_experiment("ci", "fig2", seeds=[0, 1], path=path).equals(first) and calls == [] and starts == ["ci"]
-    rl.run_experiment("ci", "fig2", seeds=[1], path=path, retrain=True)
+    assert rl.RL.run_experiment("ci", "fig2", seeds=[0, 1], path=path).equals(first) and calls == [] and starts == ["ci"]
+    rl.RL.run_experiment("ci", "fig2", seeds=[1], path=path, retrain=True)
+    with pytest.raises(ValueError, match="one at a time"):
+        rl.RL.run_experiment("ci", "fig2", seeds=[1], path=path, workers=2)
     assert sorted(c[:2] for c in calls) == [("clip_higher", 1), ("gppo", 1)]
 
 
@@ -131,10 +136,9 @@ def test_checkpoints_map_optimizer_updates_to_rl_steps(tmp_path):
 
 def test_record_from_state_rebuilds_what_run_record_writes(tmp_path):
     from klear_lib.configs import config_hash
-    from klear_lib.pipeline import rl_cfg
     from klear_lib.training.run_record import record_row
 
-    cfg = rl_cfg("ci", "math")
+    cfg = get_config("rl_math", "ci")
     logs = [{"loss": 0.5, "grad_norm": 0.1, "gen/accuracy": 0.25, "gppo/clip_frac": 0.01, "step": s}
             for s in (1, 2, 3, 4)] + [{"train_loss": 0.4, "step": 4}]
     (tmp_path / "checkpoint-4").mkdir()
@@ -150,15 +154,15 @@ def test_record_from_state_rebuilds_what_run_record_writes(tmp_path):
 
 def test_curves_upsert_replaces_a_rerun_and_selects_current_runs(tmp_path):
     scores = pd.DataFrame([_row("fig5", "filtered", 0, "tiny_aime", 0.1)])
-    curves = R.upsert_curves(R.read_curves(tmp_path / "c.csv"),
-                             [r for s in (0, 1, 2) for r in R.curve_rows(scores, "fig5", "filtered", 0, s, "h1")])
+    curves = tables.upsert(R.CURVES, tables.read(R.CURVES, tmp_path / "c.csv"),
+                           [r for s in (0, 1, 2) for r in R.curve_rows(scores, "fig5", "filtered", 0, s, "h1")])
     rerun = R.curve_rows(scores.assign(mean=0.3, ci_high=0.32), "fig5", "filtered", 0, 2, "h2")
-    curves = R.upsert_curves(curves, rerun)
+    curves = tables.upsert(R.CURVES, curves, rerun)
     assert curves[["rl_step", "mean", "config_hash"]].values.tolist() == [[2, 0.3, "h2"]]
-    path = R.write_curves(curves, tmp_path / "c.csv")
+    path = tables.write(R.CURVES, curves, tmp_path / "c.csv")
     runs = pd.DataFrame([_row("fig5", "filtered", 0, "tiny_aime", 0.3, cfg_hash="h2")])
-    assert len(R.curves_of(runs, R.read_curves(path))) == 1
-    assert len(R.curves_of(runs.assign(config_hash="h1"), R.read_curves(path))) == 0
+    assert len(R.curves_of(runs, tables.read(R.CURVES, path))) == 1
+    assert len(R.curves_of(runs.assign(config_hash="h1"), tables.read(R.CURVES, path))) == 0
 
 
 def test_dynamics_reads_the_last_window_of_each_run_then_averages_seeds():
@@ -178,7 +182,7 @@ def ci_world():
 
 def test_unfiltered_code_rows_keep_what_the_test_case_filter_drops(ci_world):
     filtered, heldout = ci_world
-    rows = rl.rl_rows("ci", rl.UNFILTERED)
+    rows = load_split(rl.UNFILTERED, "ci")
     ids = {r["extra_info"]["id"] for r in rows}
     assert len(rows) == len(filtered) and not ids & heldout
     assert any(r["extra_info"]["noise"] for r in rows) and not any(r["extra_info"]["noise"] for r in filtered)
@@ -243,7 +247,7 @@ def test_stability_table_round_trip_and_reuse(monkeypatch, tmp_path):
         calls.append((cell.loss.label, cell.learning_rate, cell.updates, seed))
         return [_stab_row(cell.loss.label, cell.learning_rate, cell.updates, seed, 0.2, S.cell_hash(preset, cell))]
 
-    monkeypatch.setattr(S, "run_cell", fake_cell)
+    monkeypatch.setattr(S, "STABILITY", dataclasses.replace(S.STABILITY, run=fake_cell))
     monkeypatch.setattr(S, "start_checkpoint", lambda preset: "sft-ckpt")
     monkeypatch.setattr(S, "_start_heldout", lambda preset, init, seed: calls.append(("start", seed)))
     path = tmp_path / "stability.csv"
@@ -253,7 +257,7 @@ def test_stability_table_round_trip_and_reuse(monkeypatch, tmp_path):
     calls.clear()
     assert S.run_grid("ci", path=path, losses=["gppo", "cispo"]).equals(first) and calls == []
     text = path.read_bytes()
-    S.write(S.read(path), path)
+    tables.write(S.TABLE, tables.read(S.TABLE, path), path)
     assert path.read_bytes() == text
     assert "0.0001," in text.decode()  # learning rates keep their digits
 
@@ -284,7 +288,7 @@ def test_claims_mark_missing_runs_not_run_and_carry_the_papers_numbers(tmp_path)
     rows = [_row("table4", label, s, "tiny_aime", m + 0.01 * s, sft.condition_hash("ci", cond[label]))
             for label, m in (("top1", 0.5), ("top4", 0.2)) for s in range(3)]
     rows += [_row("table4", "top2", 0, "tiny_aime", 0.9, cfg_hash="stale")]  # an old config does not count
-    table.write(pd.DataFrame(rows), tmp_path / "sft.csv")
+    tables.write(table.ABLATION, rows, tmp_path / "sft.csv")
     got = C.build_claims("ci", paths={"sft": tmp_path / "sft.csv", "rl": tmp_path / "rl.csv"}).set_index("claim_id")
     assert len(got) == len(C.expected())
     hit = got.loc["table4:top1>top4@tiny_aime"]
@@ -296,7 +300,7 @@ def test_claims_mark_missing_runs_not_run_and_carry_the_papers_numbers(tmp_path)
     assert got.loc["fig3:soft>hard@tiny_lcb", "paper_diff_pts"] == pytest.approx(61.0 - 59.2)
     path = C.write_claims("ci", paths={"sft": tmp_path / "sft.csv", "rl": tmp_path / "rl.csv"},
                           path=tmp_path / "claims.csv")
-    md = C.readme_table(C.read_claims(path))
+    md = C.readme_table(tables.read(C.CLAIMS, path))
     assert (md.loc[md["verdict"] == C.NOT_RUN, "ours Δ pts"] == "—").all()
 
 
@@ -340,14 +344,14 @@ def test_one_ci_run_end_to_end(monkeypatch, tmp_path):
     monkeypatch.setattr("klear_lib.pipeline.runs_dir", lambda preset: tmp_path)
     monkeypatch.setattr("klear_lib.paths.runs_dir", lambda preset: tmp_path)
     cond = rl.EXPERIMENTS["table6"].condition("a0")
-    rows = rl.run_condition("ci", cond, seed=0, curves_path=tmp_path / "curves.csv")
-    df = table.validate(pd.DataFrame(rows))
+    rows = rl.run_condition("ci", cond, 0, (rl.start_checkpoint("ci"), tmp_path / "curves.csv"))
+    df = tables.validate(table.ABLATION, pd.DataFrame(rows))
     assert set(df["benchmark"]) == {"tiny_aime"} and set(df["metric"]) == {"avg@k", "pass@k"}
     assert set(df["config_hash"]) == {rl.condition_hash("ci", cond)} and set(df["n_train"]) == {40}
     record = pd.read_csv(tmp_path / "ablations_rl" / "table6" / "a0-s0.csv")
     assert record["rl_step"].max() == 2 and (record["sft_loss"] == 0).all()  # α = 0: no SFT term
     assert (record["loss"] == record["policy_loss"]).all()
-    curves = R.read_curves(tmp_path / "curves.csv")
+    curves = tables.read(R.CURVES, tmp_path / "curves.csv")
     assert sorted(curves["rl_step"].unique()) == [0, 1, 2]
     monkeypatch.setattr(rl, "curves_csv", lambda preset: tmp_path / "curves.csv")
     figs = rl.figures("ci", df, panels=("heldout", "dynamics", "clipping"))
@@ -368,11 +372,10 @@ def test_run_missing_in_worker_processes_saves_every_run_in_this_process():
         return stored + rows
 
     pairs = [(c, s) for c in ("a", "b") for s in (0, 1)]
-    rows = common.run_missing(pairs, [], lambda st, c, s: (c, s) == ("a", 0), _pid_row, save,
-                              setup=lambda: "ckpt", workers=2)
+    rows = F.run_missing(pairs[1:], _pid_row, save, [], setup=lambda: "ckpt", workers=2)
     assert sorted((r["cond"], r["seed"]) for r in rows) == pairs[1:] and {r["context"] for r in rows} == {"ckpt"}
     assert os.getpid() not in {r["pid"] for r in rows} and set(saved) == {os.getpid()}
-    serial = common.run_missing(pairs, [], lambda st, c, s: False, _pid_row, lambda st, r: st + r)
+    serial = F.run_missing(pairs, _pid_row, lambda st, r: st + r, [])
     assert [r["pid"] for r in serial] == [os.getpid()] * 4
 
 

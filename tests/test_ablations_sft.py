@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import pytest
 
+from klear_lib import tables
 from klear_lib.ablations import sft, stats, table
 from klear_lib.ablations.verdicts import claim_verdict
 from klear_lib.results import load_reported
@@ -80,7 +81,7 @@ def _table2_runs():
 
 
 def test_aggregate_t_interval_seed_values_and_definition_order():
-    summary = sft.aggregate(_table2_runs())
+    summary = sft.SFT.aggregate(_table2_runs())
     aime = summary[summary["benchmark"] == "tiny_aime"]
     assert list(aime["condition"]) == ["easy/only_correct", "easy/mixed", "hard/only_correct", "hard/mixed"]
     first = aime.iloc[0]
@@ -90,14 +91,14 @@ def test_aggregate_t_interval_seed_values_and_definition_order():
 
 
 def test_verdicts_per_pair_with_the_papers_difference():
-    pairs = sft.verdicts(sft.aggregate(_table2_runs()), reported=load_reported())
+    pairs = sft.SFT.verdicts(sft.SFT.aggregate(_table2_runs()), reported=load_reported())
     aime = pairs[pairs["benchmark"] == "tiny_aime"].set_index("better")
     assert aime.loc["easy/only_correct", "verdict"] == "replicated"
     assert aime.loc["hard/mixed", "verdict"] == "not replicated"
     assert aime.loc["easy/only_correct", "paper_diff_pts"] == pytest.approx(45.00 - 40.22)
     lcb = pairs[pairs["benchmark"] == "tiny_lcb"]
     assert set(lcb["verdict"]) == {"inconclusive"} and set(lcb["note"]) == {"both at 0"}
-    claims = sft.experiment_verdicts(pairs)
+    claims = sft.SFT.experiment_verdicts(pairs)
     assert claims.set_index("experiment").loc["table2", ["replicated", "not_replicated", "verdict"]].tolist() == [
         1, 1, "inconclusive"]
 
@@ -106,30 +107,30 @@ def test_contrast_is_a_difference_with_an_interval_and_no_verdict():
     rows = [_row("table3", c, s, "tiny_lcb", m) for c, ms in {"rank1/no_checks": (0.2, 0.22, 0.24),
                                                                 "rank1": (0.04, 0.05, 0.06)}.items()
             for s, m in enumerate(ms)]
-    got = sft.contrast(sft.aggregate(pd.DataFrame(rows)), "table3", "rank1/no_checks", "rank1")
+    got = sft.SFT.contrast(sft.SFT.aggregate(pd.DataFrame(rows)), "table3", "rank1/no_checks", "rank1")
     assert len(got) == 1 and "verdict" not in got and got["diff"].iloc[0] == pytest.approx(0.17)
     assert 0 < got["ci_low"].iloc[0] < 0.17 < got["ci_high"].iloc[0]
-    assert sft.contrast(sft.aggregate(pd.DataFrame(rows)), "table3", "rank1/no_checks", "rank2").empty
+    assert sft.SFT.contrast(sft.SFT.aggregate(pd.DataFrame(rows)), "table3", "rank1/no_checks", "rank2").empty
 
 
 def test_verdicts_refuse_two_configurations_of_one_cell():
     runs = _table2_runs()
     runs.loc[0, "config_hash"] = "h2"
     with pytest.raises(ValueError, match="two config hashes"):
-        sft.verdicts(sft.aggregate(runs))
+        sft.SFT.verdicts(sft.SFT.aggregate(runs))
 
 
 def test_upsert_replaces_every_row_of_a_rerun(tmp_path):
-    stored = table.upsert(table.empty(), _table2_runs())
+    stored = tables.upsert(table.ABLATION, tables.empty(table.ABLATION), _table2_runs())
     rerun = [_row("table2", "easy/mixed", 0, "tiny_aime", 0.9, cfg_hash="h2")]
-    out = table.upsert(stored, rerun)
+    out = tables.upsert(table.ABLATION, stored, rerun)
     sel = out[(out["condition"] == "easy/mixed") & (out["seed"] == 0)]
     assert sel[["benchmark", "mean", "config_hash"]].values.tolist() == [["tiny_aime", 0.9, "h2"]]
     assert len(out) == len(stored) - 1
-    path = table.write(out, tmp_path / "abl.csv")
-    again = table.read(path)
-    assert len(again) == len(out) and again["config_hash"].tolist() == table.tidy(out)["config_hash"].tolist()
-    table.write(again, tmp_path / "abl2.csv")
+    path = tables.write(table.ABLATION, out, tmp_path / "abl.csv")
+    again = tables.read(table.ABLATION, path)
+    assert len(again) == len(out) and again["config_hash"].tolist() == out["config_hash"].tolist()
+    tables.write(table.ABLATION, again, tmp_path / "abl2.csv")
     assert (tmp_path / "abl2.csv").read_bytes() == path.read_bytes()
 
 
@@ -137,16 +138,16 @@ def test_bad_rows_are_named():
     bad = _table2_runs()
     bad.loc[3, "mean"] = 1.5
     with pytest.raises(ValueError, match="'easy/mixed', 'seed': 0"):
-        table.validate(bad)
+        tables.validate(table.ABLATION, bad)
     dup = pd.concat([_table2_runs().head(2), _table2_runs().head(1)])
     with pytest.raises(ValueError, match="duplicate"):
-        table.validate(dup)
+        tables.validate(table.ABLATION, dup)
 
 
 # --- definitions and reuse --------------------------------------------------------------------------------------
 
 def test_seeds_resolve_per_preset():  # the definitions of both families: tests/test_ablations_rl.py
-    assert sft.resolve_seeds(None, "tiny") == [0, 1, 2] and sft.resolve_seeds([4, 7], "ci") == [4, 7]
+    assert sft.SFT.resolve_seeds(None, "tiny") == [0, 1, 2] and sft.SFT.resolve_seeds([4, 7], "ci") == [4, 7]
 
 
 def test_condition_hash_ignores_the_seed_but_not_the_scale(monkeypatch):
@@ -162,23 +163,22 @@ def test_condition_hash_ignores_the_seed_but_not_the_scale(monkeypatch):
 def test_run_experiment_reuses_rows_with_the_same_hash(monkeypatch, tmp_path):
     calls = []
 
-    def fake_run(preset, cond, seed, pool=None):
+    def fake_run(preset, cond, seed, pool):
         calls.append((cond.label, seed))
         return [_row(cond.experiment, cond.label, seed, b, 0.25, sft.condition_hash(preset, cond))
-                for b in sft.benchmarks_at(cond, preset)]
+                for b in sft.SFT.benchmarks_at(cond, preset)]
 
-    monkeypatch.setattr(sft, "run_condition", fake_run)
-    monkeypatch.setattr(sft, "_pool", lambda preset: [])
+    monkeypatch.setattr(sft, "SFT", dataclasses.replace(sft.SFT, run=fake_run, setup=lambda preset, seeds, path: []))
     path = tmp_path / "ablations_sft.csv"
-    first = sft.run_experiment("ci", "table4", seeds=[0, 1], path=path)
+    first = sft.SFT.run_experiment("ci", "table4", seeds=[0, 1], path=path)
     assert sorted(calls) == [("top1", 0), ("top1", 1), ("top4", 0), ("top4", 1)] and len(first) == 8
     calls.clear()
-    assert sft.run_experiment("ci", "table4", seeds=[0, 1], path=path).equals(first) and calls == []
-    sft.run_experiment("ci", "table4", seeds=[1], path=path, retrain=True)
+    assert sft.SFT.run_experiment("ci", "table4", seeds=[0, 1], path=path).equals(first) and calls == []
+    sft.SFT.run_experiment("ci", "table4", seeds=[1], path=path, retrain=True)
     assert sorted(calls) == [("top1", 1), ("top4", 1)]
     calls.clear()
     monkeypatch.setitem(sft.SCALES, "ci", sft.Scale(budget={"table4": 50}, seeds=1, reduced=True))
-    sft.run_experiment("ci", "table4", path=path)
+    sft.SFT.run_experiment("ci", "table4", path=path)
     assert sorted(calls) == [("top1", 0), ("top4", 0)]
 
 
@@ -229,7 +229,7 @@ def test_table3_no_checks_is_rank1_without_its_check_lines(ci_pool):
     answers = [(a["messages"][-1]["content"], b["messages"][-1]["content"]) for a, b in zip(plain, stripped)]
     assert any("check" in a for a, _ in answers) and not any("check" in b for _, b in answers)
     assert all(a.split("</think>")[1] == b.split("</think>")[1] for a, b in answers)
-    assert "rank1/no_checks" not in {c.label for c in sft.conditions_for(exp, "ci")}  # ci runs the claimed pair
+    assert "rank1/no_checks" not in {c.label for c in sft.SFT.conditions_for(exp, "ci")}  # ci runs the claimed pair
 
 
 def test_a_budget_the_pool_cannot_fill_raises_naming_the_condition(ci_pool, monkeypatch):
@@ -247,7 +247,7 @@ def test_one_ci_run_end_to_end(ci_pool, monkeypatch, tmp_path):
     monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path / "artifacts"))  # train afresh: a cached run writes no record
     cond = sft.EXPERIMENTS["table5"].condition("top1")
     rows = sft.run_condition("ci", cond, seed=0, pool=ci_pool)
-    df = table.validate(pd.DataFrame(rows))
+    df = tables.validate(table.ABLATION, pd.DataFrame(rows))
     assert set(df["benchmark"]) == {"tiny_lcb"} and set(df["metric"]) == {"avg@k", "pass@k"}
     assert set(df["config_hash"]) == {sft.condition_hash("ci", cond)} and set(df["n_train"]) == {96}
     assert (tmp_path / "ablations_sft" / "table5" / "top1-s0.csv").exists()
@@ -256,7 +256,7 @@ def test_one_ci_run_end_to_end(ci_pool, monkeypatch, tmp_path):
 def test_ablation_bars_draws_one_bar_per_condition_and_benchmark():
     from klear_lib import plots
 
-    fig = plots.ablation_bars(sft.aggregate(_table2_runs()), title="Table 2")
+    fig = plots.ablation_bars(sft.SFT.aggregate(_table2_runs()), title="Table 2")
     assert len(fig.axes[0].patches) == 4 * 2
 
 

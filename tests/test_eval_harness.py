@@ -6,11 +6,12 @@ import shutil
 
 import pytest
 
+from klear_lib import tables
 from klear_lib.configs import get_config
 from klear_lib.evaluation import harness
 from klear_lib.evaluation.benchmarks import BenchmarkSpec
 from klear_lib.evaluation.generation import generate
-from klear_lib.results import validate_eval
+from klear_lib.results import EVAL
 
 SPEC = BenchmarkSpec("toy_math", "math", None, "world")
 CODE_SPEC = BenchmarkSpec("toy_code", "code", None, "world")
@@ -93,7 +94,7 @@ def test_summary_rows_follow_the_eval_schema(tmp_path, cfg, toy_tokenizer):
     rows = harness.summarize(df, stage="t", benchmark="toy_math", seed=0, config_hash="h")
     assert [r["metric"] for r in rows] == ["avg@k", "pass@k"] and rows[0]["k"] == 4
     assert rows[0]["mean"] == pytest.approx((0 + 0.25 + 0.5 + 0.75 + 1) / 5) and rows[1]["mean"] == pytest.approx(0.8)
-    validate_eval(pd.DataFrame(rows))
+    tables.validate(EVAL, pd.DataFrame(rows))
 
 
 def test_prefilled_think_tag_is_judged_with_the_response():

@@ -1,12 +1,13 @@
-"""results/reported.csv holds the paper's numbers with sources; eval.csv follows its schema and upserts by key."""
+"""results/reported.csv holds the paper's numbers with sources; eval.csv follows its schema and upserts by key;
+the one table layer (klear_lib.tables) names the file and rows it refuses and writes atomically."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
+from klear_lib import tables
 from klear_lib.paths import RESULTS
-from klear_lib.results import (EVAL_COLUMNS, append_eval_rows, load_reported, read_eval, side_by_side,
-                               validate_eval)
+from klear_lib.results import EVAL, EVAL_COLUMNS, load_reported, side_by_side
 
 
 def row(**kw):
@@ -36,29 +37,56 @@ def test_reported_table1_values(model, bench, value):
 
 def test_append_eval_rows_upserts_sorts_and_fixes_precision(tmp_path):
     path = tmp_path / "eval.csv"
-    append_eval_rows([row(stage="sft"), row(stage="base", mean=1 / 3, ci_low=0.2, ci_high=0.4)], path)
-    append_eval_rows([row(stage="sft", mean=0.5, ci_low=0.4, ci_high=0.6)], path)
-    df = read_eval(path)
+    tables.upsert_file(EVAL, [row(stage="sft"), row(stage="base", mean=1 / 3, ci_low=0.2, ci_high=0.4)], path)
+    tables.upsert_file(EVAL, [row(stage="sft", mean=0.5, ci_low=0.4, ci_high=0.6)], path)
+    df = tables.read(EVAL, path)
     assert list(df.columns) == EVAL_COLUMNS and df["stage"].tolist() == ["base", "sft"]
     assert df.loc[df.stage == "sft", "mean"].item() == 0.5
     assert "0.333333," in path.read_text() and "0.3333333" not in path.read_text()
     first = path.read_text()
-    append_eval_rows([row(stage="sft", mean=0.5, ci_low=0.4, ci_high=0.6)], path)
+    tables.upsert_file(EVAL, [row(stage="sft", mean=0.5, ci_low=0.4, ci_high=0.6)], path)
     assert path.read_text() == first  # rerun: byte-identical
+    assert [p.name for p in tmp_path.iterdir()] == ["eval.csv"]  # no temporary file left beside it
 
 
 def test_validate_eval_rejects_bad_rows():
     with pytest.raises(ValueError, match="miss columns"):
-        validate_eval(pd.DataFrame([{"stage": "x"}]))
+        tables.validate(EVAL, pd.DataFrame([{"stage": "x"}]))
     with pytest.raises(ValueError, match="duplicate"):
-        validate_eval(pd.DataFrame([row(), row()]))
+        tables.validate(EVAL, pd.DataFrame([row(), row()]))
     with pytest.raises(ValueError, match="outside"):
-        validate_eval(pd.DataFrame([row(mean=0.9)]))
+        tables.validate(EVAL, pd.DataFrame([row(mean=0.9)]))
+    with pytest.raises(ValueError, match=r"empty key or required field \['config_hash'\]: \[\{'stage': 'sft'"):
+        tables.validate(EVAL, pd.DataFrame([row(config_hash="")]))
+
+
+def test_a_bad_file_is_named_with_its_rows(tmp_path):
+    path = tmp_path / "eval.csv"
+    pd.DataFrame([row(), row(stage="rl_math", mean=1.5, ci_high=1.6)]).to_csv(path, index=False)
+    with pytest.raises(ValueError, match=rf"{path}: eval rows with mean outside .*'stage': 'rl_math'"):
+        tables.read(EVAL, path)
+    assert tables.read(EVAL, tmp_path / "absent.csv").columns.tolist() == EVAL_COLUMNS
+
+
+def test_a_failed_write_leaves_the_old_file(tmp_path):
+    path = tables.write(EVAL, [row()], tmp_path / "eval.csv")
+    before = path.read_bytes()
+    with pytest.raises(ValueError):
+        tables.write(EVAL, [row(mean=2.0)], path)
+    assert path.read_bytes() == before and len(list(tmp_path.iterdir())) == 1
+
+
+def test_upsert_replaces_whole_runs_and_ranks_columns():
+    schema = tables.Table("t", ("run", "step", "x"), ("run", "step"), run_key=("run",),
+                          rank=(("run", ("b", "a")),), types=(("step", int),))
+    stored = tables.upsert(schema, tables.empty(schema), [{"run": r, "step": s, "x": 0.5} for r in "ab" for s in (1, 2)])
+    out = tables.upsert(schema, stored, [{"run": "a", "step": 3, "x": 1.0}])
+    assert out[["run", "step"]].values.tolist() == [["b", 1], ["b", 2], ["a", 3]]
 
 
 @pytest.mark.parametrize("path", sorted(RESULTS.glob("*/eval.csv")), ids=lambda p: p.parent.name)
 def test_committed_eval_tables_follow_the_schema(path):
-    assert list(read_eval(path).columns) == EVAL_COLUMNS
+    assert list(tables.read(EVAL, path).columns) == EVAL_COLUMNS
 
 
 def test_side_by_side_pairs_stages_with_paper_models():

@@ -9,32 +9,37 @@ ours with its 95% interval over seeds, and the verdict; a claim without stored r
 from __future__ import annotations
 
 from pathlib import Path
-from types import ModuleType
 
 import pandas as pd
 
-from klear_lib.ablations import rl, sft, table
+from klear_lib import tables
 from klear_lib.ablations import verdicts as V
+from klear_lib.ablations.family import Family
+from klear_lib.ablations.rl import RL
+from klear_lib.ablations.sft import SFT
+from klear_lib.evaluation.benchmarks import SPECS
+from klear_lib.paths import results_dir
+from klear_lib.results import ANALOGUE, load_reported
 
-FAMILIES: dict[str, ModuleType] = {"sft": sft, "rl": rl}
+FAMILIES: dict[str, Family] = {"sft": SFT, "rl": RL}
 NOT_RUN = "not run"
 COLUMNS = ["claim_id", "family", "table", "experiment", "benchmark", "better", "worse", "paper_benchmark",
            "paper_better", "paper_worse", "paper_diff_pts", "ours_better_pct", "ours_worse_pct", "ours_diff_pts",
            "ci_low_pts", "ci_high_pts", "n_seeds", "verdict", "claim"]
+# ``claims.csv``: rows in definition order; a claim not run keeps its numbers blank (NaN when read)
+CLAIMS = tables.Table("claim", tuple(COLUMNS), ("claim_id",), float_format="%.4f", sort=False,
+                      nullable=tuple(c for c in COLUMNS if c.endswith(("pts", "pct"))))
 
 
-def readings(module: ModuleType, exp, preset: str | None = None) -> list[tuple[str, str]]:
+def readings(family: Family, exp, preset: str | None = None) -> list[tuple[str, str]]:
     """(primary benchmark, benchmark read) pairs of ``exp``: each primary benchmark as ``preset``'s scale maps it
     (tiny also reads ``tiny_aime`` on a held-out tier; full reads the paper's benchmarks), or as is."""
-    mapping = module.get_scale(preset).benchmarks if preset else {}
+    mapping = family.get_scale(preset).benchmarks if preset else {}
     return [(b, m) for b in exp.primary for m in mapping.get(b, (b,))]
 
 
 def _paper_benchmark(primary: str, read: str) -> str:
     """The paper's benchmark behind a reading: a miniature one stands for its primary benchmark's analogue."""
-    from klear_lib.evaluation.benchmarks import SPECS
-    from klear_lib.results import ANALOGUE
-
     return ANALOGUE.get(primary, primary) if read not in SPECS or SPECS[read].source == "world" else read
 
 
@@ -42,42 +47,31 @@ def expected(reported: pd.DataFrame | None = None, preset: str | None = None) ->
     """Every claim the kit tests (on ``preset``'s readings of the primary benchmarks), with the paper's numbers
     (``results/reported.csv``) and no result yet."""
     rows = []
-    for family, module in FAMILIES.items():
-        for exp in module.EXPERIMENTS.values():
+    for name, family in FAMILIES.items():
+        for exp in family.experiments.values():
             for (better, worse) in exp.comparisons:
-                for primary, bench in readings(module, exp, preset):
+                for primary, bench in readings(family, exp, preset):
                     paper = _paper_benchmark(primary, bench)
                     pb, pw = (V.paper_value(reported, exp, label, paper) for label in (better, worse))
-                    rows.append({"claim_id": f"{exp.id}:{better}>{worse}@{bench}", "family": family,
+                    rows.append({"claim_id": f"{exp.id}:{better}>{worse}@{bench}", "family": name,
                                  "table": exp.table, "experiment": exp.id, "benchmark": bench, "better": better,
                                  "worse": worse, "paper_benchmark": paper, "paper_better": pb,
                                  "paper_worse": pw, "paper_diff_pts": pb - pw, "claim": exp.claim})
     return pd.DataFrame(rows)
 
 
-def current_rows(preset: str, module: ModuleType, path: Path | str | None = None) -> pd.DataFrame:
-    """The rows of a family's table run under the current config hash of their condition at ``preset``."""
-    df = table.read(path or module.ablations_csv(preset))
-    hashes = {(e.id, c.label): module.condition_hash(preset, c)
-              for e in module.EXPERIMENTS.values() for c in e.conditions}
-    keep = [hashes.get((r.experiment, r.condition)) == r.config_hash for r in df.itertuples()]
-    return df[keep].reset_index(drop=True)
-
-
 def measured(preset: str, paths: dict | None = None, metric: str = "avg@k") -> pd.DataFrame:
     """Pairwise verdicts of every family from its stored rows (``paths``: family -> table path override)."""
     out = []
-    for family, module in FAMILIES.items():
-        rows = current_rows(preset, module, (paths or {}).get(family))
+    for name, family in FAMILIES.items():
+        rows = family.current_rows(preset, (paths or {}).get(name))
         if len(rows):
-            out.append(V.verdicts(table.aggregate(rows, module.condition_order()), module.EXPERIMENTS, metric))
+            out.append(family.verdicts(family.aggregate(rows), metric))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=V.VERDICT_COLUMNS)
 
 
 def build_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict | None = None) -> pd.DataFrame:
     """One row per expected claim: the paper's numbers, ours (in points) and the verdict, or "not run"."""
-    from klear_lib.results import load_reported
-
     claims = expected(load_reported() if reported is None else reported, preset)
     pairs = measured(preset, paths).rename(columns={"ci_low": "pair_ci_low", "ci_high": "pair_ci_high"})
     merged = claims.merge(pairs[["experiment", "benchmark", "better", "worse", "mean_better", "mean_worse", "diff",
@@ -93,26 +87,13 @@ def build_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict 
 
 def claims_csv(preset: str) -> Path:
     """``results/<preset>/claims.csv``."""
-    from klear_lib.paths import results_dir
-
     return results_dir(preset) / "claims.csv"
 
 
 def write_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict | None = None,
                  path: Path | str | None = None) -> Path:
     """Build the claims table and write it (rows in definition order, floats at fixed precision)."""
-    path = Path(path or claims_csv(preset))
-    build_claims(preset, reported, paths).to_csv(path, index=False, float_format="%.4f", lineterminator="\n")
-    return path
-
-
-def read_claims(path: Path | str) -> pd.DataFrame:
-    """A claims.csv (``not run`` rows keep empty numbers)."""
-    df = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in COLUMNS if c.endswith(("pts", "pct"))})
-    missing = [c for c in COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"{path}: missing columns {missing}")
-    return df
+    return tables.write(CLAIMS, build_claims(preset, reported, paths), path or claims_csv(preset))
 
 
 def readme_table(claims: pd.DataFrame) -> pd.DataFrame:

@@ -1,6 +1,7 @@
 """The RL ablations in miniature (docs/paper.md §3, Figures 2-5 and Table 6): conditions as RL config overrides, one RL
 stage + evaluation per (condition, seed) from the preset's SFT checkpoint, results reused by config hash, held-out
-curves over the saved checkpoints, and a verdict per paper claim.
+curves over the saved checkpoints, and a verdict per paper claim: the family ``RL``
+(``klear_lib.ablations.family.Family``), whose own parts are the conditions and ``run_condition``.
 
 Every run starts from the same SFT checkpoint (``sft_stage(preset)``, like the paper's "earlier SFT model");
 seeds vary the RL data order, the rollouts and the evaluation samples. Two conditions whose RL config, data and
@@ -19,12 +20,14 @@ from typing import Sequence
 
 import pandas as pd
 
-from klear_lib.ablations import common, table
+from klear_lib import plots, tables
 from klear_lib.ablations import rl_runs as R
-from klear_lib.ablations import verdicts as V
-from klear_lib.ablations.common import Experiment
-from klear_lib.configs import config_hash, get_config, to_dict
-from klear_lib.configs.base import resolve
+from klear_lib.ablations import table
+from klear_lib.ablations.family import Experiment, Family, result_rows
+from klear_lib.configs import config_hash, get_config, rl_stage_name, to_dict
+from klear_lib.data import load_split
+from klear_lib.paths import runs_dir
+from klear_lib.pipeline import eval_stage, rl_stage, sft_stage
 
 log = logging.getLogger(__name__)
 FAMILY = "ablations_rl"
@@ -157,89 +160,50 @@ EXPERIMENTS = {e.id: e for e in (
 )}
 
 
-def get_experiment(experiment: str | Experiment) -> Experiment:
-    """An experiment by id (or itself); unknown ids raise ``KeyError`` listing the known ones."""
-    return common.get_experiment(EXPERIMENTS, experiment, "RL")
-
-
-def get_scale(preset: str) -> Scale:
-    """The RL ablation sizes of ``preset``; unknown presets raise ``KeyError``."""
-    return resolve(SCALES, preset)
-
-
-def conditions_for(experiment: str | Experiment, preset: str) -> tuple[Condition, ...]:
-    """The conditions run at ``preset``: all, or (reduced scale) those of the first comparison."""
-    return common.reduced(get_experiment(experiment), get_scale(preset).reduced)
-
-
-def resolve_seeds(seeds: int | Sequence[int] | None, preset: str) -> list[int]:
-    """None -> the preset's default count; an int n -> 0..n-1; a list -> itself."""
-    return common.resolve_seeds(seeds, get_scale(preset).seeds)
-
-
-def benchmarks_at(condition: Condition, preset: str) -> tuple[str, ...]:
-    """The condition's benchmarks at ``preset`` (at full each miniature benchmark maps to the paper's)."""
-    return common.mapped_benchmarks(condition.benchmarks, get_scale(preset).benchmarks)
-
-
 def rl_overrides(preset: str, condition: Condition, seed: int = 0) -> dict:
     """The RL config overrides of one run: scale, then experiment sizes, then the condition, then the seed."""
-    scale = get_scale(preset)
+    scale = RL.get_scale(preset)
     curve = {"save_steps": scale.curve_every} if scale.curve_every else {}
     return {**scale.rl, **curve, **scale.per_experiment.get(condition.experiment, {}), **condition.kwargs,
             "seed": seed}
 
 
 def rl_config(preset: str, condition: Condition, seed: int = 0):
-    """The ``RLConfig`` of one run (``klear_lib.pipeline.rl_cfg`` of the condition's stage)."""
-    from klear_lib.pipeline import rl_cfg
-
-    return rl_cfg(preset, condition.reward, **rl_overrides(preset, condition, seed))
+    """The ``RLConfig`` of one run: its condition's RL stage with the condition's overrides."""
+    return get_config(rl_stage_name(condition.reward), preset, **rl_overrides(preset, condition, seed))
 
 
 def eval_overrides(preset: str, seed: int = 0) -> dict:
     """The eval config overrides of every RL ablation run."""
-    return {**get_scale(preset).eval, "seed": seed}
+    return {**RL.get_scale(preset).eval, "seed": seed}
 
 
 def condition_hash(preset: str, condition: Condition) -> str:
     """A stable hash of everything a condition's result depends on except the seed."""
     rule = {k: v for k, v in to_dict(condition).items() if k not in ("claim", "paper_setting")}  # text only
-    payload = {"condition": rule, "benchmarks": benchmarks_at(condition, preset),
+    scale = RL.get_scale(preset)
+    payload = {"condition": rule, "benchmarks": RL.benchmarks_at(condition, preset),
                "rl": config_hash(rl_config(preset, condition)) if condition.train else None,
                "eval": config_hash(get_config("eval", preset, **eval_overrides(preset))),
                "sft": config_hash(get_config("sft", preset)), "data": config_hash(get_config("data", preset)),
-               "model": config_hash(get_config("model", preset)), "curve_every": get_scale(preset).curve_every,
-               **({"curve_primary_only": True} if get_scale(preset).curve_primary_only else {})}
+               "model": config_hash(get_config("model", preset)), "curve_every": scale.curve_every,
+               **({"curve_primary_only": True} if scale.curve_primary_only else {})}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:12]
-
-
-def run_name(condition: Condition, seed: int) -> str:
-    """``ablations_rl/<experiment>/<label>-s<seed>`` (run record name; label made file-safe)."""
-    return common.run_name(FAMILY, condition.experiment, condition.label, seed)
-
-
-def rl_rows(preset: str, split: str) -> list[dict]:
-    """The RL rows of ``split`` of the preset's world (UNFILTERED: code problems before the test-case filter)."""
-    from klear_lib.data import load_split
-
-    return load_split(split, preset)
 
 
 def start_checkpoint(preset: str) -> Path:
     """The checkpoint every RL ablation starts from: the preset's SFT model (trained once, then reused)."""
-    from klear_lib.pipeline import sft_stage
-
     return sft_stage(preset)
 
 
 def curve_benchmarks(preset: str, condition: Condition, last: bool) -> tuple[str, ...]:
     """The benchmarks read at one curve point: all of the condition's at the last point (or at every point), else
     only those of its experiment's primary benchmarks (``Scale.curve_primary_only``)."""
-    every = benchmarks_at(condition, preset)
-    if last or not get_scale(preset).curve_primary_only:
+    every, scale = RL.benchmarks_at(condition, preset), RL.get_scale(preset)
+    if last or not scale.curve_primary_only:
         return every
-    primary = common.mapped_benchmarks(get_experiment(condition.experiment).primary, get_scale(preset).benchmarks)
+    primary = tuple(b for name in RL.get_experiment(condition.experiment).primary
+                    for b in scale.benchmarks.get(name, (name,)))
     return tuple(b for b in every if b in primary)
 
 
@@ -247,38 +211,32 @@ def evaluate(preset: str, condition: Condition, seed: int, path: Path, stage: st
              benchmarks: Sequence[str] | None = None) -> pd.DataFrame:
     """``eval_stage`` rows of one checkpoint on ``benchmarks`` (default: the condition's); samples are reused per
     stage and path."""
-    from klear_lib.pipeline import eval_stage
-
-    bench = benchmarks_at(condition, preset) if benchmarks is None else benchmarks
+    bench = RL.benchmarks_at(condition, preset) if benchmarks is None else benchmarks
     return eval_stage(preset, stage, path, bench, write_csv=False,
                       **eval_overrides(preset, seed))
 
 
 def record_path(preset: str, condition: Condition, seed: int) -> Path:
     """``results/<preset>/runs/ablations_rl/<experiment>/<label>-s<seed>.csv``."""
-    from klear_lib.paths import runs_dir
-
-    return runs_dir(preset) / f"{run_name(condition, seed)}.csv"
+    return runs_dir(preset) / f"{RL.run_name(condition, seed)}.csv"
 
 
 def train(preset: str, condition: Condition, seed: int, init: Path, rows: list[dict]) -> list[tuple[int, Path]]:
     """Train (or reuse) the condition's RL stage; its curve points (RL step, checkpoint), start at step 0."""
-    from klear_lib.pipeline import rl_stage
-
     if not condition.train:
         return [(0, Path(init))]
-    cfg, name = rl_config(preset, condition, seed), run_name(condition, seed)
+    cfg, name = rl_config(preset, condition, seed), RL.run_name(condition, seed)
     final = rl_stage(preset, init, condition.reward, rows, name=name, **rl_overrides(preset, condition, seed))
     R.ensure_record(record_path(preset, condition, seed), final, cfg)
     return [(0, Path(init))] + R.checkpoints(final, cfg.updates_per_step, cfg.max_steps)
 
 
-def run_condition(preset: str, condition: Condition, seed: int, init: Path | None = None,
-                  curves_path: Path | None = None) -> list[dict]:
+def run_condition(preset: str, condition: Condition, seed: int, context: tuple[Path, Path] | None = None) -> list[dict]:
     """Train (or reuse) one condition with one seed and evaluate every curve point; the held-out curve is upserted
-    into ``curves_path`` and the rows of the last point are returned (one per benchmark and metric)."""
-    init = start_checkpoint(preset) if init is None else init
-    rows = rl_rows(preset, condition.rows) if condition.train else []
+    into the curves table and the rows of the last point are returned (one per benchmark and metric).
+    ``context``: (start checkpoint, curves table), default the preset's (``setup``)."""
+    init, curves_path = context or setup(preset, (), RL.csv(preset))
+    rows = load_split(condition.rows, preset) if condition.train else []
     cfg_hash, curve, scores = condition_hash(preset, condition), [], None
     points = train(preset, condition, seed, init, rows)
     for i, (step, path) in enumerate(points):
@@ -287,43 +245,27 @@ def run_condition(preset: str, condition: Condition, seed: int, init: Path | Non
         scores = evaluate(preset, condition, seed, path, f"{FAMILY}--{START}" if step == 0 else f"{FAMILY}--step{step}",
                           curve_benchmarks(preset, condition, last=i == len(points) - 1))
         curve += R.curve_rows(scores, condition.experiment, condition.label, seed, step, cfg_hash)
-    path = curves_path or curves_csv(preset)
-    R.write_curves(R.upsert_curves(R.read_curves(path), curve), path)
-    return common.result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows))
+    tables.upsert_file(R.CURVES, curve, curves_path)
+    return result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows))
 
 
-def ablations_csv(preset: str) -> Path:
-    """``results/<preset>/ablations_rl.csv``."""
-    from klear_lib.paths import results_dir
-
-    return results_dir(preset) / "ablations_rl.csv"
-
-
-def curves_csv(preset: str) -> Path:
-    """``results/<preset>/ablations_rl_curves.csv``: held-out avg@k / pass@k per saved checkpoint."""
-    return ablations_csv(preset).with_name("ablations_rl_curves.csv")
+def curves_csv(preset: str, path: Path | str | None = None) -> Path:
+    """``results/<preset>/ablations_rl_curves.csv`` (or the curves table beside the ablation table ``path``):
+    held-out avg@k / pass@k per saved checkpoint."""
+    path = Path(path or RL.csv(preset))
+    return path.with_name(f"{path.stem}_curves.csv")
 
 
-def run_experiment(preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | None = None,
-                   retrain: bool = False, path: Path | str | None = None) -> pd.DataFrame:
-    """Every condition x seed of ``experiment``; rows stored in ``path`` under the same config hash are reused
-    unless ``retrain`` (checkpoints and samples in the artifact store are reused either way). The start checkpoint
-    is built only when a run is due. Returns this experiment's rows for ``seeds``."""
-    exp, seeds, path = get_experiment(experiment), resolve_seeds(seeds, preset), Path(path or ablations_csv(preset))
-    conds = conditions_for(exp, preset)
-    curves = path.with_name(f"{path.stem}_curves.csv")
-    return common.run_table(
-        path, exp, conds, seeds, {c.label: condition_hash(preset, c) for c in conds},
-        {c.label: benchmarks_at(c, preset) for c in conds},
-        run=lambda cond, seed, init: run_condition(preset, cond, seed, init, curves),
-        setup=lambda: start_checkpoint(preset), retrain=retrain)
+def setup(preset: str, seeds, path: Path | str) -> tuple[Path, Path]:
+    """What every RL run shares: the start checkpoint, and the curves table beside the ablation table ``path``."""
+    return start_checkpoint(preset), curves_csv(preset, path)
 
 
 def records(preset: str, runs: pd.DataFrame) -> pd.DataFrame:
     """The per-update run records of ``runs`` (one per (experiment, condition, seed) that trained), labelled."""
     out = []
     for exp, label, seed in runs[table.RUN_KEY].drop_duplicates().itertuples(index=False):
-        cond = get_experiment(exp).condition(label)
+        cond = RL.get_experiment(exp).condition(label)
         if cond.train:
             rec = pd.read_csv(record_path(preset, cond, int(seed)))
             out.append(rec.assign(experiment=exp, condition=label, seed=int(seed)))
@@ -333,10 +275,8 @@ def records(preset: str, runs: pd.DataFrame) -> pd.DataFrame:
 def figures(preset: str, runs: pd.DataFrame, panels: Sequence[str] = ("heldout", "dynamics")) -> dict:
     """Figures of one experiment's runs, from stored files only: held-out avg@k per saved checkpoint
     ("heldout"), training dynamics ("dynamics") and clipping-case fractions ("clipping") from the run records."""
-    from klear_lib import plots
-
-    exp = get_experiment(runs["experiment"].iloc[0])
-    wide = R.heldout_wide(R.curves_of(runs, R.read_curves(curves_csv(preset))))
+    exp = RL.get_experiment(runs["experiment"].iloc[0])
+    wide = R.heldout_wide(R.curves_of(runs, tables.read(R.CURVES, curves_csv(preset))))
     data = {"heldout": (wide, [b for b in wide.columns if b not in R.CURVE_KEY], "held-out avg@k"),
             "dynamics": (records(preset, runs), R.DYNAMICS, "training"),
             "clipping": (records(preset, runs), R.CLIPPING, "clipping cases")}
@@ -344,44 +284,17 @@ def figures(preset: str, runs: pd.DataFrame, panels: Sequence[str] = ("heldout",
             for p in panels}
 
 
-def condition_order() -> list[tuple[str, str]]:
-    """(experiment, condition) in definition order (for tables and figures)."""
-    return [(e.id, c.label) for e in EXPERIMENTS.values() for c in e.conditions]
-
-
-def aggregate(df: pd.DataFrame) -> pd.DataFrame:
-    """Mean over seeds ± 95% t-interval per (experiment, condition, benchmark, metric); per-seed values kept."""
-    return table.aggregate(df, condition_order())
-
-
-def verdicts(summary: pd.DataFrame, metric: str = "avg@k", reported: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Pairwise verdicts of the RL ablations (see ``klear_lib.ablations.verdicts.verdicts``)."""
-    return V.verdicts(summary, EXPERIMENTS, metric, reported)
-
-
-def experiment_verdicts(pairs: pd.DataFrame) -> pd.DataFrame:
-    """One verdict per RL ablation on its primary benchmarks."""
-    return V.experiment_verdicts(pairs, EXPERIMENTS)
-
-
-def side_by_side(summary: pd.DataFrame, reported: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:
-    """Our mean ± 95% CI (in %) per condition and benchmark beside the paper's value of the same setting."""
-    return V.side_by_side(summary, EXPERIMENTS, reported, metric)
-
-
-def write_reports(summary: pd.DataFrame, pairs: pd.DataFrame, preset: str) -> list[Path]:
-    """``ablations_rl_summary.csv`` and ``ablations_rl_verdicts.csv`` beside ``ablations_rl.csv``."""
-    return common.write_reports(summary, pairs, ablations_csv(preset))
-
-
 def describe(preset: str) -> pd.DataFrame:
     """The conditions run at ``preset``: stage, RL rows, overrides, RL steps, updates per step and benchmarks."""
     out = []
     for e in EXPERIMENTS.values():
-        for c in conditions_for(e, preset):
+        for c in RL.conditions_for(e, preset):
             cfg = rl_config(preset, c) if c.train else None
             out.append({"experiment": e.id, "condition": c.label, "stage": c.reward if c.train else "none",
                         "rows": c.rows if c.train else "-", "overrides": ", ".join(f"{k}={v}" for k, v in c.overrides),
                         "steps": cfg.max_steps if cfg else 0, "updates": cfg.updates_per_step if cfg else 0,
-                        "benchmarks": " ".join(benchmarks_at(c, preset))})
+                        "benchmarks": " ".join(RL.benchmarks_at(c, preset))})
     return pd.DataFrame(out)
+
+
+RL = Family(FAMILY, "RL", EXPERIMENTS, SCALES, condition_hash, run_condition, setup, parallel=False)

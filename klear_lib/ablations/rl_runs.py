@@ -1,7 +1,7 @@
 """Checkpoints, run records and held-out curves of RL ablation runs: the files the RL ablation notebooks read.
 
 A finished RL stage (``klear_lib.pipeline.rl_stage``) leaves ``checkpoint-<update>`` folders beside ``final``; the
-held-out curve evaluates each of them (``CURVE_COLUMNS``, long format, reruns replace a run's rows). A stage that
+held-out curve evaluates each of them (``CURVES``, long format, reruns replace a run's rows). A stage that
 ``rl_stage`` reused under another name wrote no run record: ``ensure_record`` rebuilds it from the last
 checkpoint's ``trainer_state.json``, which holds the same logs ``RunRecord`` writes.
 """
@@ -16,10 +16,16 @@ import pandas as pd
 
 from klear_lib.ablations import table
 from klear_lib.configs import config_hash
+from klear_lib.tables import MEAN_IN_CI, Table
+from klear_lib.training.run_record import record_row, write_rows
 
 log = logging.getLogger(__name__)
 CURVE_KEY = table.RUN_KEY + ["rl_step", "benchmark", "metric"]
 CURVE_COLUMNS = CURVE_KEY + ["k", "mean", "ci_low", "ci_high", "config_hash"]
+# ``ablations_rl_curves.csv``: a rerun of a run (experiment, condition, seed) replaces all of its points
+CURVES = Table("RL curve", tuple(CURVE_COLUMNS), tuple(CURVE_KEY), run_key=tuple(table.RUN_KEY),
+               required=("config_hash",), checks=(MEAN_IN_CI,),
+               types=(("seed", int), ("rl_step", int), ("k", int), ("config_hash", str)))
 DYNAMICS = ["reward_mean", "accuracy", "entropy", "grad_norm", "response_length"]
 CLIPPING = ["frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg_ratio_low", "frac_adv_neg_ratio_high",
             "clipped_grad_share"]
@@ -37,8 +43,6 @@ def record_from_state(final: Path, cfg) -> list[dict[str, str]]:
     """The run record of a finished RL stage rebuilt from its last checkpoint's ``trainer_state.json`` (the same
     logs ``RunRecord`` writes); for a stage trained under another name, e.g. an identical condition of another
     experiment (``rl_stage`` then reuses the checkpoint and writes no record)."""
-    from klear_lib.training.run_record import record_row
-
     saved = sorted(Path(final).parent.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
     if not saved:
         raise FileNotFoundError(f"{Path(final).parent} has no checkpoint to rebuild the run record from")
@@ -52,8 +56,6 @@ def record_from_state(final: Path, cfg) -> list[dict[str, str]]:
 
 def ensure_record(path: Path, final: Path, cfg) -> Path:
     """``path``, written from the checkpoint's trainer state when the stage was reused and wrote none."""
-    from klear_lib.training.run_record import write_rows
-
     if not Path(path).exists():
         write_rows(Path(path), record_from_state(final, cfg))
     return Path(path)
@@ -66,32 +68,6 @@ def curve_rows(scores: pd.DataFrame, experiment: str, label: str, seed: int, rl_
     return [{"experiment": experiment, "condition": label, "seed": int(seed),
              "rl_step": int(rl_step), **{k: r[k] for k in keep}, "config_hash": cfg_hash}
             for r in scores.to_dict("records")]
-
-
-def read_curves(path: Path | str) -> pd.DataFrame:
-    """The curves table at ``path`` (validated), empty when absent."""
-    from klear_lib.results import validate_rows
-
-    if not Path(path).exists():
-        return pd.DataFrame(columns=CURVE_COLUMNS)
-    df = pd.read_csv(path, dtype={"config_hash": str}, keep_default_na=False)
-    return validate_rows(df, CURVE_COLUMNS, CURVE_KEY, "RL curve", required=("config_hash",))
-
-
-def upsert_curves(curves: pd.DataFrame, rows: list[dict]) -> pd.DataFrame:
-    """``curves`` with every old row of the runs in ``rows`` replaced; sorted by key."""
-    new = pd.DataFrame(rows, columns=CURVE_COLUMNS)
-    runs = set(map(tuple, new[table.RUN_KEY].astype(str).values))
-    keep = curves[[tuple(r) not in runs for r in curves[table.RUN_KEY].astype(str).values]] if len(curves) else curves
-    out = pd.concat([keep, new], ignore_index=True) if len(keep) else new
-    return out.sort_values(CURVE_KEY, ignore_index=True)
-
-
-def write_curves(curves: pd.DataFrame, path: Path | str) -> Path:
-    """Write the curves table (floats at fixed precision)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    curves[CURVE_COLUMNS].to_csv(path, index=False, float_format=table.FLOAT_FORMAT, lineterminator="\n")
-    return Path(path)
 
 
 def curves_of(runs: pd.DataFrame, curves: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:

@@ -1,5 +1,6 @@
 """The SFT data ablations in miniature (docs/paper.md §3, Tables 2-5): experiments as data, one SFT + eval per
-(condition, seed), results reused by config hash, and a verdict per paper claim.
+(condition, seed), results reused by config hash, and a verdict per paper claim: the family ``SFT``
+(``klear_lib.ablations.family.Family``), whose own parts are the conditions and ``run_condition``.
 
 Each condition is a rule over the teacher pool (``klear_lib.data.sft_subset``); every condition of an experiment
 gets the same row budget (K-Center Greedy), trains the preset's base model with the same SFT config, and is
@@ -12,17 +13,15 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
-from functools import partial
-from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
-from klear_lib.ablations import common, table
-from klear_lib.ablations import verdicts as V
-from klear_lib.ablations.common import Experiment
+from klear_lib.ablations.family import Experiment, Family, result_rows
 from klear_lib.configs import config_hash, get_config, to_dict
-from klear_lib.configs.base import resolve
+from klear_lib.data import load_split, sft_subset
+from klear_lib.data.teachers import without_checks
+from klear_lib.pipeline import eval_stage, sft_stage
 from klear_lib.seeding import py_rng, torch_threads
 
 log = logging.getLogger(__name__)
@@ -136,48 +135,23 @@ EXPERIMENTS = {e.id: e for e in (
 )}
 
 
-def get_experiment(experiment: str | Experiment) -> Experiment:
-    """An experiment by id (or itself); unknown ids raise ``KeyError`` listing the known ones."""
-    return common.get_experiment(EXPERIMENTS, experiment, "SFT")
-
-
-def get_scale(preset: str) -> Scale:
-    """The ablation sizes of ``preset``; unknown presets raise ``KeyError``."""
-    return resolve(SCALES, preset)
-
-
-def conditions_for(experiment: str | Experiment, preset: str) -> tuple[Condition, ...]:
-    """The conditions run at ``preset``: all, or (reduced scale) those of the first comparison."""
-    return common.reduced(get_experiment(experiment), get_scale(preset).reduced)
-
-
-def resolve_seeds(seeds: int | Sequence[int] | None, preset: str) -> list[int]:
-    """None -> the preset's default count; an int n -> 0..n-1; a list -> itself."""
-    return common.resolve_seeds(seeds, get_scale(preset).seeds)
-
-
-def benchmarks_at(condition: Condition, preset: str) -> tuple[str, ...]:
-    """The condition's benchmarks at ``preset`` (at full each miniature benchmark maps to the paper's)."""
-    return common.mapped_benchmarks(condition.benchmarks, get_scale(preset).benchmarks)
-
-
 def sft_config(preset: str, seed: int = 0):
     """The SFT config of every ablation run at ``preset``."""
-    return get_config("sft", preset, **{**get_scale(preset).sft, "seed": seed})
+    return get_config("sft", preset, **{**SFT.get_scale(preset).sft, "seed": seed})
 
 
 def eval_config(preset: str, seed: int = 0):
     """The eval config of every ablation run at ``preset``."""
-    return get_config("eval", preset, **{**get_scale(preset).eval, "seed": seed})
+    return get_config("eval", preset, **{**SFT.get_scale(preset).eval, "seed": seed})
 
 
 def condition_hash(preset: str, condition: Condition) -> str:
     """A stable hash of everything a condition's result depends on except the seed."""
-    scale = get_scale(preset)
+    scale = SFT.get_scale(preset)
     rule = {k: v for k, v in to_dict(condition).items() if k not in ("claim", "paper_setting")}  # text only
     payload = {"condition": rule, "budget": scale.budget.get(condition.experiment),
                "prompts": scale.prompts if condition.fixed_prompts else None,
-               "benchmarks": benchmarks_at(condition, preset), "sft": config_hash(sft_config(preset)),
+               "benchmarks": SFT.benchmarks_at(condition, preset), "sft": config_hash(sft_config(preset)),
                "eval": config_hash(eval_config(preset)), "data": config_hash(get_config("data", preset)),
                "model": config_hash(get_config("model", preset))}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:12]
@@ -196,9 +170,7 @@ def fixed_prompt_rows(pool: Sequence[dict], prompts: dict, seed: int) -> list[di
 
 def condition_rows(pool: Sequence[dict], condition: Condition, preset: str, seed: int) -> list[dict]:
     """The SFT rows of ``condition`` at ``preset``; fewer rows than the budget raises (budgets must be equal)."""
-    from klear_lib.data import sft_subset
-
-    scale = get_scale(preset)
+    scale = SFT.get_scale(preset)
     pool = fixed_prompt_rows(pool, scale.prompts, seed) if condition.fixed_prompts else pool
     budget, kwargs = scale.budget.get(condition.experiment), condition.kwargs
     strip = kwargs.pop("strip_checks", False)
@@ -215,105 +187,40 @@ def condition_rows(pool: Sequence[dict], condition: Condition, preset: str, seed
 def _without_checks(row: dict) -> dict:
     """``row`` with its trace stripped of self-checks, under a new id: checkpoints are keyed by the ids of their
     rows (``pipeline.rows_fingerprint``), so a changed row must not keep its id."""
-    from klear_lib.data.teachers import without_checks
-
     *context, answer = row["messages"]
     content = without_checks(answer["content"], row["ability"])
     return {**row, "id": f"{row['id']}/no_checks", "messages": [*context, {**answer, "content": content}]}
 
 
-def run_name(condition: Condition, seed: int) -> str:
-    """``ablations_sft/<experiment>/<label>-s<seed>`` (run record name; label made file-safe)."""
-    return common.run_name("ablations_sft", condition.experiment, condition.label, seed)
-
-
 def run_condition(preset: str, condition: Condition, seed: int, pool: Sequence[dict] | None = None) -> list[dict]:
     """Train (or reuse the checkpoint of) one condition with one seed, evaluate it; one row per benchmark/metric."""
-    from klear_lib.pipeline import eval_stage, sft_stage
-
-    pool = _pool(preset) if pool is None else pool
+    pool = load_split("sft_pool", preset) if pool is None else pool
     rows = condition_rows(pool, condition, preset, seed)
-    name, scale = run_name(condition, seed), get_scale(preset)
+    name, scale = SFT.run_name(condition, seed), SFT.get_scale(preset)
     log.info("%s: %d SFT rows", name, len(rows))
     with torch_threads(scale.torch_threads):
         ckpt = sft_stage(preset, rows, name=name, **{**scale.sft, "seed": seed})
-        scores = eval_stage(preset, name.replace("/", "--"), ckpt, benchmarks_at(condition, preset),
+        scores = eval_stage(preset, name.replace("/", "--"), ckpt, SFT.benchmarks_at(condition, preset),
                             write_csv=False, **{**scale.eval, "seed": seed})
-    return common.result_rows(scores, condition.experiment, condition.label, seed, condition_hash(preset, condition),
-                              len(rows))
-
-
-def ablations_csv(preset: str) -> Path:
-    """``results/<preset>/ablations_sft.csv``."""
-    from klear_lib.paths import results_dir
-
-    return results_dir(preset) / "ablations_sft.csv"
-
-
-def run_experiment(preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | None = None,
-                   retrain: bool = False, path: Path | str | None = None, workers: int = 1) -> pd.DataFrame:
-    """Every condition x seed of ``experiment``, ``workers`` runs at a time; rows stored in ``path`` under the same
-    config hash are reused unless ``retrain`` (checkpoints and samples in the artifact store, keyed by config and
-    data, are reused either way). Each finished run is written at once. Returns this experiment's rows for
-    ``seeds``."""
-    exp, seeds = get_experiment(experiment), resolve_seeds(seeds, preset)
-    conds = conditions_for(exp, preset)
-    return common.run_table(
-        Path(path or ablations_csv(preset)), exp, conds, seeds, {c.label: condition_hash(preset, c) for c in conds},
-        {c.label: benchmarks_at(c, preset) for c in conds},
-        run=partial(run_condition, preset), setup=lambda: _pool(preset), retrain=retrain, workers=workers)
-
-
-def _pool(preset: str) -> list[dict]:
-    """The teacher pool of ``preset``'s world."""
-    from klear_lib.data import load_split
-
-    return load_split("sft_pool", preset)
-
-
-def condition_order() -> list[tuple[str, str]]:
-    """(experiment, condition) in definition order (for tables and figures)."""
-    return [(e.id, c.label) for e in EXPERIMENTS.values() for c in e.conditions]
-
-
-def aggregate(df: pd.DataFrame) -> pd.DataFrame:
-    """Mean over seeds ± 95% t-interval per (experiment, condition, benchmark, metric); per-seed values kept."""
-    return table.aggregate(df, condition_order())
-
-
-def verdicts(summary: pd.DataFrame, metric: str = "avg@k", reported: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Pairwise verdicts of the SFT ablations (see ``klear_lib.ablations.verdicts.verdicts``)."""
-    return V.verdicts(summary, EXPERIMENTS, metric, reported)
-
-
-def contrast(summary: pd.DataFrame, experiment: str, a: str, b: str, metric: str = "avg@k") -> pd.DataFrame:
-    """``a`` minus ``b`` per benchmark, no verdict (see ``klear_lib.ablations.verdicts.contrast``)."""
-    return V.contrast(summary, get_experiment(experiment), a, b, metric)
-
-
-def experiment_verdicts(pairs: pd.DataFrame) -> pd.DataFrame:
-    """One verdict per SFT ablation on its primary benchmarks (see ``klear_lib.ablations.verdicts``)."""
-    return V.experiment_verdicts(pairs, EXPERIMENTS)
-
-
-def side_by_side(summary: pd.DataFrame, reported: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:
-    """Our mean ± 95% CI (in %) per condition and benchmark beside the paper's value of the same setting."""
-    return V.side_by_side(summary, EXPERIMENTS, reported, metric)
-
-
-def write_reports(summary: pd.DataFrame, pairs: pd.DataFrame, preset: str) -> list[Path]:
-    """``ablations_sft_summary.csv`` (mean ± 95% CI over seeds, per-seed values) and ``ablations_sft_verdicts.csv``
-    beside ``ablations_sft.csv``; sorted as given, floats at fixed precision."""
-    return common.write_reports(summary, pairs, ablations_csv(preset))
+    return result_rows(scores, condition.experiment, condition.label, seed, condition_hash(preset, condition),
+                       len(rows))
 
 
 def describe(preset: str) -> pd.DataFrame:
     """The conditions run at ``preset``: subset rule, budget (or fixed prompts) and benchmarks."""
-    scale = get_scale(preset)
+    scale = SFT.get_scale(preset)
     return pd.DataFrame([{
         "experiment": c.experiment, "condition": c.label,
         "subset": ", ".join(f"{k}={'+'.join(v) if isinstance(v, tuple) else v}" for k, v in c.subset),
         "budget": (f"prompts {'+'.join(f'{v} {k}' for k, v in sorted(scale.prompts.items()))}" if c.fixed_prompts
                    else str(scale.budget.get(c.experiment))),
-        "benchmarks": " ".join(benchmarks_at(c, preset)), "paper": c.paper_setting,
-    } for e in EXPERIMENTS.values() for c in conditions_for(e, preset)])
+        "benchmarks": " ".join(SFT.benchmarks_at(c, preset)), "paper": c.paper_setting,
+    } for e in EXPERIMENTS.values() for c in SFT.conditions_for(e, preset)])
+
+
+def _setup(preset: str, seeds, path) -> list[dict]:
+    """The context every SFT run shares: the teacher pool of ``preset``'s world."""
+    return load_split("sft_pool", preset)
+
+
+SFT = Family("ablations_sft", "SFT", EXPERIMENTS, SCALES, condition_hash, run_condition, _setup)

@@ -4,7 +4,8 @@ across learning rates and off-policy updates per generation batch, in miniature 
 Every cell (loss × learning rate × updates per step) trains math RL from the preset's SFT checkpoint for each
 seed, then records the final held-out avg@k, the clipping-case fractions of the run and whether it collapsed.
 The collapse criterion (``Collapse``) reads only stored columns, so it can be changed and re-applied to
-``results/<preset>/stability.csv`` without retraining.
+``results/<preset>/stability.csv`` without retraining. The map is the family ``STABILITY``
+(``klear_lib.ablations.family.Family``) with one experiment whose conditions are the preset's grid cells.
 """
 from __future__ import annotations
 
@@ -12,20 +13,24 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from functools import partial
+from operator import attrgetter
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import pandas as pd
 
-from klear_lib.ablations import common
+from klear_lib.ablations.family import Experiment, Family
 from klear_lib.ablations.rl import FAMILY as RL_FAMILY
 from klear_lib.ablations.rl import START, start_checkpoint
 from klear_lib.ablations.rl_runs import ensure_record
 from klear_lib.ablations.stats import t_interval, verdict, welch_interval
+from klear_lib.ablations.verdicts import claim_verdict
 from klear_lib.configs import config_hash, get_config
-from klear_lib.configs.base import resolve
+from klear_lib.data import load_split
+from klear_lib.paths import runs_dir
+from klear_lib.pipeline import eval_stage, rl_stage
 from klear_lib.seeding import torch_threads
+from klear_lib.tables import MEAN_IN_CI, Table
 
 NAME = "stability"
 CASES = ["frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg_ratio_low", "frac_adv_neg_ratio_high",
@@ -118,11 +123,6 @@ class Collapse:
 COLLAPSE = Collapse()
 
 
-def get_grid(preset: str) -> Grid:
-    """The stability grid of ``preset``; unknown presets raise ``KeyError``."""
-    return resolve(GRIDS, preset)
-
-
 def get_loss(label: str) -> Loss:
     """The loss called ``label``; unknown labels raise ``KeyError`` listing the known ones."""
     found = [loss for loss in LOSSES if loss.label == label]
@@ -147,16 +147,14 @@ class Cell:
 
 def cells(preset: str) -> list[Cell]:
     """Every cell of ``preset``'s grid, losses in ``LOSSES`` order."""
-    grid = get_grid(preset)
+    grid = STABILITY.get_scale(preset)
     return [Cell(loss, lr, u) for loss in LOSSES for lr in grid.learning_rates for u in grid.updates]
 
 
 def rl_overrides(preset: str, cell: Cell, seed: int = 0) -> dict:
     """RL config overrides of one run; the mini-batch is derived from the updates per step."""
-    from klear_lib.pipeline import rl_cfg
-
-    grid = get_grid(preset)
-    prompts = rl_cfg(preset, "math", **grid.rl).prompts_per_step
+    grid = STABILITY.get_scale(preset)
+    prompts = get_config("rl_math", preset, **grid.rl).prompts_per_step
     if prompts % cell.updates:
         raise ValueError(f"{cell.updates} updates per step do not divide {prompts} prompts per step at {preset}")
     return {**grid.rl, **dict(cell.loss.overrides), "learning_rate": cell.learning_rate,
@@ -165,28 +163,21 @@ def rl_overrides(preset: str, cell: Cell, seed: int = 0) -> dict:
 
 def eval_overrides(preset: str, seed: int = 0) -> dict:
     """Eval config overrides of every stability run."""
-    return {**get_grid(preset).eval, "seed": seed}
+    return {**STABILITY.get_scale(preset).eval, "seed": seed}
 
 
 def benchmark(preset: str) -> str:
     """The held-out benchmark the map reads."""
-    return get_grid(preset).benchmark
+    return STABILITY.get_scale(preset).benchmark
 
 
 def cell_hash(preset: str, cell: Cell) -> str:
     """A stable hash of everything a cell's result depends on except the seed (not the collapse criterion)."""
-    from klear_lib.pipeline import rl_cfg
-
-    payload = {"rl": config_hash(rl_cfg(preset, "math", **rl_overrides(preset, cell))),
+    payload = {"rl": config_hash(get_config("rl_math", preset, **rl_overrides(preset, cell))),
                "eval": config_hash(get_config("eval", preset, **eval_overrides(preset))),
                "benchmark": benchmark(preset), "sft": config_hash(get_config("sft", preset)),
                "data": config_hash(get_config("data", preset)), "model": config_hash(get_config("model", preset))}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
-
-
-def run_name(cell: Cell, seed: int) -> str:
-    """``stability/<loss>/lr<lr>-u<updates>-s<seed>`` (run record name)."""
-    return common.run_name(NAME, cell.loss.label, cell.label, seed)
 
 
 # --- the collapse criterion (pure) ----------------------------------------------------------------------------
@@ -226,87 +217,32 @@ def mark_collapse(df: pd.DataFrame, criterion: Collapse = COLLAPSE) -> pd.DataFr
 
 # --- the table ---------------------------------------------------------------------------------------------------
 
-def stability_csv(preset: str) -> Path:
-    """``results/<preset>/stability.csv``."""
-    from klear_lib.paths import results_dir
-
-    return results_dir(preset) / "stability.csv"
-
-
-def validate(df: pd.DataFrame) -> pd.DataFrame:
-    """Raise ``ValueError`` naming bad rows (missing columns, empty or duplicate keys, a mean outside [0, 1])."""
-    from klear_lib.results import validate_rows
-
-    return validate_rows(df, COLUMNS, KEY, "stability", required=("config_hash",))
-
-
-def tidy(df: pd.DataFrame) -> pd.DataFrame:
-    """Schema column order, integer columns as int, rows sorted by key (losses in ``LOSSES`` order)."""
-    df = df[COLUMNS].copy()
-    for col in ("updates_per_step", "seed", "k", "collapsed", "nonfinite"):
-        df[col] = df[col].astype(int)
-    df["collapse_reasons"] = df["collapse_reasons"].fillna("").astype(str)
-    df["config_hash"] = df["config_hash"].astype(str)
-    rank = {loss.label: i for i, loss in enumerate(LOSSES)}
-    df = df.assign(_rank=df["loss"].map(rank)).sort_values(["_rank"] + KEY[1:], ignore_index=True)
-    return df.drop(columns="_rank")
-
-
-def read(path: Path | str) -> pd.DataFrame:
-    """The stability table at ``path`` (validated), empty when absent."""
-    if not Path(path).exists():
-        return pd.DataFrame(columns=COLUMNS)
-    return validate(pd.read_csv(path, dtype={"config_hash": str, "collapse_reasons": str}, keep_default_na=False))
-
-
-def _run_keys(df: pd.DataFrame, with_hash: bool = False) -> list[tuple]:
-    """(loss, learning rate as text, updates, seed[, hash]) per row: float learning rates compared as printed."""
-    return [(r["loss"], f"{float(r['learning_rate']):.6g}", int(r["updates_per_step"]), int(r["seed"]))
-            + ((str(r["config_hash"]),) if with_hash else ()) for r in df.to_dict("records")]
-
-
-def upsert(stored: pd.DataFrame, rows: Sequence[dict]) -> pd.DataFrame:
-    """``stored`` with the runs of ``rows`` replaced (same loss, learning rate, updates and seed)."""
-    new = tidy(validate(pd.DataFrame(list(rows))))
-    drop = set(_run_keys(new))
-    keep = stored[[k not in drop for k in _run_keys(stored)]] if len(stored) else stored
-    return tidy(validate(pd.concat([keep, new], ignore_index=True) if len(keep) else new))
-
-
-def write(df: pd.DataFrame, path: Path | str) -> Path:
-    """Write the table sorted, floats at ``FLOAT_FORMAT``."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tidy(validate(df)).to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
-    return Path(path)
-
-
-def run_key(cell: Cell, seed: int, cfg_hash: str) -> tuple:
-    """The ``_run_keys`` tuple (with hash) of one run."""
-    return (cell.loss.label, f"{cell.learning_rate:.6g}", cell.updates, int(seed), cfg_hash)
-
-
-def has_run(stored: pd.DataFrame, cell: Cell, seed: int, cfg_hash: str) -> bool:
-    """Whether ``stored`` holds this run under ``cfg_hash``."""
-    return run_key(cell, seed, cfg_hash) in set(_run_keys(stored, with_hash=True))
+TABLE = Table("stability", tuple(COLUMNS), tuple(KEY), required=("config_hash",), checks=(MEAN_IN_CI,),
+              float_format=FLOAT_FORMAT, rank=(("loss", tuple(loss.label for loss in LOSSES)),),
+              types=(("learning_rate", float), ("updates_per_step", int), ("seed", int), ("k", int),
+                     ("collapsed", int), ("nonfinite", int), ("collapse_reasons", str), ("config_hash", str)))
+GROUP = ["loss", "learning_rate", "updates_per_step"]
+TRAINING = ["train_acc_first", "train_acc_last", "length_last"]  # means over seeds in the summary
+SUMMARY = Table("stability summary", tuple(GROUP + ["n_seeds", "mean", "ci_low", "ci_high", "start_mean",
+                                                     "collapsed", "collapse_share"] + TRAINING + CASES + ["values"]),
+                tuple(GROUP), float_format=FLOAT_FORMAT, sort=False)
 
 
 # --- runs --------------------------------------------------------------------------------------------------------
 
 def _heldout(preset: str, path: Path, stage: str, seed: int) -> dict:
     """The avg@k row of one checkpoint on the map's benchmark."""
-    from klear_lib.pipeline import eval_stage
-
     scores = eval_stage(preset, stage, path, [benchmark(preset)], write_csv=False, **eval_overrides(preset, seed))
     return scores[scores["metric"] == "avg@k"].iloc[0].to_dict()
 
 
 def _start_heldout(preset: str, init: Path, seed: int) -> dict:
     """The start checkpoint's avg@k row for ``seed`` (its samples are stored, so only the first call evaluates)."""
-    with torch_threads(get_grid(preset).torch_threads):
+    with torch_threads(STABILITY.get_scale(preset).torch_threads):
         return _heldout(preset, init, f"{RL_FAMILY}--{START}", seed)
 
 
-def _setup(preset: str, seeds: Sequence[int]) -> Path:
+def _setup(preset: str, seeds: Sequence[int], path=None) -> Path:
     """The start checkpoint, evaluated once per seed before any run (parallel runs never write its samples)."""
     init = start_checkpoint(preset)
     for seed in seeds:
@@ -317,15 +253,11 @@ def _setup(preset: str, seeds: Sequence[int]) -> Path:
 def run_cell(preset: str, cell: Cell, seed: int, init: Path | None = None) -> list[dict]:
     """Train (or reuse) one cell with one seed; its stability.csv row (final and start held-out avg@k, the run
     record's summary, the collapse verdict under ``COLLAPSE``)."""
-    from klear_lib.data import load_split
-    from klear_lib.paths import runs_dir
-    from klear_lib.pipeline import rl_cfg, rl_stage
-
     init = start_checkpoint(preset) if init is None else init
-    name, overrides = run_name(cell, seed), rl_overrides(preset, cell, seed)
-    with torch_threads(get_grid(preset).torch_threads):
+    name, overrides = STABILITY.run_name(cell, seed), rl_overrides(preset, cell, seed)
+    with torch_threads(STABILITY.get_scale(preset).torch_threads):
         final = rl_stage(preset, init, "math", load_split("math_rl", preset), name=name, **overrides)
-        record = ensure_record(runs_dir(preset) / f"{name}.csv", final, rl_cfg(preset, "math", **overrides))
+        record = ensure_record(runs_dir(preset) / f"{name}.csv", final, get_config("rl_math", preset, **overrides))
         start = _start_heldout(preset, init, seed)
         end = _heldout(preset, final, name.replace("/", "--"), seed)
     summary = run_summary(pd.read_csv(record), start["mean"], end["mean"])
@@ -340,26 +272,28 @@ def run_grid(preset: str, seeds: int | Sequence[int] | None = None, retrain: boo
     """Every cell × seed of the grid (``losses``: a subset of loss labels), ``workers`` runs at a time; rows stored
     under the same hash are reused unless ``retrain``. Returns the grid's rows for ``seeds``, collapse re-marked
     under ``COLLAPSE``. Runs pin the grid's torch threads, so the rows do not depend on ``workers``."""
-    path, seeds = Path(path or stability_csv(preset)), common.resolve_seeds(seeds, get_grid(preset).seeds)
     grid = [c for c in cells(preset) if losses is None or c.loss.label in set(losses)]
-    hashes = {c: cell_hash(preset, c) for c in grid}
+    runs = STABILITY.run_experiment(preset, MAP, seeds, retrain=retrain, path=path, workers=workers,
+                                    conditions=grid)
+    return mark_collapse(runs)
 
-    def save(stored, rows):
-        return read(write(upsert(stored, rows), path))  # as stored: floats at FLOAT_FORMAT
 
-    stored = common.run_missing([(c, s) for c in grid for s in seeds], read(path),
-                                lambda st, c, s: has_run(st, c, s, hashes[c]),
-                                partial(run_cell, preset), save, setup=lambda: _setup(preset, seeds),
-                                retrain=retrain, desc="stability runs", workers=workers)
-    wanted = {run_key(c, s, hashes[c]) for c in grid for s in seeds}
-    mine = [k in wanted for k in _run_keys(stored, with_hash=True)]
-    return mark_collapse(stored[mine].reset_index(drop=True))
+def _fields(cell: Cell, seed: int) -> dict:
+    """The fields that name one run in stability.csv."""
+    return {"loss": cell.loss.label, "learning_rate": cell.learning_rate, "updates_per_step": cell.updates,
+            "seed": int(seed)}
+
+
+MAP = Experiment("stability", "stability map (beyond the paper)",
+                 f"{' > '.join(RANKING)} at every learning rate and updates setting (docs/paper.md §3 Fig. 2)",
+                 (), tuple(zip(RANKING, RANKING[1:])), ())
+# Stored rows are read back after each run, so the collapse marks and summaries see the stored precision.
+STABILITY = Family(NAME, "stability", {MAP.id: MAP}, GRIDS, cell_hash, run_cell, _setup, table=TABLE,
+                   summary=SUMMARY, fields=_fields, group=attrgetter("loss.label"),
+                   benchmarks=lambda grid, cell: (grid.benchmark,), conditions=cells, stored_precision=True)
 
 
 # --- reading the map ----------------------------------------------------------------------------------------------
-
-GROUP = ["loss", "learning_rate", "updates_per_step"]
-TRAINING = ["train_acc_first", "train_acc_last", "length_last"]  # means over seeds in the summary
 
 
 def aggregate(df: pd.DataFrame) -> pd.DataFrame:
@@ -390,8 +324,6 @@ def ranking(summary: pd.DataFrame, order: Sequence[str] = RANKING) -> pd.DataFra
     """Per (learning rate, updates): Welch verdicts over seeds of each adjacent pair of ``order`` (claimed better
     first) and whether the whole order holds ("holds" only when every pair is replicated; "reversed" when some
     pair is not replicated and none is; "inconclusive" otherwise)."""
-    from klear_lib.ablations.verdicts import claim_verdict
-
     out = []
     for (lr, updates), grp in summary.groupby(["learning_rate", "updates_per_step"], sort=True):
         vals = grp.set_index("loss")["values"]
@@ -433,11 +365,3 @@ def reading(summary: pd.DataFrame, rank: pd.DataFrame) -> str:
                      + f" best; {grp['train_acc_last'].min():.3f} lowest (start {grp['train_acc_first'].mean():.3f})")
     lines.append(f"the paper's order {' > '.join(RANKING)} holds {ranking_verdict(rank)}")
     return "\n".join(lines)
-
-
-def write_summary(summary: pd.DataFrame, preset: str) -> Path:
-    """``stability_summary.csv`` beside ``stability.csv`` (per-seed values ';'-joined)."""
-    path = stability_csv(preset).with_name("stability_summary.csv")
-    out = summary.assign(values=[";".join(f"{v:.4f}" for v in vals) for vals in summary["values"]])
-    out.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
-    return path

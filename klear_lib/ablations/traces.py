@@ -30,9 +30,12 @@ from typing import Iterable
 
 import pandas as pd
 
+from klear_lib import artifacts
+from klear_lib.ablations.family import run_name
 from klear_lib.data import tasks_code as tc
 from klear_lib.data import tasks_math as tm
 from klear_lib.evaluation import harness
+from klear_lib.paths import results_dir
 
 log = logging.getLogger(__name__)
 
@@ -132,13 +135,10 @@ def run_styles(preset: str, runs: pd.DataFrame, family: str = "ablations_sft") -
     """One row per stored run x benchmark in ``ABILITY`` (``avg@k`` rows of ``runs``), with ``summarize``'s
     shares from the run's sample file in the artifact store, and the runs left out because their samples are
     absent or do not reproduce the stored score."""
-    from klear_lib import artifacts
-    from klear_lib.ablations import common
-
     rows, missing = [], []
     picked = runs[(runs.metric == "avg@k") & runs.benchmark.isin(list(ABILITY))]
     for r in picked.itertuples(index=False):
-        stage = common.run_name(family, r.experiment, r.condition, int(r.seed)).replace("/", "--")
+        stage = run_name(family, r.experiment, r.condition, int(r.seed)).replace("/", "--")
         files = (artifacts.root() / preset / "eval").glob(f"*/{stage}__{r.benchmark}__*.samples.jsonl")
         samples = matching_samples(files, float(r.mean), int(r.n_samples))
         if samples is None:
@@ -154,8 +154,6 @@ def stored_styles(preset: str, runs: pd.DataFrame, family: str = "ablations_sft"
     """``run_styles`` of ``runs`` where their samples are in the store, else the row stored for the same run and
     config hash in ``results/<preset>/<family>_styles.csv`` (a fresh clone has no samples); the union is written
     back. Returns the rows of ``runs``; a run found in neither place is logged and left out."""
-    from klear_lib.paths import results_dir
-
     path = results_dir(preset) / f"{family}_styles.csv"
     fresh, missing = run_styles(preset, runs, family)
     old = pd.read_csv(path, dtype={"config_hash": str}) if path.exists() else pd.DataFrame(columns=KEY)

@@ -1,4 +1,5 @@
-"""Verdicts of ablations against the paper's claims, from ``table.aggregate`` rows (any ablation family).
+"""The pieces of a verdict against the paper's claims, from ``table.aggregate`` rows (any ablation family; the
+verdict tables themselves are ``Family`` methods in ``klear_lib.ablations.family``).
 
 An experiment here is any object with ``id``, ``table`` (as in ``results/reported.csv``), ``claim``,
 ``comparisons`` (pairs of condition labels: claimed better, claimed worse), ``primary`` (benchmarks the
@@ -6,19 +7,23 @@ experiment-level verdict reads) and ``condition(label).paper_setting`` (the repo
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import pandas as pd
 
 from klear_lib.ablations.stats import verdict, welch_interval
+from klear_lib.results import ANALOGUE
+from klear_lib.tables import Table
 
 VERDICT_COLUMNS = ["experiment", "benchmark", "metric", "better", "worse", "mean_better", "mean_worse", "diff",
                    "ci_low", "ci_high", "n_seeds", "paper_diff_pts", "verdict", "note"]
+# ``<family>_verdicts.csv``: one row per claimed pair and benchmark, in definition order
+VERDICTS = Table("verdict", tuple(VERDICT_COLUMNS), ("experiment", "benchmark", "metric", "better", "worse"),
+                 sort=False)
 
 
-def _analogue(bench: str) -> str:
-    from klear_lib.results import ANALOGUE
-
+def analogue(bench: str) -> str:
+    """The paper's benchmark our miniature ``bench`` stands for (``bench`` itself when it is the paper's)."""
     return ANALOGUE.get(bench, bench)
 
 
@@ -26,7 +31,7 @@ def paper_value(reported: pd.DataFrame | None, exp, label: str, bench: str) -> f
     """The paper's value (points) of condition ``label`` on the benchmark our ``bench`` stands for, or NaN."""
     if reported is None:
         return float("nan")
-    sel = reported[(reported["table"] == exp.table) & (reported["benchmark"] == _analogue(bench))
+    sel = reported[(reported["table"] == exp.table) & (reported["benchmark"] == analogue(bench))
                    & (reported["model_or_setting"] == exp.condition(label).paper_setting)]
     return float(sel["value"].iloc[0]) if len(sel) else float("nan")
 
@@ -55,34 +60,6 @@ def by_cell(summary: pd.DataFrame) -> dict[tuple, dict]:
     return cells
 
 
-def verdicts(summary: pd.DataFrame, experiments: Mapping[str, object], metric: str = "avg@k",
-             reported: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per (experiment, claimed pair, benchmark) present in ``summary`` (from ``aggregate``).
-
-    "replicated": the claimed-better condition is ahead and Welch's 95% interval over seeds excludes 0;
-    "not replicated": behind with the interval excluding 0; "inconclusive" otherwise. ``paper_diff_pts`` is
-    the paper's own difference on the analogous benchmark (``results/reported.csv``), in points.
-    """
-    cells, out = by_cell(summary[summary["metric"] == metric]), []
-    for exp in experiments.values():
-        benches = sorted({b for (e, _, b) in cells if e == exp.id})
-        for better, worse in exp.comparisons:
-            for bench in benches:
-                b, w = cells.get((exp.id, better, bench)), cells.get((exp.id, worse, bench))
-                if b and w:
-                    out.append(comparison_row(exp, b, w, reported))
-    return pd.DataFrame(out, columns=VERDICT_COLUMNS)
-
-
-def contrast(summary: pd.DataFrame, exp, a: str, b: str, metric: str = "avg@k") -> pd.DataFrame:
-    """Condition ``a`` minus ``b`` of ``exp`` per benchmark, with Welch's 95% interval over seeds: a comparison
-    that is no paper claim, so it carries no verdict. Benchmarks where either condition is missing are skipped."""
-    cells = by_cell(summary[summary["metric"] == metric])
-    rows = [comparison_row(exp, cells[(e, c, bench)], cells[(e, b, bench)])
-            for (e, c, bench) in cells if e == exp.id and c == a and (e, b, bench) in cells]
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS).drop(columns=["paper_diff_pts", "verdict"])
-
-
 def claim_verdict(labels: Sequence[str]) -> str:
     """One verdict from pairwise verdicts: all "replicated" -> "replicated"; some "not replicated" and none
     replicated -> "not replicated"; anything else (a mix, or no pair at all) -> "inconclusive"."""
@@ -94,29 +71,3 @@ def claim_verdict(labels: Sequence[str]) -> str:
     return "inconclusive"
 
 
-def experiment_verdicts(pairs: pd.DataFrame, experiments: Mapping[str, object]) -> pd.DataFrame:
-    """Per experiment present in ``pairs``, on its primary benchmarks: counts of pairwise verdicts and one verdict."""
-    out = []
-    for exp in experiments.values():
-        if exp.id not in set(pairs["experiment"]):
-            continue
-        sel = pairs[(pairs["experiment"] == exp.id) & pairs["benchmark"].isin(exp.primary)]["verdict"].tolist()
-        out.append({"experiment": exp.id, "table": exp.table, "primary": "+".join(exp.primary), "pairs": len(sel),
-                    "replicated": sel.count("replicated"), "not_replicated": sel.count("not replicated"),
-                    "inconclusive": sel.count("inconclusive"), "verdict": claim_verdict(sel), "claim": exp.claim})
-    return pd.DataFrame(out, columns=["experiment", "table", "primary", "pairs", "replicated", "not_replicated",
-                                      "inconclusive", "verdict", "claim"])
-
-
-def side_by_side(summary: pd.DataFrame, experiments: Mapping[str, object], reported: pd.DataFrame,
-                 metric: str = "avg@k") -> pd.DataFrame:
-    """Our mean ± 95% CI (in %) per condition and benchmark beside the paper's value of the same setting."""
-    rows = []
-    for r in summary[summary["metric"] == metric].to_dict("records"):
-        exp = experiments[r["experiment"]]
-        rows.append({"experiment": r["experiment"], "condition": r["condition"], "benchmark": r["benchmark"],
-                     "n_seeds": r["n_seeds"], "ours_pct": 100 * r["mean"], "ci_low_pct": 100 * r["ci_low"],
-                     "ci_high_pct": 100 * r["ci_high"], "paper_setting": exp.condition(r["condition"]).paper_setting,
-                     "paper_benchmark": _analogue(r["benchmark"]),
-                     "paper_pct": paper_value(reported, exp, r["condition"], r["benchmark"])})
-    return pd.DataFrame(rows)

@@ -1,0 +1,286 @@
+"""One ablation family abstraction: experiments as data, and a ``Family`` that runs, reuses and reports them.
+
+An experiment (``Experiment``) is pure data: its conditions, the paper's claim, the claimed pairs and the
+benchmarks its verdict reads. A family (``sft.SFT``, ``rl.RL``, ``stability.STABILITY``) is an instance of
+``Family``: its experiments, its scale per preset, its results table and the two things that differ between
+families, how one condition is hashed and how one (condition, seed) is trained and evaluated (``run``). Everything
+else lives here once: seeds, run names, which runs a stored table already holds under the current hash, the loop
+that runs the missing ones (one table write per finished run, so a killed sweep resumes; optionally in worker
+processes), the aggregation order, the verdicts and the summary/verdict files.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import re
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from functools import partial
+from operator import attrgetter
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Sequence
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from klear_lib import tables
+from klear_lib.ablations import table as T
+from klear_lib.ablations import verdicts as V
+from klear_lib.configs.base import resolve
+from klear_lib.paths import results_dir
+
+EVAL_KEEP = ["benchmark", "metric", "k", "mean", "stderr", "ci_low", "ci_high", "n_problems", "n_samples"]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A paper table or figure: its conditions, the pairs (claimed better, claimed worse) and the benchmarks a
+    verdict reads. Conditions are any frozen records with ``label``, ``benchmarks`` and ``paper_setting``."""
+
+    id: str
+    table: str                                # "Table 2", "Figure 3" (as in results/reported.csv)
+    claim: str
+    conditions: tuple
+    comparisons: tuple[tuple[str, str], ...]
+    primary: tuple[str, ...]                  # benchmarks the experiment-level verdict reads
+
+    def condition(self, label: str):
+        """The condition called ``label``; unknown labels raise ``KeyError`` listing the known ones."""
+        found = [c for c in self.conditions if c.label == label]
+        if not found:
+            raise KeyError(f"{self.id} has no condition {label!r}; known: {[c.label for c in self.conditions]}")
+        return found[0]
+
+
+def file_safe(label: str) -> str:
+    """``label`` with every run of characters outside ``[A-Za-z0-9_.-]`` replaced by '-'."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", label)
+
+
+def run_name(family: str, group: str, label: str, seed: int) -> str:
+    """``<family>/<group>/<label>-s<seed>`` (a run record's name under ``results/<preset>/runs/``)."""
+    return f"{family}/{group}/{file_safe(label)}-s{seed}"
+
+
+def result_rows(scores: pd.DataFrame, experiment: str, label: str, seed: int, cfg_hash: str,
+                n_train: int) -> list[dict]:
+    """Ablation table rows (``table.ABLATION``) from the ``eval_stage`` rows of one run."""
+    return [{"experiment": experiment, "condition": label, "seed": int(seed), **{k: r[k] for k in EVAL_KEEP},
+             "n_train": int(n_train), "config_hash": cfg_hash} for r in scores.to_dict("records")]
+
+
+def resolve_seeds(seeds: int | Sequence[int] | None, default: int) -> list[int]:
+    """None -> ``default`` seeds; an int n -> 0..n-1; a list -> itself."""
+    if seeds is None:
+        seeds = default
+    return list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
+
+
+def mapped_benchmarks(scale, condition) -> tuple[str, ...]:
+    """Each of the condition's miniature benchmarks, or what ``scale.benchmarks`` evaluates instead (at full: the
+    paper's benchmarks)."""
+    return tuple(b for name in condition.benchmarks for b in scale.benchmarks.get(name, (name,)))
+
+
+def ablation_fields(condition, seed: int) -> dict:
+    """The fields that name one run in the ablation table."""
+    return {"experiment": condition.experiment, "condition": condition.label, "seed": int(seed)}
+
+
+@dataclass(frozen=True)
+class Family:
+    """An ablation family. ``run(preset, condition, seed, context)`` trains and evaluates one run and returns its
+    table rows; ``setup(preset, seeds, path)`` builds the context the runs share (data, start checkpoint, the
+    table's path for side files), only when a run is due. ``run`` must pickle (a module-level function) for ``workers`` > 1."""
+
+    name: str                                 # table stem and run-name prefix: "ablations_sft"
+    title: str                                # in errors: "SFT"
+    experiments: Mapping[str, Experiment]
+    scales: Mapping                           # preset -> scale (with ``seeds``, ``reduced``)
+    condition_hash: Callable                  # (preset, condition) -> hash of all but the seed
+    run: Callable
+    setup: Callable
+    table: tables.Table = T.ABLATION
+    summary: tables.Table = T.SUMMARY
+    fields: Callable = ablation_fields        # (condition, seed) -> the run's fields of ``table.runs``
+    group: Callable = attrgetter("experiment")  # condition -> the run name's middle part
+    benchmarks: Callable = mapped_benchmarks  # (scale, condition) -> benchmarks a run is evaluated on
+    conditions: Callable | None = None        # (preset) -> conditions, where the scale defines them (a grid)
+    parallel: bool = True                     # False: runs share a file besides the table (RL curves)
+    stored_precision: bool = False            # True: a run's rows are returned as read back from the file
+
+    def get_experiment(self, experiment: str | Experiment) -> Experiment:
+        """An experiment by id (or itself); unknown ids raise ``KeyError`` listing the known ones."""
+        if isinstance(experiment, Experiment):
+            return experiment
+        if experiment not in self.experiments:
+            raise KeyError(f"unknown {self.title} ablation {experiment!r}; known: {sorted(self.experiments)}")
+        return self.experiments[experiment]
+
+    def get_scale(self, preset: str):
+        """The family's sizes at ``preset``; unknown presets raise ``KeyError``."""
+        return resolve(self.scales, preset)
+
+    def conditions_for(self, experiment: str | Experiment, preset: str) -> tuple:
+        """The conditions run at ``preset``: the scale's grid, all, or (reduced) those of the first comparison."""
+        if self.conditions is not None:
+            return tuple(self.conditions(preset))
+        exp = self.get_experiment(experiment)
+        if not self.get_scale(preset).reduced:
+            return exp.conditions
+        return tuple(c for c in exp.conditions if c.label in exp.comparisons[0])
+
+    def resolve_seeds(self, seeds: int | Sequence[int] | None, preset: str) -> list[int]:
+        """None -> the preset's default count; an int n -> 0..n-1; a list -> itself."""
+        return resolve_seeds(seeds, self.get_scale(preset).seeds)
+
+    def benchmarks_at(self, condition, preset: str) -> tuple[str, ...]:
+        """The benchmarks a run of ``condition`` is evaluated on at ``preset``."""
+        return self.benchmarks(self.get_scale(preset), condition)
+
+    def run_name(self, condition, seed: int) -> str:
+        """``<family>/<experiment or group>/<label>-s<seed>`` (run record name; label made file-safe)."""
+        return run_name(self.name, self.group(condition), condition.label, seed)
+
+    def csv(self, preset: str) -> Path:
+        """``results/<preset>/<name>.csv``."""
+        return results_dir(preset) / f"{self.name}.csv"
+
+    def run_experiment(self, preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | None = None,
+                       retrain: bool = False, path: Path | str | None = None, workers: int = 1,
+                       conditions: Sequence | None = None) -> pd.DataFrame:
+        """Every condition (default: ``conditions_for``) x seed of ``experiment``, ``workers`` runs at a time; rows
+        stored in ``path`` under the condition's current hash for every benchmark are reused unless ``retrain``
+        (checkpoints and samples in the artifact store are reused either way). Each finished run is written at
+        once. Returns the rows of these runs under the current hashes, in table order."""
+        if workers > 1 and not self.parallel:
+            raise ValueError(f"{self.title} runs share files besides their table: run them one at a time")
+        exp, seeds = self.get_experiment(experiment), self.resolve_seeds(seeds, preset)
+        path = Path(path or self.csv(preset))
+        conds = self.conditions_for(exp, preset) if conditions is None else tuple(conditions)
+        ids = {(c, s): tables.run_id(self.table, self.fields(c, s)) + (self.condition_hash(preset, c),)
+               for c in conds for s in seeds}
+        stored = tables.read(self.table, path)
+        held: dict[tuple, set] = {}
+        for rid, bench in zip(tables.run_ids(self.table, stored, ("config_hash",)), stored.get("benchmark", [])):
+            held.setdefault(rid, set()).add(bench)
+        todo = [(c, s) for (c, s), rid in ids.items()
+                if retrain or not set(self.benchmarks_at(c, preset)) <= held.get(rid, set())]
+        stored = run_missing(todo, partial(self.run, preset), partial(self._save, path), stored,
+                             setup=partial(self.setup, preset, seeds, path), desc=f"{exp.id} runs", workers=workers)
+        wanted = set(ids.values())
+        mine = [rid in wanted for rid in tables.run_ids(self.table, stored, ("config_hash",))]
+        return stored[mine].reset_index(drop=True)
+
+    def _save(self, path: Path, stored: pd.DataFrame, rows: list[dict]) -> pd.DataFrame:
+        """``stored`` with one finished run's ``rows``, written to ``path`` at once."""
+        stored = tables.upsert(self.table, stored, rows)
+        tables.write(self.table, stored, path)
+        return tables.read(self.table, path) if self.stored_precision else stored
+
+    def current_rows(self, preset: str, path: Path | str | None = None) -> pd.DataFrame:
+        """The stored rows run under the current config hash of their condition at ``preset``."""
+        df = tables.read(self.table, path or self.csv(preset))
+        hashes = {(e.id, c.label): self.condition_hash(preset, c)
+                  for e in self.experiments.values() for c in e.conditions}
+        keep = [hashes.get((r.experiment, r.condition)) == r.config_hash for r in df.itertuples()]
+        return df[keep].reset_index(drop=True)
+
+    def condition_order(self) -> list[tuple[str, str]]:
+        """(experiment, condition) in definition order (for tables and figures)."""
+        return [(e.id, c.label) for e in self.experiments.values() for c in e.conditions]
+
+    def aggregate(self, df: pd.DataFrame) -> pd.DataFrame:
+        """Mean over seeds ± 95% t-interval per (experiment, condition, benchmark, metric); per-seed values kept."""
+        return T.aggregate(df, self.condition_order())
+
+    def verdicts(self, summary: pd.DataFrame, metric: str = "avg@k",
+                 reported: pd.DataFrame | None = None) -> pd.DataFrame:
+        """One row per (experiment, claimed pair, benchmark) present in ``summary`` (from ``aggregate``).
+
+        "replicated": the claimed-better condition is ahead and Welch's 95% interval over seeds excludes 0;
+        "not replicated": behind with the interval excluding 0; "inconclusive" otherwise. ``paper_diff_pts`` is
+        the paper's own difference on the analogous benchmark (``results/reported.csv``), in points.
+        """
+        cells, out = V.by_cell(summary[summary["metric"] == metric]), []
+        for exp in self.experiments.values():
+            benches = sorted({b for (e, _, b) in cells if e == exp.id})
+            for better, worse in exp.comparisons:
+                for bench in benches:
+                    b, w = cells.get((exp.id, better, bench)), cells.get((exp.id, worse, bench))
+                    if b and w:
+                        out.append(V.comparison_row(exp, b, w, reported))
+        return pd.DataFrame(out, columns=V.VERDICT_COLUMNS)
+
+    def contrast(self, summary: pd.DataFrame, experiment: str, a: str, b: str,
+                 metric: str = "avg@k") -> pd.DataFrame:
+        """Condition ``a`` minus ``b`` per benchmark, with Welch's 95% interval over seeds: a comparison that is no
+        paper claim, so it carries no verdict. Benchmarks where either condition is missing are skipped."""
+        exp, cells = self.get_experiment(experiment), V.by_cell(summary[summary["metric"] == metric])
+        rows = [V.comparison_row(exp, cells[(e, c, bench)], cells[(e, b, bench)])
+                for (e, c, bench) in cells if e == exp.id and c == a and (e, b, bench) in cells]
+        return pd.DataFrame(rows, columns=V.VERDICT_COLUMNS).drop(columns=["paper_diff_pts", "verdict"])
+
+    def experiment_verdicts(self, pairs: pd.DataFrame) -> pd.DataFrame:
+        """Per experiment present in ``pairs``, on its primary benchmarks: counts of pairwise verdicts and one
+        verdict."""
+        out = []
+        for exp in self.experiments.values():
+            if exp.id not in set(pairs["experiment"]):
+                continue
+            sel = pairs[(pairs["experiment"] == exp.id) & pairs["benchmark"].isin(exp.primary)]["verdict"].tolist()
+            out.append({"experiment": exp.id, "table": exp.table, "primary": "+".join(exp.primary),
+                        "pairs": len(sel), "replicated": sel.count("replicated"),
+                        "not_replicated": sel.count("not replicated"), "inconclusive": sel.count("inconclusive"),
+                        "verdict": V.claim_verdict(sel), "claim": exp.claim})
+        return pd.DataFrame(out, columns=["experiment", "table", "primary", "pairs", "replicated", "not_replicated",
+                                          "inconclusive", "verdict", "claim"])
+
+    def side_by_side(self, summary: pd.DataFrame, reported: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:
+        """Our mean ± 95% CI (in %) per condition and benchmark beside the paper's value of the same setting."""
+        rows = []
+        for r in summary[summary["metric"] == metric].to_dict("records"):
+            exp = self.experiments[r["experiment"]]
+            rows.append({"experiment": r["experiment"], "condition": r["condition"], "benchmark": r["benchmark"],
+                         "n_seeds": r["n_seeds"], "ours_pct": 100 * r["mean"], "ci_low_pct": 100 * r["ci_low"],
+                         "ci_high_pct": 100 * r["ci_high"],
+                         "paper_setting": exp.condition(r["condition"]).paper_setting,
+                         "paper_benchmark": V.analogue(r["benchmark"]),
+                         "paper_pct": V.paper_value(reported, exp, r["condition"], r["benchmark"])})
+        return pd.DataFrame(rows)
+
+    def write_reports(self, summary: pd.DataFrame, preset: str, pairs: pd.DataFrame | None = None) -> list[Path]:
+        """``<name>_summary.csv`` (per-seed values ';'-joined) and, given ``pairs``, ``<name>_verdicts.csv`` beside
+        the family's table; rows as given, floats at the table's precision."""
+        base = self.csv(preset)
+        paths = [tables.write(self.summary, T.flat(summary), base.with_name(f"{base.stem}_summary.csv"))]
+        if pairs is not None:
+            paths.append(tables.write(V.VERDICTS, pairs, base.with_name(f"{base.stem}_verdicts.csv")))
+        return paths
+
+
+def run_missing(todo: Sequence[tuple], run: Callable, save: Callable, stored, setup: Callable | None = None,
+                desc: str = "runs", workers: int = 1):
+    """Run every (condition, seed) of ``todo``: ``run(condition, seed, context)`` gives rows, ``save(stored, rows)``
+    stores them at once and returns the new table. ``setup()`` builds the shared context only if a run is due.
+
+    ``workers`` > 1 runs that many runs at a time in fresh (spawned) processes; ``run`` and the context must then
+    pickle (a module-level function or a ``functools.partial`` of one), and a script calling this must guard its
+    entry point with ``if __name__ == "__main__":`` (spawned workers re-import it). Rows are saved as runs finish,
+    by this process only, so a killed sweep still resumes."""
+    context = setup() if todo and setup else None
+    for rows in tqdm(_results(todo, run, context, workers), total=len(todo), desc=desc, unit="run",
+                     disable=not todo):
+        stored = save(stored, rows)
+    return stored
+
+
+def _results(todo: Sequence[tuple], run: Callable, context, workers: int) -> Iterator[list]:
+    """The rows of each (condition, seed) of ``todo``: in order here, or as they finish in ``workers`` processes."""
+    if workers <= 1:
+        yield from (run(cond, seed, context) for cond, seed in todo)
+        return
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        yield from (f.result() for f in as_completed([pool.submit(run, c, s, context) for c, s in todo]))
+    finally:  # a failed run stops the sweep: runs not yet started are cancelled, not left to finish
+        pool.shutdown(cancel_futures=True)

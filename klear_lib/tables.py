@@ -1,0 +1,151 @@
+"""Long-format results tables: one schema type (``Table``), one reader, one writer and one upsert for every CSV the
+kit commits (eval.csv, the ablation and stability tables, RL curves, summaries, claims, perf.csv).
+
+A ``Table`` is data: its columns in file order, its key, the types of its columns, the fields that must be
+filled and the value checks of its rows. Writing validates, puts the columns in schema order, casts the typed
+columns, sorts by the key (or keeps rows as given) and prints floats at the table's fixed precision, with no
+timestamps, so a rerun gives a byte-identical file; the file is replaced atomically, so a killed run never leaves
+half a table. Reading validates too: a hand-edited or stale file fails with its path and the offending rows.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+import pandas as pd
+
+Rows = Iterable[dict] | pd.DataFrame
+Check = tuple[str, Callable[[pd.DataFrame], pd.Series]]   # (what a bad row has, its mask over the rows)
+
+
+@dataclass(frozen=True)
+class Table:
+    """The schema of one long-format table; ``run_key`` (default: the key) names what an upsert replaces whole,
+    so a rerun of one run drops every old row of it, whatever else changed."""
+
+    name: str                                       # "eval", "ablation": named in every error
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    types: tuple[tuple[str, type], ...] = ()        # (column, int | float | str); str: blanks kept as ""
+    required: tuple[str, ...] = ()                  # filled besides the key
+    checks: tuple[Check, ...] = ()
+    float_format: str = "%.6f"
+    run_key: tuple[str, ...] | None = None
+    sort: bool = True                               # False: rows as given (summaries in definition order)
+    rank: tuple[tuple[str, tuple[str, ...]], ...] = ()  # columns sorted by position in a given order
+    nullable: tuple[str, ...] = ()                  # columns where a blank cell reads as NaN
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        """The fields that name one run (what an upsert replaces)."""
+        return self.run_key or self.key
+
+
+def bounded_mean(df: pd.DataFrame) -> pd.Series:
+    """Rows whose ``mean`` is outside [0, 1] or outside its own interval."""
+    return ~df["mean"].between(0, 1) | (df["ci_low"] > df["mean"] + 1e-9) | (df["ci_high"] < df["mean"] - 1e-9)
+
+
+MEAN_IN_CI: Check = ("mean outside [0, 1] or outside its CI", bounded_mean)
+
+
+def frame(rows: Rows) -> pd.DataFrame:
+    """``rows`` as a DataFrame (dicts or a frame)."""
+    return rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+
+
+def validate(table: Table, df: pd.DataFrame, where: str | Path = "") -> pd.DataFrame:
+    """``df``, or ``ValueError`` naming ``where`` (a file) and the rows, by key, with missing columns, an empty key
+    or required field, a duplicate key or a failed value check."""
+    prefix = f"{where}: " if where else ""
+    missing = [c for c in table.columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{prefix}{table.name} rows miss columns {missing}")
+    filled = list(table.key) + list(table.required)
+    rows = lambda mask: df.loc[mask, list(table.key)].to_dict("records")  # noqa: E731
+    blank = df[filled].isna() | (df[filled].astype(str) == "")
+    if blank.any().any():
+        fields = [c for c in filled if blank[c].any()]
+        raise ValueError(f"{prefix}{table.name} rows with an empty key or required field {fields}: "
+                         f"{rows(blank.any(axis=1))}")
+    dup = df.duplicated(list(table.key), keep=False)
+    if dup.any():
+        raise ValueError(f"{prefix}duplicate {table.name} keys: {rows(dup)}")
+    for what, check in table.checks:
+        bad = check(df)
+        if bad.any():
+            raise ValueError(f"{prefix}{table.name} rows with {what}: {rows(bad)}")
+    return df
+
+
+def tidy(table: Table, df: pd.DataFrame) -> pd.DataFrame:
+    """Schema column order, typed columns cast, rows sorted by key (ranked columns by their given order)."""
+    df = df[list(table.columns)].copy()
+    for col, kind in table.types:
+        df[col] = df[col].fillna("").astype(str) if kind is str else df[col].astype(kind)
+    if not table.sort:
+        return df.reset_index(drop=True)
+    ranks = {f"_rank_{col}": df[col].map({v: i for i, v in enumerate(order)}) for col, order in table.rank}
+    by = [f"_rank_{c}" if f"_rank_{c}" in ranks else c for c in table.key]
+    return df.assign(**ranks).sort_values(by, ignore_index=True).drop(columns=list(ranks))
+
+
+def empty(table: Table) -> pd.DataFrame:
+    """A table with the schema's columns and no rows."""
+    kinds = dict(table.types)
+    return pd.DataFrame({c: pd.Series(dtype=int if kinds.get(c) is int else object) for c in table.columns})
+
+
+def read(table: Table, path: Path | str) -> pd.DataFrame:
+    """The table at ``path``, validated (errors name the file), or an empty one when the file does not exist."""
+    if not Path(path).exists():
+        return empty(table)
+    text = {c: str for c, kind in table.types if kind is str}
+    df = pd.read_csv(path, dtype=text, keep_default_na=False, na_values={c: [""] for c in table.nullable})
+    return validate(table, df, path)
+
+
+def write(table: Table, rows: Rows, path: Path | str) -> Path:
+    """Write ``rows`` validated and tidy, floats at the table's precision, through a temporary file replaced
+    atomically; return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = tidy(table, validate(table, frame(rows), path))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # same folder: os.replace stays atomic
+    try:
+        out.to_csv(tmp, index=False, float_format=table.float_format, lineterminator="\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def run_ids(table: Table, df: pd.DataFrame, extra: tuple[str, ...] = ()) -> list[tuple]:
+    """Each row's run (``table.runs`` + ``extra`` fields) as text, floats as the file prints them, so a value read
+    back from the file and the value written compare equal."""
+    cols = [df[c].map(lambda v: table.float_format % v) if pd.api.types.is_float_dtype(df[c]) else df[c].astype(str)
+            for c in list(table.runs) + list(extra)]
+    return list(zip(*cols)) if cols and len(df) else []
+
+
+def run_id(table: Table, fields: Mapping, extra: tuple[str, ...] = ()) -> tuple:
+    """``run_ids`` of one row given as a mapping."""
+    return tuple(table.float_format % v if isinstance(v, float) else str(v)
+                 for v in (fields[c] for c in list(table.runs) + list(extra)))
+
+
+def upsert(table: Table, stored: pd.DataFrame, rows: Rows) -> pd.DataFrame:
+    """``stored`` with ``rows`` added, every old row of a run in ``rows`` replaced; validated and tidy."""
+    new = tidy(table, validate(table, frame(rows)))
+    fresh = set(run_ids(table, new))
+    keep = stored[[r not in fresh for r in run_ids(table, stored)]] if len(stored) else stored
+    return tidy(table, validate(table, pd.concat([keep, new], ignore_index=True))) if len(keep) else new
+
+
+def upsert_file(table: Table, rows: Rows, path: Path | str) -> pd.DataFrame:
+    """Upsert ``rows`` into the file at ``path`` (created when absent); return the table as written."""
+    out = upsert(table, read(table, path), rows)
+    write(table, out, path)
+    return out
