@@ -29,13 +29,15 @@ def algo(default: Any, **kwargs: Any) -> Any:
 
 
 def layout(default: Any) -> Any:
-    """A dataclass field that lays the run out over ranks (never hashed: the global batch is)."""
-    return dataclasses.field(default=default, metadata=LAYOUT)
+    """A dataclass field that lays the run out over ranks; neither hashed nor in the repr (the global batch is):
+    the identity of a run, which stored keys and printed configs show, does not depend on it."""
+    return dataclasses.field(default=default, metadata=LAYOUT, repr=False)
 
 
 def shown(default: Any) -> Any:
-    """A dataclass field choosing what a notebook reports beside the stage's own numbers (never hashed)."""
-    return dataclasses.field(default=default, metadata=SHOWN)
+    """A dataclass field choosing what a notebook reports beside the stage's own numbers; neither hashed nor in
+    the repr, as ``layout``."""
+    return dataclasses.field(default=default, metadata=SHOWN, repr=False)
 
 
 def algorithm_fields(cls: type) -> list[str]:
