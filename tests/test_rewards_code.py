@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
+import time
 
 import pytest
 
+from klear_lib.rewards import assert_check, sandbox
 from klear_lib.rewards import code as cj
-from klear_lib.rewards import sandbox
 
 needs_firejail = pytest.mark.skipif(shutil.which("firejail") is None, reason="firejail is not installed")
 SQUARES = cj.parse_tests(json.dumps({"inputs": [f"{i}\n" for i in range(20)], "outputs": [f"{i * i}\n" for i in range(20)]}))
@@ -146,3 +148,112 @@ def test_command_hides_the_repository_and_drops_the_network():
     assert "--reuid=61000" in cmd and "--private" in cmd  # --private hides /root and /home
     if REPO.parts[1] not in sandbox.KEEP_TOP_LEVEL:
         assert f"--blacklist=/{REPO.parts[1]}" in cmd
+
+
+FUZZ_TOKENS = ["</think>", "<think>", "```python\n", "```python", "```", "\n```", "\n", "x", "python\n", "`", "``",
+               " ", "print(1)", "\n```\n", "```py\n", "``` python\n"]
+
+
+def test_extract_program_equals_the_official_regex_on_random_text():
+    """Many blocks, nested and missing fences, several ``</think>``: the linear scan returns what the regex does."""
+    rng = random.Random(0)
+    for _ in range(20000):
+        text = "".join(rng.choice(FUZZ_TOKENS) for _ in range(rng.randint(0, 60)))
+        match = cj.CODE_PATTERN.search(text)
+        assert cj.extract_program(text) == (match.group(1) if match else None), repr(text)
+
+
+def adversarial_texts(size: int = 100_000) -> dict[str, str]:
+    """Texts of ``size`` characters on which the backtracking official regex is slow."""
+    def fill(unit: str) -> str:
+        return (unit * (size // len(unit) + 1))[:size]
+    return {"opens_no_close": fill("</think>```python\n"), "thinks_then_opens": fill("</think>") + fill("```python\n"),
+            "opens_then_thinks": fill("```python\n</think>"), "close_first": "\n```" + fill("</think>```python\nx"),
+            "fences_only": "</think>" + fill("```python\n```"), "newlines": "</think>```python\n" + fill("\n`")}
+
+
+def test_extract_program_is_linear_on_adversarial_text():
+    """100 KB crafted texts end: a hang guard, not a speed goal (the scan takes ~1e-4 s, the official regex took
+    186 s on 36 KB; benchmarks/bench_adversarial.py measures both)."""
+    worst = 0.0
+    for text in adversarial_texts().values():
+        start = time.perf_counter()
+        cj.extract_program(text)
+        worst = max(worst, time.perf_counter() - start)
+    assert worst < 2.0, worst
+
+
+def test_parse_tests_rejects_text_where_lists_belong():
+    with pytest.raises(ValueError, match="row r3: ground_truth field inputs must be a list.*got str"):
+        cj.parse_tests({"inputs": "abc", "outputs": ["1", "2", "3"]}, row_id="r3")
+    with pytest.raises(ValueError, match="row r4: ground_truth field outputs must be a list.*got str"):
+        cj.parse_tests('{"inputs": ["a"], "outputs": "a"}', row_id="r4")
+    with pytest.raises(ValueError, match="row r5: ground_truth field functional must be check code"):
+        cj.parse_tests({"functional": {"code": "x"}}, row_id="r5")
+
+
+def test_an_assert_test_passes_only_on_the_checkers_verdict_line():
+    test = cj.parse_tests({"functional": "check(Solution().f)"})[0]
+    assert not cj.passes(test, sandbox.ExecutionResult("", "", "ok", 0))  # exit status 0 alone is no pass
+    assert not cj.passes(test, sandbox.ExecutionResult("klear-asserts-passed\n", "", "error", 1))
+    assert cj.passes(test, sandbox.ExecutionResult(cj.VERDICT + "\n", "", "ok", 0))
+
+
+def test_values_cross_between_checker_and_program_as_plain_data():
+    """The wire format keeps tuples, sets, int-keyed dicts, big ints, linked lists and trees."""
+    ns: dict = {}
+    exec(cj.PRELUDE, ns)  # noqa: S102 (our own prelude: its list_node/tree_node helpers)
+    value = [(1, 2), {3, 4}, {5: [6]}, 10 ** 400, None, True, 1.5, "s",
+             ns["list_node"]([1, 2]), ns["tree_node"]([1, None, 2, 3])]
+    wire = json.loads(json.dumps(assert_check.encode(value)))
+    back = assert_check.decode(wire, ns)
+    assert back[:8] == value[:8] and [type(v) for v in back[:8]] == [type(v) for v in value[:8]]
+    assert ns["is_same_list"](back[8], value[8]) and ns["is_same_tree"](back[9], value[9])
+    assert assert_check.encode(ns["tree_node"]([1, None, 2, 3])) == {"t": "tree_node", "v": [1, None, 2, 3]}
+
+
+def test_checker_runs_the_check_after_every_call_of_a_solution():
+    """Stateful solutions keep one instance per ``Solution()`` of the check, as in one process."""
+    check = ("def check(candidate):\n    assert candidate() == 1\n    assert candidate() == 2\n\n"
+             "check(Solution().tick)\n")
+    tests = cj.parse_tests({"functional": check})
+    program = "class Solution:\n    n = 0\n    def tick(self):\n        self.n += 1\n        return self.n"
+    assert cj.run_tests(program, tests) == [True]
+    assert cj.run_tests("class Solution:\n    def tick(self):\n        return 1", tests) == [False]
+
+
+@needs_firejail
+def test_a_correct_program_flooding_stderr_still_passes():
+    """300 KiB of stderr is drained (the runner once stopped reading at 64 KiB and the program timed out)."""
+    flood = respond("import sys\nsys.stderr.write('e' * (300 << 10))\nprint(int(input()) ** 2)")
+    start = time.monotonic()
+    assert cj.code_reward(flood, SQUARES[:2], timeout_s=5) == 1.0
+    assert time.monotonic() - start < 5
+    endless = sandbox.execute("import sys\nwhile True:\n    sys.stderr.write('e' * 65536)", timeout_s=5)
+    assert endless.status == "killed" and "stderr over" in endless.stderr
+    assert len(endless.stderr) < sandbox.SandboxLimits().max_stderr_bytes + 200
+
+
+@needs_firejail
+def test_code_rewards_never_raise_on_any_response():
+    """Broken, huge, adversarial or non-text responses each score a failure; the batch returns."""
+    long_program = respond("x = 1\n" * 40_000)  # over the 128 KiB argument limit of one exec
+    responses = [None, "x" * (cj.MAX_RESPONSE_CHARS + 1), respond("print('\ud800')"), respond("print(1)\x00"),
+                 long_program, *adversarial_texts(50_000).values(), respond("print(int(input()) ** 2)")]
+    start = time.monotonic()
+    scores = cj.code_rewards(responses, [SQUARES[:2]] * len(responses), timeout_s=2)
+    assert scores[-1] == 1.0 and all(s < 1.0 for s in scores[:-1])
+    assert time.monotonic() - start < 60
+
+
+def test_a_response_over_the_size_cap_runs_nothing(monkeypatch):
+    monkeypatch.setattr(cj, "run_tests", lambda *a, **k: pytest.fail("must not run code"))
+    assert cj.code_reward(respond("print(1)") + " " * cj.MAX_RESPONSE_CHARS, SQUARES) == -1.0
+
+
+def test_dev_shm_is_private_only_with_a_memory_cgroup(tmp_path):
+    limits = sandbox.SandboxLimits()
+    assert "--read-only=/dev/shm" in sandbox.firejail_command(61000, limits, "/usr/bin/python3", None)
+    capped = sandbox.firejail_command(61000, limits, "/usr/bin/python3", tmp_path)
+    assert "--tmpfs=/dev/shm" in capped and "--read-only=/dev/shm" not in capped
+    assert capped[:4] == ["/bin/sh", "-c", sandbox.JOIN_CGROUP, str(tmp_path / "cgroup.procs")]

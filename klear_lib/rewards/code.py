@@ -5,8 +5,13 @@ As the official ``code_r1_compute.compute_score(is_longcot=True)`` (docs/paper.m
 seed, each run in the sandbox; soft reward = mean of +1 pass / -1 fail (= 2·pass_rate - 1), hard reward = +1
 only if every sampled test passes (Fig. 3's baseline). A test is ``{"input": str, "output": str}`` (stdin to
 expected stdout), optionally ``"kind": "functional"`` with ``"fn_name"`` (LiveCodeBench's call-based tests:
-one JSON argument per input line, JSON result) or ``"kind": "assert"`` (LeetCode ``check(candidate)`` code,
-pass = exit status 0).
+one JSON argument per input line, JSON result) or ``"kind": "assert"`` (LeetCode ``check(candidate)`` code ending
+in ``check(Solution().name)``).
+Assert tests run in two processes (``assert_check.py``): the check code in one that the program never runs in,
+the program in a child answering its calls with JSON, so a pass is the checker's own line, printed only when every
+assert ran (with program and asserts in one process and exit status 0 as the pass, ``sys.exit(0)``, any other
+early exit, an exception hook or an ``__eq__`` that is always true scored +1). The program is found by a linear scan equal to the official regex (which is super-linear on
+crafted text), and responses over ``MAX_RESPONSE_CHARS`` score -1 unread.
 NOTE(paper): outputs are compared after stripping the whole text and each line's trailing spaces (official:
 ``.strip()`` of the whole text only); the import prelude of functional tests is ours (the official one also
 imports numpy and pandas, which costs ~0.3 s per test).
@@ -14,11 +19,14 @@ imports numpy and pandas, which costs ~0.3 s per test).
 from __future__ import annotations
 
 import json
+import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Sequence
 
-from klear_lib.rewards.format import FORMAT_ERROR_SCORE, is_correct_score, think_tag_score
+from klear_lib.rewards.assert_check import VERDICT
+from klear_lib.rewards.format import FORMAT_ERROR_SCORE, INCORRECT_SCORE, is_correct_score, think_tag_score
 from klear_lib.rewards.sandbox import (DEFAULT_TIMEOUT_S, ExecutionResult, SandboxLimits, SandboxUnavailable,
                                        execute, run_in_sandbox)
 from klear_lib.seeding import py_rng
@@ -27,8 +35,14 @@ __all__ = ["execute", "ExecutionResult", "SandboxUnavailable", "extract_program"
            "code_is_correct", "run_tests", "execute_tests", "sample_tests", "parse_tests", "parse_rllm_tests",
            "outputs_match", "MAX_TESTS"]
 
+log = logging.getLogger(__name__)
 MAX_TESTS = 16  # docs/paper.md §2.5 (MAX_TEST_CASES)
-CODE_PATTERN = re.compile(r"</think>.*```python\n(.*?)\n```", re.DOTALL)  # docs/paper.md §2.5
+# The official regex (docs/paper.md §2.5), kept as the reference ``extract_program`` is tested against; it is
+# super-linear on crafted text, so the judge never runs it.
+CODE_PATTERN = re.compile(r"</think>.*```python\n(.*?)\n```", re.DOTALL)
+FENCE_OPEN, FENCE_CLOSE = "```python\n", "\n```"
+MAX_RESPONSE_CHARS = 1 << 20  # ours: 8x a 32K-token completion (~4 chars a token); longer ones score -1 unread
+CHECKER_SOURCE = Path(__file__).with_name("assert_check.py").read_text()  # run as a script in the sandbox
 _FN_NAME = re.compile(r"def\s+(\w+)\s*\(\s*self")
 
 PRELUDE = '''import sys, os, io, re, math, copy, heapq, bisect, string, random, operator, itertools, functools
@@ -104,9 +118,21 @@ if __name__ == "__main__":
 
 
 def extract_program(response: str) -> str | None:
-    """The last ```python block after ``</think>`` (official regex), or None."""
-    match = CODE_PATTERN.search(response)
-    return match.group(1) if match else None
+    """The last ```python block after ``</think>``, or None: ``CODE_PATTERN.search(response).group(1)`` in linear time.
+
+    The regex's greedy ``.*`` picks the last opening fence after the first ``</think>`` that some closing fence
+    still follows, i.e. the last one ending at or before the start of the last closing fence; its lazy group ends
+    at the first closing fence after it.
+    """
+    think = response.find("</think>")
+    last_close = response.rfind(FENCE_CLOSE)
+    if think < 0 or last_close < 0:
+        return None
+    start = response.rfind(FENCE_OPEN, think + len("</think>"), last_close)
+    if start < 0:
+        return None
+    body = start + len(FENCE_OPEN)
+    return response[body:response.find(FENCE_CLOSE, body)]
 
 
 def parse_tests(ground_truth: str | dict, row_id: Any = None) -> list[dict]:
@@ -118,7 +144,10 @@ def parse_tests(ground_truth: str | dict, row_id: Any = None) -> list[dict]:
         return _io_tests(gt, row_id)
     if "functional" in gt:
         code = gt["functional"]
-        snippets = [code] if isinstance(code, str) else list(code)
+        snippets = [code] if isinstance(code, str) else code
+        if not isinstance(snippets, list) or not all(isinstance(c, str) for c in snippets):
+            raise ValueError(f"row {row_id}: ground_truth field functional must be check code (a string or a list "
+                             f"of strings), got {type(code).__name__}")
         return [{"input": "", "output": "", "kind": "assert", "code": c} for c in snippets]
     raise ValueError(f"row {row_id}: ground_truth has keys {sorted(gt)}; expected inputs/outputs or functional")
 
@@ -126,6 +155,10 @@ def parse_tests(ground_truth: str | dict, row_id: Any = None) -> list[dict]:
 def _io_tests(gt: dict, row_id: Any) -> list[dict]:
     """stdin (or call-based, with ``fn_name``) tests from parallel ``inputs``/``outputs`` lists."""
     ins, outs = gt["inputs"], gt["outputs"]
+    for field, value in (("inputs", ins), ("outputs", outs)):
+        if not isinstance(value, list):  # a string would become one test per character
+            raise ValueError(f"row {row_id}: ground_truth field {field} must be a list (one entry per test), "
+                             f"got {type(value).__name__}")
     if len(ins) != len(outs):
         raise ValueError(f"row {row_id}: ground_truth has {len(ins)} inputs but {len(outs)} outputs")
     fn = gt.get("fn_name")
@@ -183,8 +216,15 @@ def build_program(program: str, test: dict) -> str:
     if kind == "functional":
         return PRELUDE + program + "\n" + DRIVER.format(fn=test["fn_name"])
     if kind == "assert":
-        return PRELUDE + program + "\n\n" + test["code"]
+        return CHECKER_SOURCE
     return program
+
+
+def build_stdin(program: str, test: dict) -> str:
+    """The stdin of ``test``'s run: its input, or for asserts the checker's job (the program and the check code)."""
+    if test.get("kind") == "assert":
+        return json.dumps({"prelude": PRELUDE, "program": program, "check": test["code"], "self": CHECKER_SOURCE})
+    return test["input"]
 
 
 def passes(test: dict, result: ExecutionResult) -> bool:
@@ -192,8 +232,8 @@ def passes(test: dict, result: ExecutionResult) -> bool:
     if result.status != "ok":
         return False
     kind = test.get("kind", "stdin")
-    if kind == "assert":
-        return True
+    if kind == "assert":  # only the checker writes its stdout, and only when every assert ran
+        return result.stdout == VERDICT + "\n"
     return _json_match(result.stdout, test["output"]) if kind == "functional" else \
         outputs_match(result.stdout, test["output"])
 
@@ -206,7 +246,7 @@ def execute_tests(program: str, tests: Sequence[dict], timeout_s: float = DEFAUL
         groups.setdefault(build_program(program, t), []).append(i)
     results: list[ExecutionResult | None] = [None] * len(tests)
     for source, idx in groups.items():
-        stdins = [tests[i]["input"] for i in idx]
+        stdins = [build_stdin(program, tests[i]) for i in idx]
         found = run_in_sandbox(source, stdins, timeout_s, limits) if batched else \
             [execute(source, s, timeout_s, limits) for s in stdins]
         for i, res in zip(idx, found):
@@ -236,6 +276,8 @@ def code_reward(response: str, tests: Sequence[dict], mode: str = "soft", max_te
                 tag_shaping: str = "official") -> float:
     """The paper's code reward of one response (think checks, extraction, sampled tests in the sandbox);
     ``tag_shaping`` as in ``klear_lib.rewards.format.think_tag_score``."""
+    if len(response) > MAX_RESPONSE_CHARS:
+        return INCORRECT_SCORE
     penalty = think_tag_score(response, tag_shaping)
     if penalty is not None:
         return penalty
@@ -256,10 +298,19 @@ def code_is_correct(response: str, tests: Sequence[dict], timeout_s: float = DEF
 def code_rewards(responses: Sequence[str], tests: Sequence[Sequence[dict]], mode: str = "soft",
                  max_tests: int | None = MAX_TESTS, seed: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S,
                  workers: int = 2, batched: bool = True) -> list[float]:
-    """``code_reward`` for many responses, ``workers`` sandboxes at a time (one crash costs only its own)."""
+    """``code_reward`` for many responses, ``workers`` sandboxes at a time; a response that breaks its judge scores
+    -1 (logged), never raising out of the RL step; ground truths are parsed first, so a bad row still raises."""
     if len(responses) != len(tests):
         raise ValueError(f"{len(responses)} responses but {len(tests)} test lists")
+    parsed = [parse_tests(t, i) if isinstance(t, (str, dict)) else t for i, t in enumerate(tests)]
+
     def one(i: int) -> float:
-        return code_reward(responses[i], tests[i], mode, max_tests, seed, timeout_s, batched)
+        try:
+            return code_reward(responses[i], parsed[i], mode, max_tests, seed, timeout_s, batched)
+        except SandboxUnavailable:
+            raise  # a setup error, not the response's: every reward would be wrong
+        except Exception:  # one response costs only its own reward
+            log.exception("code reward of response %d failed; scored -1", i)
+            return INCORRECT_SCORE
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(one, range(len(responses))))

@@ -3,12 +3,18 @@
 Firejail flags of the official ``firejail_exec.py`` (docs/paper.md §2.5): ``--private --seccomp=socket
 --rlimit-nproc=32 --rlimit-nofile=32 --rlimit-fsize=8m --rlimit-as=1024m`` and a wall-clock timeout.
 NOTE(paper): measured here as root, those flags alone let a program write into the repository, read
-world-readable files anywhere and fork without limit (the kernel does not apply RLIMIT_NPROC to root). We add:
-``--net=none``, ``--private-dev``, ``--private-tmp``, every scratch tmpfs read-only (no disk or RAM filler), every
-top-level directory that Python does not need hidden (the repository, data, artifacts), a clean environment
-(the official code passes the parent's environment on), and — when the harness runs as root — a drop to a
-dedicated unprivileged uid per concurrent sandbox (``setpriv``), so RLIMIT_NPROC holds and one fork bomb cannot
-starve another sandbox. Outputs are capped (4 MiB stdout, 64 KiB stderr per test).
+world-readable files anywhere and fork without limit (the kernel does not apply RLIMIT_NPROC to root), and
+``--rlimit-as`` bounds each process, not the sandbox (3 processes held 2.4 GB). We add: ``--net=none``,
+``--private-dev``, ``--private-tmp``, every scratch directory read-only (no disk filler), every top-level
+directory that Python does not need hidden (the repository, data, artifacts), a clean environment (the official
+code passes the parent's environment on), and — when the harness runs as root — a drop to a dedicated
+unprivileged uid per concurrent sandbox (``setpriv``), so RLIMIT_NPROC holds and one fork bomb cannot starve
+another sandbox. As root, where a memory cgroup (v1 or v2) is writable, the whole sandbox (every process, and
+the private ``/dev/shm``, whose pages are charged to it) runs in a cgroup of its own capped at
+``SandboxLimits.total_memory`` (1.5 GiB), and ``/dev/shm`` is a private tmpfs (``--tmpfs``) that dies with the
+sandbox, so ``multiprocessing`` works; without such a cgroup ``/dev/shm`` stays read-only and only the
+per-process limit holds. Each test's stdout and stderr are read to the end; 4 MiB of stdout and 64 KiB of
+stderr are kept, and either stream going past 4 MiB ends the test as ``killed``.
 
 Programs run under the system Python (``/usr/bin/python3``, or ``$KLEAR_SANDBOX_PYTHON``), standard library
 plus whatever that Python has installed. A small runner (``sandbox_runner.py``) executes all tests of one
@@ -18,22 +24,27 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import shutil
 import subprocess
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
+log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 10.0     # per test; the official default is 35 s (docs/paper.md §2.5), far above tiny programs
 MAX_TIMEOUTS = 2             # timed-out tests after which a program's other tests are not run (ours)
 START_SLACK_S = 10.0         # sandbox start-up allowance on a loaded 2-core machine
 UID_BASE, UID_COUNT = 61000, 256
 KEEP_TOP_LEVEL = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys", "run",
                   "tmp", "var", "home", "root"}
-READ_ONLY_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/log", "/run/user")
+READ_ONLY_SCRATCH = ("/tmp", "/var/tmp", "/run/lock", "/var/log", "/run/user")  # and /dev/shm without a cgroup
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+JOIN_CGROUP = 'echo $$ > "$0" && exec "$@"'  # sh: move itself into the cgroup, then become firejail
 ALWAYS_HIDDEN = ("/run/secrets",)
 RUNNER_SOURCE = (Path(__file__).with_name("sandbox_runner.py")).read_text()
 # firejail caps each argument at 4 KiB, so the runner arrives as the first stdin line and this stub runs it.
@@ -63,6 +74,7 @@ class SandboxLimits:
     nofile: int = 32                   # docs/paper.md §2.5
     fsize: str = "8m"                  # docs/paper.md §2.5
     address_space: str = "1024m"       # docs/paper.md §2.5
+    total_memory: str | None = "1536m"  # ours: all its processes and its /dev/shm together (None: no cgroup)
     max_output_bytes: int = 4 << 20    # ours: endless output ends here
     max_stderr_bytes: int = 64 << 10   # ours
 
@@ -114,8 +126,8 @@ def _owner(path: Path) -> int:
         return -1
 
 
-def firejail_command(uid: int | None, limits: SandboxLimits, python: str) -> list[str]:
-    """The full argv: firejail with our flags, then (as root) ``setpriv`` to ``uid``, then the runner stub.
+def firejail_command(uid: int | None, limits: SandboxLimits, python: str, cgroup: Path | None = None) -> list[str]:
+    """The full argv: (in a cgroup) firejail with our flags, then (as root) ``setpriv`` to ``uid``, the runner stub.
 
     NOTE(paper): no ``--timeout`` (it adds ~2 s to every start); the harness kills the group on its deadline.
     """
@@ -123,13 +135,77 @@ def firejail_command(uid: int | None, limits: SandboxLimits, python: str) -> lis
            "--net=none", "--seccomp=socket", "--nonewprivs", "--nogroups", "--nosound", "--no3d",
            f"--rlimit-nproc={nproc_limit(uid, limits)}", f"--rlimit-nofile={limits.nofile}",
            f"--rlimit-fsize={limits.fsize}", f"--rlimit-as={limits.address_space}"]
-    cmd += [f"--read-only={d}" for d in READ_ONLY_SCRATCH if os.path.isdir(d) or d in ("/tmp", "/dev/shm")]
+    cmd += [f"--read-only={d}" for d in READ_ONLY_SCRATCH if os.path.isdir(d) or d == "/tmp"]
+    # a private /dev/shm only where the cgroup bounds what it can hold (tmpfs pages are charged to the writer's)
+    cmd.append("--tmpfs=/dev/shm" if cgroup is not None else "--read-only=/dev/shm")
     cmd += [f"--blacklist={p}" for p in hidden_paths(python)]
     cmd.append("--")
     if uid is not None:
         cmd += [shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}",
                 "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
-    return cmd + [python, "-I", "-B", "-c", BOOTSTRAP]
+    cmd += [python, "-I", "-B", "-c", BOOTSTRAP]
+    return cmd if cgroup is None else ["/bin/sh", "-c", JOIN_CGROUP, str(cgroup / "cgroup.procs"), *cmd]
+
+
+def _memory_limit_file() -> tuple[Path, str] | None:
+    """Where memory cgroups are made and the name of their limit file (v2 ``memory.max``, v1
+    ``memory.limit_in_bytes``), or None when the memory controller is not mounted."""
+    v2 = CGROUP_ROOT / "cgroup.subtree_control"
+    if v2.exists() and "memory" in v2.read_text().split():
+        return CGROUP_ROOT, "memory.max"
+    if (CGROUP_ROOT / "memory" / "memory.limit_in_bytes").exists():
+        return CGROUP_ROOT / "memory", "memory.limit_in_bytes"
+    return None
+
+
+def memory_cgroup_available() -> bool:
+    """Whether sandboxes here get a memory cgroup (root, and a memory controller that is writable)."""
+    found = _memory_limit_file()
+    return os.geteuid() == 0 and found is not None and os.access(found[0], os.W_OK)
+
+
+def _bytes(size: str) -> int:
+    """``"1536m"`` -> bytes (k, m, g suffixes, as firejail's rlimits)."""
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(size[-1:].lower(), 1)
+    return int(size[:-1] if scale > 1 else size) * scale
+
+
+@contextmanager
+def memory_cgroup(uid: int | None, limits: SandboxLimits) -> Iterator[Path | None]:
+    """A memory cgroup for the sandbox of ``uid`` capped at ``limits.total_memory``, removed after; None when
+    not root or no memory cgroup can be made here (then only the per-process limit holds)."""
+    found = _memory_limit_file() if uid is not None and limits.total_memory is not None else None
+    if found is None:
+        yield None
+        return
+    path = found[0] / f"klear-sandbox-{uid}"
+    try:
+        path.mkdir(exist_ok=True)
+        (path / found[1]).write_text(str(_bytes(limits.total_memory)))
+        for no_swap in ("memory.swap.max", "memory.memsw.limit_in_bytes"):  # swap would lift the cap
+            if (path / no_swap).exists():
+                (path / no_swap).write_text("0" if no_swap.endswith(".max") else str(_bytes(limits.total_memory)))
+    except OSError as err:
+        log.warning("no memory cgroup for the sandbox (%s): its total memory is not capped", err)
+        yield None
+        return
+    try:
+        yield path
+    finally:
+        _remove_cgroup(path)
+
+
+def _remove_cgroup(path: Path) -> None:
+    """rmdir the cgroup once its last process is gone (the kernel may take a moment to let go)."""
+    for _ in range(50):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.02)
+    log.warning("sandbox cgroup %s still busy; left in place", path)
 
 
 @contextmanager
@@ -170,9 +246,9 @@ def run_in_sandbox(source: str, stdins: Sequence[str], timeout_s: float = DEFAUL
     job = {"source": source, "stdins": list(stdins), "timeout_s": timeout_s, "python": python,
            "max_timeouts": max_timeouts, "max_output": limits.max_output_bytes, "max_stderr": limits.max_stderr_bytes}
     wall = len(stdins) * (timeout_s + 1.0) + START_SLACK_S  # slow tests that never time out still fit
-    with sandbox_uid() as uid:
+    with sandbox_uid() as uid, memory_cgroup(uid, limits) as cgroup:
         job["reap_all"] = uid is not None
-        cmd = firejail_command(uid, limits, python)
+        cmd = firejail_command(uid, limits, python, cgroup)
         payload = (json.dumps(RUNNER_SOURCE) + "\n" + json.dumps(job)).encode()
         out, err, rc, timed_out = _run(cmd, payload, wall)
     return _parse(out, err, rc, timed_out, len(stdins))
@@ -194,7 +270,11 @@ def _run(cmd: list[str], payload: bytes, wall_s: float) -> tuple[bytes, bytes, i
         return out, err, proc.returncode, False
     except subprocess.TimeoutExpired:
         _kill_group(proc.pid)
-        out, err = proc.communicate()
+        try:
+            out, err = proc.communicate(timeout=START_SLACK_S)
+        except subprocess.TimeoutExpired:  # something still holds the pipes: give up on them, never hang
+            proc.kill()
+            out, err = b"", b"[sandbox] did not end after SIGKILL"
         return out, err, proc.returncode, True
 
 

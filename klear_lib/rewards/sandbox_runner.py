@@ -1,11 +1,14 @@
 """Runs inside the sandbox (its source is passed to ``python -c``): one program, many stdin tests, one start.
 
-Reads ``{"source", "stdins", "timeout_s", "max_timeouts", "max_output", "max_stderr", "python", "reap_all"}`` as JSON
-on stdin and writes one JSON list of ``{"status", "returncode", "stdout", "stderr", "wall_s"}`` on stdout. Each test gets
-its own child process with its own wall-clock timeout and output cap (once a program has timed out
-``max_timeouts`` times, its remaining tests count as timeouts without running); after each test every process of
-the sandbox user is killed (``reap_all``), so a stray child of one test cannot touch the next. The runner makes
-itself non-dumpable first, so the program (same uid) cannot open ``/proc/<runner>/fd`` to forge the verdict.
+Reads ``{"source", "stdins", "timeout_s", "max_timeouts", "max_output", "max_stderr", "python", "reap_all"}`` as
+JSON on stdin and writes one JSON list of ``{"status", "returncode", "stdout", "stderr", "wall_s"}`` on stdout. Each
+test gets its own child process with its own wall-clock timeout. Both its stdout and its stderr are read to the end
+(a child blocked on a full pipe would look like a timeout): stdout is kept up to ``max_output`` bytes, stderr up to
+``max_stderr``; a stream that goes past ``max_output`` bytes ends the test as ``killed`` with a note saying which.
+Once a program has timed out ``max_timeouts`` times, its remaining tests count as timeouts without running. After
+each test every process of the sandbox user is killed (``reap_all``), so a stray child of one test cannot touch
+the next. The runner makes itself non-dumpable first, so the program (same uid) cannot open ``/proc/<runner>/fd``
+to forge the verdict.
 Standard library only: it runs under the sandbox's system Python.
 """
 import ctypes
@@ -49,27 +52,23 @@ def _feed(proc, sel, pending):
     return pending
 
 
-def _drain(fileobj, sel, buf, cap, is_stderr):
-    """Read one chunk into ``buf``; True when stdout went over its cap (stderr is just truncated)."""
+def _drain(fileobj, sel, stream, limit):
+    """Read one chunk into ``stream`` (``[kept bytes, bytes seen, bytes kept at most]``); True past ``limit``."""
     data = os.read(fileobj.fileno(), CHUNK)
     if not data:
         sel.unregister(fileobj)
         return False
-    buf.extend(data)
-    if len(buf) <= cap:
-        return False
-    if is_stderr:
-        del buf[cap:]
-        sel.unregister(fileobj)
-        return False
-    return True
+    buf, keep = stream[0], stream[2]
+    buf.extend(data[:max(0, keep - len(buf))])
+    stream[1] += len(data)
+    return stream[1] > limit
 
 
 def _pump(proc, stdin_bytes, deadline, caps):
     """Feed stdin and collect stdout/stderr until exit, deadline or cap; returns (out, err, why_stopped)."""
     sel = selectors.DefaultSelector()
-    bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
-    for f in bufs:
+    streams = {proc.stdout: [bytearray(), 0, caps[0]], proc.stderr: [bytearray(), 0, caps[1]]}
+    for f in streams:
         sel.register(f, selectors.EVENT_READ)
     pending = memoryview(stdin_bytes)
     sel.register(proc.stdin, selectors.EVENT_WRITE) if pending else proc.stdin.close()
@@ -82,11 +81,10 @@ def _pump(proc, stdin_bytes, deadline, caps):
         for key, _ in sel.select(timeout=min(left, 0.5)):
             if key.fileobj is proc.stdin:
                 pending = _feed(proc, sel, pending)
-            elif _drain(key.fileobj, sel, bufs[key.fileobj], caps[key.fileobj is proc.stderr],
-                        key.fileobj is proc.stderr):
-                why = "output"
+            elif _drain(key.fileobj, sel, streams[key.fileobj], caps[0]):
+                why = "stderr" if key.fileobj is proc.stderr else "stdout"
     sel.close()
-    return bytes(bufs[proc.stdout]), bytes(bufs[proc.stderr]), why
+    return bytes(streams[proc.stdout][0]), bytes(streams[proc.stderr][0]), why
 
 
 def run_one(source, stdin_text, timeout_s, caps, python):
@@ -112,9 +110,10 @@ def run_one(source, stdin_text, timeout_s, caps, python):
             f.close()
         except OSError:
             pass
-    status = why == "timeout" and "timeout" or why == "output" and "killed" or _status(rc)
-    note = b"\n[sandbox] output limit exceeded" if why == "output" else b""
-    return {"status": status, "returncode": rc, "stdout": out[:caps[0]].decode("utf-8", "replace"),
+    status = "timeout" if why == "timeout" else "killed" if why else _status(rc)
+    note = b"" if why in ("", "timeout") else b"\n[sandbox] output limit exceeded: %s over %d bytes" % (
+        why.encode(), caps[0])
+    return {"status": status, "returncode": rc, "stdout": out.decode("utf-8", "replace"),
             "stderr": (err + note).decode("utf-8", "replace"), "wall_s": round(time.monotonic() - start, 4)}
 
 

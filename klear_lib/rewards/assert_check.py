@@ -1,0 +1,219 @@
+"""Runs inside the sandbox: LeetCode ``check(candidate)`` asserts in a process the program never runs in.
+
+Role ``check`` (the default; its source is passed to ``python -c``): reads ``{"prelude", "program", "check",
+"self"}`` (``self``: this file's text, to start the other role) as
+JSON on stdin, makes itself non-dumpable, starts the program in a child of its own (role ``serve``) and runs the
+prelude and the check code with ``Solution`` standing for a proxy. Each ``candidate(...)`` call sends its arguments
+to the child and decodes the child's JSON reply into fresh builtin values (linked lists and trees rebuilt with the
+prelude's own classes), so every comparison an assert makes is between plain values built here. Nothing the
+program does (exit early, hook exceptions, patch builtins, print a verdict, return an object whose ``__eq__`` is
+always true) reaches this process; the verdict line is printed only when the check returned after at least one
+call, and only this process writes to its stdout (the program's stdout and stderr go to stderr).
+Role ``serve``: execs the prelude and the program, then answers ``{"method", "args", "kwargs"}`` requests with
+``{"value"}`` or ``{"error"}``. Standard library only: it runs under the sandbox's system Python.
+"""
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import traceback
+
+VERDICT = "klear-asserts-passed"
+MAX_REPLY_BYTES = 64 << 20   # a reply longer than this fails the call (no unbounded read)
+MAX_NODES = 1 << 20          # a linked list or tree with more nodes than this (or a cycle) cannot be sent
+
+
+def _undumpable():
+    """prctl(PR_SET_DUMPABLE, 0): the program (same uid) cannot open /proc/<self>/fd, mem or environ."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+    except OSError:
+        pass
+
+
+def _unlimited_ints():
+    """Python >= 3.11 refuses to parse ints over 4,300 digits; the asserts may compare larger ones."""
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(0)
+
+
+def _list_values(node):
+    """The values of a linked list (``val``/``next``), in order."""
+    values = []
+    while node is not None:
+        if len(values) >= MAX_NODES:
+            raise ValueError("linked list too long or cyclic")
+        values.append(encode(node.val))
+        node = node.next
+    return values
+
+
+def _tree_values(root):
+    """A binary tree (``val``/``left``/``right``) in LeetCode's level order, trailing Nones dropped."""
+    values, queue, i = [], [root], 0
+    while i < len(queue):
+        node, i = queue[i], i + 1
+        if len(queue) > 2 * MAX_NODES:
+            raise ValueError("tree too large or cyclic")
+        values.append(None if node is None else encode(node.val))
+        if node is not None:
+            queue += [node.left, node.right]
+    while values and values[-1] is None:
+        values.pop()
+    return values
+
+
+def encode(x):
+    """A value as JSON-able data: lists as arrays, everything else non-scalar as a tagged object."""
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    if isinstance(x, list):
+        return [encode(v) for v in x]
+    if isinstance(x, (tuple, set, frozenset)):
+        tag = "tuple" if isinstance(x, tuple) else "frozenset" if isinstance(x, frozenset) else "set"
+        return {"t": tag, "v": [encode(v) for v in x]}
+    if isinstance(x, dict):
+        return {"t": "dict", "v": [[encode(k), encode(v)] for k, v in x.items()]}
+    if hasattr(x, "val") and hasattr(x, "left") and hasattr(x, "right"):
+        return {"t": "tree_node", "v": _tree_values(x)}
+    if hasattr(x, "val") and hasattr(x, "next"):
+        return {"t": "list_node", "v": _list_values(x)}
+    if hasattr(x, "item"):  # numpy scalars
+        return encode(x.item())
+    raise TypeError(f"cannot send a {type(x).__name__}")
+
+
+def decode(x, ns):
+    """The inverse of ``encode``, building linked lists and trees with ``ns``'s ``list_node``/``tree_node``."""
+    if isinstance(x, list):
+        return [decode(v, ns) for v in x]
+    if not isinstance(x, dict):
+        return x
+    tag, v = x["t"], x["v"]
+    if tag == "dict":
+        return {_hashable(decode(k, ns)): decode(val, ns) for k, val in v}
+    items = [decode(i, ns) for i in v]
+    if tag in ("tuple", "set", "frozenset"):
+        return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](_hashable(i) for i in items)
+    if tag in ("list_node", "tree_node"):
+        return ns[tag](items)
+    raise ValueError(f"unknown tag {tag!r}")
+
+
+def _hashable(x):
+    """Lists become tuples where a dict key or set member needs hashing (JSON has no tuples of its own)."""
+    return tuple(_hashable(i) for i in x) if isinstance(x, list) else x
+
+
+def _send(f, obj):
+    f.write(json.dumps(obj).encode() + b"\n")
+    f.flush()
+
+
+def _receive(f):
+    """One JSON line, at most ``MAX_REPLY_BYTES``; EOFError when the other side is gone."""
+    line = f.readline(MAX_REPLY_BYTES + 1)
+    if not line.endswith(b"\n"):
+        raise EOFError("the program ended or its reply was too long")
+    return json.loads(line)
+
+
+class Program:
+    """The program's process, seen from the checker: ``call(method, *args, **kwargs)`` returns a decoded value."""
+
+    def __init__(self, source, ns, self_source):
+        req_r, self._req_w = os.pipe()
+        self._rep_r, rep_w = os.pipe()
+        argv = [sys.executable, "-B", "-c", self_source, "serve", str(req_r), str(rep_w)]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=2, pass_fds=(req_r, rep_w),
+                                     close_fds=True)
+        os.close(req_r)
+        os.close(rep_w)
+        self._w, self._r = os.fdopen(self._req_w, "wb"), os.fdopen(self._rep_r, "rb")
+        self.ns, self.calls = ns, 0
+        _send(self._w, {"program": source})
+
+    def call(self, instance, method, *args, **kwargs):
+        """One ``candidate(...)`` call on ``Solution()`` number ``instance``, answered by the program's process."""
+        self.calls += 1
+        _send(self._w, {"instance": instance, "method": method, "args": encode(list(args)),
+                        "kwargs": encode(kwargs)})
+        reply = _receive(self._r)
+        if "error" in reply:
+            raise RuntimeError("the program raised: " + str(reply["error"])[:2000])
+        return decode(reply["value"], self.ns)
+
+
+def _remote_solution(program):
+    """A stand-in for the program's ``Solution``: ``Solution().name(...)`` calls ``name`` over there."""
+    made = []
+
+    class Solution:
+        def __init__(self):
+            made.append(self)
+            self._klear_instance = len(made)
+
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: program.call(self._klear_instance, name, *args, **kwargs)
+    return Solution
+
+
+def check(job):
+    """Run the check code against the program in its own process; True when every assert ran and held."""
+    ns = {"__name__": "__klear_check__"}
+    exec(compile(job["prelude"], "prelude", "exec"), ns)  # noqa: S102 (trusted: our prelude)
+    program = Program(job["prelude"] + job["program"], ns, job["self"])
+    ns["Solution"] = _remote_solution(program)
+    try:
+        exec(compile(job["check"], "check", "exec"), ns)  # noqa: S102 (trusted: the row's check code)
+    finally:
+        program.proc.kill()
+        program.proc.wait()
+    return program.calls > 0
+
+
+def serve(req_fd, rep_fd):
+    """The program's side: exec it, then answer calls until the checker closes the pipe."""
+    requests, replies = os.fdopen(req_fd, "rb"), os.fdopen(rep_fd, "wb")
+    ns, instances = {"__name__": "__main__"}, {}
+    source = _receive(requests)["program"]
+    try:
+        exec(compile(source, "program", "exec"), ns)  # noqa: S102 (the program, in its own process)
+        failure = None
+    except BaseException as exc:  # noqa: BLE001 (SystemExit too: the program's failure, reported per call)
+        failure = "".join(traceback.format_exception_only(type(exc), exc))
+    while True:
+        try:
+            request = _receive(requests)
+        except EOFError:
+            return
+        _send(replies, {"error": failure} if failure else _answer(ns, instances, request))
+
+
+def _answer(ns, instances, request):
+    """One call, on the program's ``Solution()`` paired with the checker's (one instance each, as in the check)."""
+    try:
+        if request["instance"] not in instances:
+            instances[request["instance"]] = ns["Solution"]()
+        method = getattr(instances[request["instance"]], request["method"])
+        value = method(*decode(request["args"], ns), **decode(request["kwargs"], ns))
+        return {"value": encode(value)}
+    except Exception as exc:  # noqa: BLE001 (whatever the program raises fails that call)
+        return {"error": "".join(traceback.format_exception_only(type(exc), exc))}
+
+
+def main():
+    _unlimited_ints()
+    if sys.argv[1:2] == ["serve"]:
+        serve(int(sys.argv[2]), int(sys.argv[3]))
+        return
+    _undumpable()
+    job = json.loads(sys.stdin.read())
+    if not check(job):
+        sys.exit("[checker] the check code never called the candidate")
+    sys.stdout.write(VERDICT + "\n")
+
+
+if __name__ == "__main__":
+    main()
