@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from klear_lib.paths import REPO
@@ -42,3 +43,26 @@ def is_complete(path: Path) -> bool:
 def mark_complete(path: Path, note: str = "") -> None:
     """Write the ``DONE`` marker last, after everything else in ``path``."""
     (Path(path) / "DONE").write_text(note)
+
+
+@contextmanager
+def replacing(path: str | Path):
+    """A temporary file beside ``path`` for the block to write, renamed over ``path`` only when the block ends
+    without an error: a reader, or a run killed midway, sees the old file or the new one, never part of one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # same folder: os.replace stays one atomic rename
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def ends_with_newline(path: str | Path) -> bool:
+    """True when the file at ``path`` is empty or its last line is whole (ends with a newline): every line we
+    write ends with one, so a missing newline means a write was cut off."""
+    with open(path, "rb") as fh:
+        if fh.seek(0, os.SEEK_END) == 0:
+            return True
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"

@@ -2,7 +2,7 @@
 
 Checkpoints live under ``<artifacts>/<preset>/<stage>/<key>`` (outside git); per-step run records under
 ``results/<preset>/runs/<name>.csv`` (small, committed). A stage whose ``final/DONE`` marker exists is reused; a
-stage killed midway resumes from its last checkpoint.
+stage killed midway resumes from its last complete checkpoint (``klear_lib.training.checkpoints``).
 """
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from klear_lib.evaluation.harness import evaluate, summarize
 from klear_lib.models import load_or_build
 from klear_lib.paths import runs_dir
 from klear_lib.results import EVAL, eval_csv
+from klear_lib.training.checkpoints import last_complete
 from klear_lib.training.gppo_trainer import build_rl_trainer
-from klear_lib.training.sft import last_checkpoint, train_sft
+from klear_lib.training.sft import train_sft
 
 log = logging.getLogger(__name__)
 RL_SPLITS = {"math": "math_rl", "code": "code_rl"}
@@ -83,8 +84,9 @@ def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dic
     final = out / "final"
     if not artifacts.is_complete(final):
         record = runs_dir(preset) / f"{name or 'rl_' + reward}.csv"
+        resume = last_complete(out)
         trainer = build_rl_trainer(cfg, init, rows, reward=reward, output_dir=out, run_record=record)
-        trainer.train(resume_from_checkpoint=last_checkpoint(out))
+        trainer.train(resume_from_checkpoint=resume)
         trainer.save_model(str(final))
         trainer.processing_class.save_pretrained(str(final))
         artifacts.mark_complete(final)

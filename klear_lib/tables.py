@@ -5,16 +5,19 @@ A ``Table`` is data: its columns in file order, its key, the types of its column
 filled and the value checks of its rows. Writing validates, puts the columns in schema order, casts the typed
 columns, sorts by the key (or keeps rows as given) and prints floats at the table's fixed precision, with no
 timestamps, so a rerun gives a byte-identical file; the file is replaced atomically, so a killed run never leaves
-half a table. Reading validates too: a hand-edited or stale file fails with its path and the offending rows.
+half a table. Reading validates too: a hand-edited or stale file fails with its path and the offending rows, and a
+file cut short (empty, or its last line without the newline every write ends with) fails before it is parsed, so
+an upsert never rewrites a truncated table as if its lost rows had never been there.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 import pandas as pd
+
+from klear_lib import artifacts
 
 Rows = Iterable[dict] | pd.DataFrame
 Check = tuple[str, Callable[[pd.DataFrame], pd.Series]]   # (what a bad row has, its mask over the rows)
@@ -98,12 +101,26 @@ def empty(table: Table) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=int if kinds.get(c) is int else object) for c in table.columns})
 
 
+def check_whole(table: Table, path: Path) -> None:
+    """``ValueError`` naming ``path`` when the file is empty or its last line lacks its newline (cut short)."""
+    if Path(path).stat().st_size == 0:
+        raise ValueError(f"{path}: the {table.name} table is empty (not even a header): the file was emptied; "
+                         f"restore it (e.g. from git) or delete it to start the table again")
+    if not artifacts.ends_with_newline(path):
+        raise ValueError(f"{path}: the {table.name} table is cut (its last line has no newline, as every write "
+                         f"gives it): restore it (e.g. from git) or delete it; a hand edit must end with a newline")
+
+
 def read(table: Table, path: Path | str) -> pd.DataFrame:
     """The table at ``path``, validated (errors name the file), or an empty one when the file does not exist."""
     if not Path(path).exists():
         return empty(table)
+    check_whole(table, path)
     text = {c: str for c, kind in table.types if kind is str}
-    df = pd.read_csv(path, dtype=text, keep_default_na=False, na_values={c: [""] for c in table.nullable})
+    try:
+        df = pd.read_csv(path, dtype=text, keep_default_na=False, na_values={c: [""] for c in table.nullable})
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: the {table.name} table does not parse as CSV ({err})") from err
     return validate(table, df, path)
 
 
@@ -113,12 +130,8 @@ def write(table: Table, rows: Rows, path: Path | str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     out = tidy(table, validate(table, frame(rows), path))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # same folder: os.replace stays atomic
-    try:
+    with artifacts.replacing(path) as tmp:
         out.to_csv(tmp, index=False, float_format=table.float_format, lineterminator="\n")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 

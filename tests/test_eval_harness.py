@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 
 import pytest
@@ -12,6 +13,7 @@ from klear_lib.evaluation import harness
 from klear_lib.evaluation.benchmarks import BenchmarkSpec
 from klear_lib.evaluation.generation import generate
 from klear_lib.results import EVAL
+from klear_lib.seeding import stable_seed
 
 SPEC = BenchmarkSpec("toy_math", "math", None, "world")
 CODE_SPEC = BenchmarkSpec("toy_code", "code", None, "world")
@@ -71,20 +73,71 @@ def test_evaluate_resumes_without_regenerating(tmp_path, cfg, toy_tokenizer):
     path.write_text("\n".join(kept) + "\n")
     gen = FakeGenerator()
     df = harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path, stage="t", generate_fn=gen)
-    assert gen.calls == [(1, 4)] and len(df) == 20
+    assert gen.calls == [(2, 4)] and len(df) == 20  # the chunk of p2 and p3, whole
     assert df.groupby("problem_index")["correct"].sum().tolist() == [0, 1, 2, 3, 4]
     again = FakeGenerator()
     harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path, stage="t", generate_fn=again)
     assert again.calls == []
 
 
-def test_partial_problems_generate_only_missing_samples(tmp_path, cfg, toy_tokenizer):
+def test_a_partial_chunk_is_generated_again_whole_and_replaced(tmp_path, cfg, toy_tokenizer):
+    """Generating only the missing samples would need per-sample seeds, which vLLM on CPU lacks: the chunk's
+    call is made again, with its own seed, and its partial records leave the file."""
     harness.evaluate("unused", SPEC, ROWS[:1], cfg, tmp_path, stage="t", generate_fn=FakeGenerator())
     path = harness.samples_path(tmp_path, "toy_math", "t", "unused")
+    whole = path.read_bytes()
     path.write_text("\n".join(path.read_text().splitlines()[:3]) + "\n")  # 3 of 4 samples kept
     gen = FakeGenerator()
     harness.evaluate("unused", SPEC, ROWS[:1], cfg, tmp_path, stage="t", generate_fn=gen)
-    assert gen.calls == [(1, 1)]
+    assert gen.calls == [(1, 4)] and path.read_bytes() == whole
+
+
+class SeededGenerator:
+    """Answers that depend on the call's seed (as a real sampler's do), recording (prompts, n, seed) per call."""
+
+    def __init__(self):
+        self.calls: list[tuple[int, int, int]] = []
+
+    def __call__(self, model_path, prompts, *, n, seed, **kwargs):
+        self.calls.append((len(prompts), n, seed))
+        return [[f"<think>\n{seed % 97}\n</think>\n\\boxed{{{(seed + j) % 3}}}" for j in range(n)] for _ in prompts]
+
+
+def chunk_seed(cfg, chunk: int, k: int = 4) -> int:
+    """The seed of one chunk's call: what the harness used before fixed chunks, in an uninterrupted run."""
+    return stable_seed(cfg.seed, "eval", "toy_math", "t", chunk, k)
+
+
+def test_a_fresh_run_seeds_each_chunk_as_before(tmp_path, cfg, toy_tokenizer):
+    gen = SeededGenerator()
+    harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path, stage="t", generate_fn=gen)
+    assert gen.calls == [(2, 4, chunk_seed(cfg, 0)), (2, 4, chunk_seed(cfg, 1)), (1, 4, chunk_seed(cfg, 2))]
+
+
+def test_a_resumed_run_draws_the_samples_of_an_uninterrupted_one(tmp_path, cfg, toy_tokenizer):
+    """The seed comes from the chunk's fixed index, not its place among the chunks still to do."""
+    harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path / "full", stage="t", generate_fn=SeededGenerator())
+    full = harness.samples_path(tmp_path / "full", "toy_math", "t", "unused")
+    path = harness.samples_path(tmp_path / "cut", "toy_math", "t", "unused")
+    path.parent.mkdir()
+    path.write_text("".join(full.read_text().splitlines(keepends=True)[:9]))  # chunk 0, one sample of chunk 1
+    gen = SeededGenerator()
+    harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path / "cut", stage="t", generate_fn=gen)
+    assert gen.calls == [(2, 4, chunk_seed(cfg, 1)), (1, 4, chunk_seed(cfg, 2))]
+    assert path.read_bytes() == full.read_bytes()
+
+
+def test_a_torn_last_line_is_dropped_and_the_file_rewritten_clean(tmp_path, cfg, toy_tokenizer, caplog):
+    """Before, the next append continued the torn line, the joined line did not parse and the run ended in a
+    ``KeyError`` for a sample it had just generated."""
+    harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path, stage="t", generate_fn=SeededGenerator())
+    path = harness.samples_path(tmp_path, "toy_math", "t", "unused")
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-40])  # the last record cut, no newline
+    with caplog.at_level(logging.WARNING):
+        df = harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path, stage="t", generate_fn=SeededGenerator())
+    assert f"{path}: dropped 1 unparsable line(s)" in caplog.text
+    assert len(df) == 20 and path.read_bytes() == whole
 
 
 def test_summary_rows_follow_the_eval_schema(tmp_path, cfg, toy_tokenizer):

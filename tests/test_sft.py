@@ -9,6 +9,7 @@ import torch
 from klear_lib.configs import get_config
 from klear_lib.models import load
 from klear_lib.seeding import py_rng
+from klear_lib.training.checkpoints import MARKER, check
 from klear_lib.training.sft import sft_dataset, train_sft
 
 
@@ -42,6 +43,10 @@ def test_training_lowers_loss_and_writes_record(ci_model_path, tmp_path):
     model, _ = load(final)
     base, _ = load(ci_model_path)
     assert any(not torch.equal(a, b) for a, b in zip(model.parameters(), base.parameters()))
+    ckpts = sorted((tmp_path / "out").glob("checkpoint-*"))
+    assert ckpts and all((c / MARKER).exists() for c in ckpts)  # each one marked complete once written
+    for ckpt in ckpts:
+        check(ckpt)
 
 
 def test_resumed_run_ends_where_uninterrupted_run_ends(ci_model_path, tmp_path):

@@ -1,12 +1,22 @@
-"""A CSV run record of a training run: one row per optimizer update, resumable, no timings (reruns compare equal)."""
+"""A CSV run record of a training run: one row per optimizer update, resumable, no timings (reruns compare equal).
+
+Crash-safe: a rewrite replaces the file atomically, an append first checks that the last line is whole, and a
+read drops a torn last line (the run died writing it; the resumed run logs that step again) but refuses a row
+with missing fields or a record that lost rows the checkpoint being resumed from has already trained.
+"""
 from __future__ import annotations
 
 import csv
+import logging
 import math
 from pathlib import Path
 
 import pandas as pd
 from transformers import TrainerCallback
+
+from klear_lib import artifacts
+
+log = logging.getLogger(__name__)
 
 # column -> key in the trainer's logs (GPPOTrainer logs gen/* once per generation batch, gppo/* per update)
 RECORD_KEYS = {
@@ -57,20 +67,57 @@ def record_row(logs: dict, step: int, updates_per_step: int | None, cfg_hash: st
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
-    """The rows of a run record (``[]`` when absent)."""
-    if not Path(path).exists():
+    """The rows of a run record (``[]`` when absent); a torn last line is dropped with a warning, a row with
+    missing or extra fields raises naming the file and line."""
+    path = Path(path)
+    if not path.exists():
         return []
+    lines = path.read_text().splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        log.warning("%s: dropping its torn last line %d (%r): the run died writing it, a resumed run logs that step "
+                    "again", path, len(lines), lines[-1])
+        lines = lines[:-1]
+    reader, rows = csv.DictReader(lines), []
+    for row in reader:
+        if None in row or None in row.values():  # DictReader's marks of a short row (None values), a long one
+            filled = sum(v is not None for k, v in row.items() if k is not None)
+            raise ValueError(f"{path}, line {reader.line_num}: {filled} of the {len(reader.fieldnames)} fields "
+                             f"{reader.fieldnames}")
+        if not row.get("step", "0").isdigit():
+            raise ValueError(f"{path}, line {reader.line_num}: field 'step' is {row['step']!r}, not a step number")
+        rows.append(row)
+    return rows
+
+
+def header(path: Path) -> list[str] | None:
+    """The column names on the first line of the CSV at ``path`` (None when it has no first line)."""
     with Path(path).open(newline="") as fh:
-        return list(csv.DictReader(fh))
+        return next(csv.reader(fh), None)
 
 
 def write_rows(path: Path, rows: list[dict[str, str]], fields: list[str] = RECORD_COLUMNS) -> None:
-    """Write the record from scratch (header + rows)."""
+    """Write the record from scratch (header + rows), replacing the old file atomically."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as fh:
+    with artifacts.replacing(path) as tmp, tmp.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
+
+
+def rows_up_to(path: Path, step: int, fields: list[str]) -> list[dict[str, str]]:
+    """The record's rows of optimizer steps 1..``step`` (a resume point), or ``ValueError`` naming the file when
+    it has another header or misses any of them (emptied, cut or replaced: the rows cannot be logged again)."""
+    names = header(path) if path.exists() else None
+    if names != fields:
+        found = "no file" if not path.exists() else f"header {names}" if names else "an empty file"
+        raise ValueError(f"{path}: resuming from step {step} needs this run record with columns {fields}, found "
+                         f"{found}; restore it (e.g. from git) or delete the checkpoints to train again")
+    rows = [r for r in read_rows(path) if int(r["step"]) <= step]
+    if [int(r["step"]) for r in rows] != list(range(1, step + 1)):
+        raise ValueError(f"{path}: resuming from step {step} needs its rows of steps 1..{step}, found "
+                         f"{len(rows)} rows; restore it (e.g. from git) or delete the checkpoints to train again")
+    return rows
 
 
 class RunRecord(TrainerCallback):
@@ -85,13 +132,16 @@ class RunRecord(TrainerCallback):
         self.fields = columns(keys, rl=bool(updates_per_step))
 
     def on_train_begin(self, args, state, control, **kwargs):
-        if state.is_world_process_zero:
-            kept = [r for r in read_rows(self.path) if int(r["step"]) <= state.global_step]
+        if state.is_world_process_zero:  # a fresh run (step 0) starts a new record whatever the old file holds
+            kept = rows_up_to(self.path, state.global_step, self.fields) if state.global_step else []
             write_rows(self.path, kept, self.fields)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs or "loss" not in logs:
             return
+        if not self.path.exists() or not artifacts.ends_with_newline(self.path):
+            raise ValueError(f"{self.path}: its last line is incomplete or the file is gone: something else wrote "
+                             f"to this run record, refusing to append after it")
         with self.path.open("a", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=self.fields)
             writer.writerow(record_row(logs, state.global_step, self.updates_per_step, self.cfg_hash, self.keys))

@@ -17,6 +17,7 @@ from klear_lib.configs.base import parse_overrides
 from klear_lib.configs.sft import SFTConfig
 from klear_lib.configs.trl import SFT_FIELDS, trl_kwargs
 from klear_lib.models import load
+from klear_lib.training.checkpoints import CheckpointMarker, last_complete
 from klear_lib.training.run_record import SFT_KEYS, RunRecord
 
 log = logging.getLogger(__name__)
@@ -49,15 +50,10 @@ def sft_dataset(rows: list[dict], max_rows: int | None = None) -> Dataset:
     return Dataset.from_list([{"messages": r["messages"]} for r in rows])
 
 
-def last_checkpoint(output_dir: Path) -> str | None:
-    """The newest ``checkpoint-N`` folder in ``output_dir`` (for resuming), or None."""
-    ckpts = sorted(Path(output_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
-    return str(ckpts[-1]) if ckpts else None
-
-
 def train_sft(cfg: SFTConfig, model_path: str, rows: list[dict], output_dir: Path,
               record_path: Path | None = None, stop_at_step: int | None = None) -> Path:
-    """Train, resuming from the last checkpoint in ``output_dir``; save the final model in ``output_dir/final``.
+    """Train, resuming from the last complete checkpoint in ``output_dir``; save the final model in
+    ``output_dir/final``.
 
     ``stop_at_step`` saves a checkpoint and stops there, as a run killed midway (used to test resumption).
     """
@@ -65,11 +61,11 @@ def train_sft(cfg: SFTConfig, model_path: str, rows: list[dict], output_dir: Pat
     final = output_dir / "final"
     if artifacts.is_complete(final):
         return final
+    resume = last_complete(output_dir)  # first: a damaged checkpoint fails before the model loads
     model, tokenizer = load(model_path)
     args = trl_args(cfg, output_dir)
-    resume = last_checkpoint(output_dir)
     record = [RunRecord(record_path, None, config_hash(cfg), SFT_KEYS)] if record_path else []
-    callbacks = record + ([StopAt(stop_at_step)] if stop_at_step else [])
+    callbacks = [CheckpointMarker(), *record, *([StopAt(stop_at_step)] if stop_at_step else [])]
     trainer = SFTTrainer(model=model, args=args, train_dataset=sft_dataset(rows, cfg.max_rows),
                          processing_class=tokenizer, callbacks=callbacks)
     trainer.train(resume_from_checkpoint=resume)
