@@ -42,4 +42,5 @@ def fake_mirror(tmp_path, monkeypatch):
 
     files = fm.write(tmp_path / "mirror")
     monkeypatch.setenv("KLEAR_BENCHMARKS", str(tmp_path / "mirror"))
+    fm.expect(monkeypatch)  # benchmark sizes: the fixture's, not the real ones
     return files

@@ -6,6 +6,7 @@ test can set ``$KLEAR_BENCHMARKS`` to ``root`` and run the real loaders end to e
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -86,6 +87,16 @@ FILES = {"klear_reasoner_eval/aime24.qs.jsonl": _klear_aime24, "klear_reasoner_e
          "livecodebench_v5_rllm_public_tests/livecodebench.json": _lcb_tests,
          "code_rl_train_rllm/livecodebench.json": _rllm_train, "code_rl_train_rllm/leetcode.json": _leetcode,
          "math_train_deepscaler/aime.json": _deepscaler_aime, "math_train_deepscaler/math.json": _deepscaler_math}
+
+
+PROBLEMS = {"aime2024": 3, "aime2025": 3, "hmmt2025": 4, "math500": 3, "lcb_v5": 2}  # lcb_v5: 1 record off-window
+
+
+def expect(monkeypatch, problems: dict[str, int] = PROBLEMS) -> None:
+    """Set the registry's benchmark sizes (``Source.problems``) to a fixture's for one test: loaders check them,
+    and the invented files are far smaller than the real benchmarks (whose sizes ``test_real_data.py`` checks)."""
+    for name, n in problems.items():
+        monkeypatch.setitem(SOURCES, name, dataclasses.replace(SOURCES[name], problems=n))
 
 
 def write(root: Path) -> dict[str, list]:

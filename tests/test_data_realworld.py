@@ -38,7 +38,10 @@ def _fake_hub(src):
 
 
 def test_hub_world_on_fake_records(monkeypatch):
+    import fake_mirror
+
     monkeypatch.setattr(S, "hub_records", _fake_hub)
+    fake_mirror.expect(monkeypatch, dict.fromkeys(("aime2024", "aime2025", "hmmt2025", "math500", "lcb_v5"), 1))
     world = build_world(get_config("data", "full"))
     assert len(world.splits["lcb_v5"]) == 1 and len(world.splits["lcb_v6"]) == 1
     math_rl = world.splits["math_rl"]

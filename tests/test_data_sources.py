@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import re
 
+import fake_mirror
 import pytest
 
 from klear_lib.data import fetch
 from klear_lib.data import sources as S
 from klear_lib.data.schema import RowError, validate_rl_row
 
-FIXTURE_ROWS = {"aime2024": 3, "aime2025": 3, "hmmt2025": 4, "math500": 3, "lcb_v5": 2}  # lcb: 1 row off-window
+FIXTURE_ROWS = fake_mirror.PROBLEMS  # the fixture's benchmark sizes (lcb_v5: 1 record off-window)
 
 
 @pytest.mark.parametrize("name, n", sorted(FIXTURE_ROWS.items()))
@@ -41,7 +42,7 @@ def test_benchmark_answers_tests_and_windows(fake_mirror):
 
 
 @pytest.mark.parametrize("name, n, dropped", [
-    ("rllm_lcb_train", 3, {"unmappable:prompt": 1}), ("rllm_leetcode", 1, {"unmappable:functional": 1}),
+    ("rllm_lcb_train", 3, {"unmappable:prompt": 1}), ("rllm_leetcode", 1, {"unmappable:tests.functional": 1}),
     ("deepscaler_aime", 3, {}), ("deepscaler_math", 3, {"invalid:reward_model.ground_truth": 1})])
 def test_training_sources_count_what_they_drop(fake_mirror, name, n, dropped):
     rows, funnel = S.load_source(name)
@@ -213,3 +214,110 @@ def test_hub_layouts_map_to_valid_rows(name):
         assert all(S.in_window(r, S.LCB_WINDOWS[name]) for r in kept)
     if src.kind == "benchmark" and src.ability == "math":
         assert [r["reward_model"]["ground_truth"] for r in kept][0] in ("040", "40", "\\frac{5}{6}")
+
+
+# ---- loaders that keep their word: malformed benchmark records raise naming the file, line and field ----------
+def _rewrite_line(path, line: int, text: str | bytes) -> None:
+    """Replace 1-based ``line`` of a JSONL file with ``text`` (bytes are written raw)."""
+    lines = path.read_bytes().split(b"\n")
+    lines[line - 1] = text if isinstance(text, bytes) else text.encode()
+    path.write_bytes(b"\n".join(lines))
+
+
+BAD_RECORDS = [  # (benchmark, mirror file, 1-based line, replacement record, field named, where it is named)
+    ("aime2024", "klear_reasoner_eval/aime24.qs.jsonl", 2, {"messages": [], "answer": "1"}, "messages.0.content",
+     "line 2"),
+    ("aime2025", "klear_reasoner_eval/aime25.qs.jsonl", 3, {"messages": [{"role": "user", "content": "  "}],
+                                                            "meta": {"answer": "3"}}, "prompt", "line 3"),
+    ("hmmt2025", "klear_reasoner_eval/HMMT-202502.jsonl", 1, ["not", "an", "object"], "<record>", "line 1"),
+    ("math500", "math500/test.jsonl", 2, {"problem": "What is $1+1$?"}, "reward_model.ground_truth", "line 2"),
+    ("math500", "math500/test.jsonl", 3, {"problem": "What is $1+1$?", "answer": "???"}, "reward_model.ground_truth",
+     "line 3"),
+]
+
+
+@pytest.mark.parametrize("name, rel, line, record, field, where", BAD_RECORDS)
+def test_a_malformed_benchmark_record_raises_naming_file_line_and_field(fake_mirror, tmp_path, name, rel, line,
+                                                                        record, field, where):
+    _rewrite_line(tmp_path / "mirror" / rel, line, json.dumps(record))
+    with pytest.raises(RowError, match=rf"{re.escape(rel)}: {where}: field '{re.escape(field)}': "):
+        S.load_benchmark(name)
+    _, funnel = S.load_source(name)  # a training-style load still drops and counts it
+    assert sum(s.rows_in - s.rows_out for _, s in funnel.steps) == 1
+
+
+def test_a_malformed_lcb_record_names_both_joined_files(fake_mirror, tmp_path):
+    path = tmp_path / "mirror" / "livecodebench_v5_rllm_public_tests" / "livecodebench.json"
+    tests = json.loads(path.read_text())
+    tests[1]["tests"] = [{"input": "[1]"}]  # no output
+    path.write_text(json.dumps(tests))
+    with pytest.raises(RowError, match=r"livecodebench_v5.jsonl: line 2 and .*livecodebench.json: record 2: "
+                                       r"field 'tests': "):
+        S.load_benchmark("lcb_v5")
+    path.write_text(json.dumps(fake_mirror["livecodebench_v5_rllm_public_tests/livecodebench.json"]))  # restored
+    meta = tmp_path / "mirror" / "qwq_eval" / "livecodebench_v5.jsonl"
+    record = json.loads(meta.read_text().splitlines()[0])
+    _rewrite_line(meta, 1, json.dumps({k: v for k, v in record.items() if k != "contest_date"}))
+    with pytest.raises(RowError, match=r"livecodebench_v5.jsonl: line 1 and .*: field 'contest_date': "):
+        S.load_benchmark("lcb_v5")  # without a date the window cannot place it: never dropped silently
+
+
+@pytest.mark.parametrize("text, message", [
+    (b'{"messages": [{"role": "user", "content": "Compute $2+2$."}], "answer": "4"', "line 2: invalid JSON"),
+    (b'{"messages": [{"role": "user", "content": "Caf\xe9 $2+2$."}], "answer": "4"}', "line 2: not UTF-8"),
+])
+def test_json_and_utf8_errors_name_the_file_and_line(fake_mirror, tmp_path, text, message):
+    _rewrite_line(tmp_path / "mirror" / "klear_reasoner_eval" / "aime24.qs.jsonl", 2, text)
+    with pytest.raises(ValueError, match=rf"klear_reasoner_eval/aime24.qs.jsonl: {message}"):
+        S.load_benchmark("aime2024")
+    with pytest.raises(ValueError, match=rf"aime24.qs.jsonl: {message}"):
+        S.load_source("aime2024")  # a file that cannot be read is never a counted drop
+    path = tmp_path / "mirror" / "livecodebench_v5_rllm_public_tests" / "livecodebench.json"
+    path.write_text(path.read_text().replace("}, {", "},\n {", 1)[:-5])  # cut: the array never closes
+    with pytest.raises(ValueError, match=r"livecodebench_v5_rllm_public_tests/livecodebench.json: line 2: invalid"):
+        S.load_benchmark("lcb_v5")
+
+
+def test_the_registry_holds_each_benchmark_size_once():
+    """AIME 2024/2025 and HMMT Feb 2025 have 30 problems, MATH-500 500, LCB v5 279 (``../shared/benchmarks``)."""
+    assert {n: S.SOURCES[n].problems for n in S.BENCHMARKS} == {
+        "aime2024": 30, "aime2025": 30, "hmmt2025": 30, "math500": 500, "lcb_v5": 279, "lcb_v6": None}
+    for name in S.BENCHMARKS:  # the file and hub counts agree with it wherever the registry gives them
+        src = S.SOURCES[name]
+        assert {src.hub_rows, src.mirror_rows} - {None} <= {src.problems}, name
+
+
+def test_a_benchmark_with_missing_problems_raises(tmp_path, monkeypatch):
+    """20 of AIME 2024's 30 problems: the registry's size is checked, not the fixture's."""
+    fake_mirror.write(tmp_path)
+    monkeypatch.setenv("KLEAR_BENCHMARKS", str(tmp_path))
+    rows = [{"messages": [{"role": "user", "content": f"Compute ${k}+{k}$ in this invented problem."}],
+             "answer": str(2 * k)} for k in range(20)]
+    (tmp_path / "klear_reasoner_eval" / "aime24.qs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ValueError, match=r"aime2024: 20 problems in .*/aime24.qs.jsonl, expected 30"):
+        S.load_benchmark("aime2024")
+    assert len(S.load_source("aime2024")[0]) == 20  # the drop-policy loader (data cards) reports what is there
+
+
+def test_a_fixture_benchmark_one_short_raises(fake_mirror, tmp_path):
+    path = tmp_path / "mirror" / "math500" / "test.jsonl"
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
+    with pytest.raises(ValueError, match=r"math500: 2 problems in .*math500/test.jsonl, expected 3"):
+        S.load_benchmark("math500")
+
+
+def test_the_window_drop_is_counted_and_logged(fake_mirror, caplog):
+    caplog.set_level("INFO", logger=S.__name__)
+    assert len(S.load_benchmark("lcb_v5")) == 2
+    assert "lcb_v5: 1 of 3 records lie outside [2024-08-01, 2025-02-01)" in caplog.text
+
+
+def test_a_malformed_hub_record_names_the_dataset_and_row(monkeypatch):
+    recs = [{"problem": "Compute $2+2$.", "answer": "4"}, {"problem": "Compute $3+3$.", "answer": ["6"]}]
+    monkeypatch.setattr(S, "hub_records", lambda src: recs)
+    rev = S.SOURCES["math500"].revision[:12]
+    with pytest.raises(RowError, match=rf"hub HuggingFaceH4/MATH-500@{rev}: row 2: field 'reward_model.ground_truth'"):
+        S.load_benchmark("math500", "hub")
+    monkeypatch.setattr(S, "hub_records", lambda src: recs[:1])
+    with pytest.raises(ValueError, match=rf"math500: 1 problems in hub HuggingFaceH4/MATH-500@{rev}, expected 500"):
+        S.load_benchmark("math500", "hub")

@@ -59,6 +59,22 @@ def test_window_filter_and_missing_dates():
         bm.in_window({"extra_info": {"id": "y"}}, ("2024-08-01", "2025-02-01"))
 
 
+def test_real_benchmarks_have_their_size_in_one_place():
+    assert {n: bm.get_spec(n).problems for n in ("aime24", "aime25", "hmmt25", "math500", "lcb_v5", "lcb_v6")} == \
+        {"aime24": 30, "aime25": 30, "hmmt25": 30, "math500": 500, "lcb_v5": 279, "lcb_v6": None}
+    assert bm.get_spec("tiny_aime").problems is None  # the world's splits are sized by the preset
+
+
+def test_an_incomplete_benchmark_file_stops_the_evaluation(fake_mirror, tmp_path):
+    path = tmp_path / "mirror" / "klear_reasoner_eval" / "HMMT-202502.jsonl"
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[1:]))
+    with pytest.raises(ValueError, match=r"hmmt2025: 3 problems in .*HMMT-202502.jsonl, expected 4"):
+        bm.load_rows("hmmt25", max_problems=2)  # the size is checked on the whole file, before any cut
+    path.write_text(path.read_text() + '{"id": 10, "messages": [{"role": "user", "content": "Compute $1+1$."}]}\n')
+    with pytest.raises(ValueError, match=r"HMMT-202502.jsonl: line 4: field 'reward_model.ground_truth'"):
+        bm.load_rows("hmmt25")  # a record without an answer is an error, not a smaller benchmark
+
+
 def test_lcb_v6_has_no_offline_copy():
     with pytest.raises((FileNotFoundError, NotImplementedError)):
         bm.load_rows("lcb_v6")

@@ -3,6 +3,7 @@ run record, bit-reproducibility and resumption. Rewards come from a toy judge (n
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ from klear_lib.configs import config_hash, get_config
 from klear_lib.losses.policy import sft_nll_loss
 from klear_lib.training import RECORD_COLUMNS, GPPOConfig, GPPOTrainer, build_rl_trainer, gppo_args, select_groups
 from klear_lib.training import rewards as reward_adapters
-from klear_lib.training.gppo_trainer import drop_long_prompts, validate_rl_rows
+from klear_lib.training.gppo_trainer import drop_long_prompts, training_view, validate_rl_rows
 from klear_lib.training.run_record import read_rows
 
 
@@ -313,7 +314,68 @@ def test_rows_are_validated_and_long_prompts_dropped():
     rows[1]["prompt"][0]["content"] = "x" * 200  # 200 characters = 200 tokens of the char tokenizer
     kept = drop_long_prompts(validate_rl_rows(rows), build_tokenizer(), max_prompt_length=128)
     assert [r["extra_info"]["id"] for r in kept] == ["toy-0", "toy-2"]
-    with pytest.raises(ValueError, match="row toy-0: field reward_model.ground_truth"):
+    with pytest.raises(ValueError, match="row 0 \\(id 'toy-0'\\): field reward_model.ground_truth"):
         validate_rl_rows([{**rows[0], "reward_model": {"style": "rule"}}])
-    with pytest.raises(ValueError, match="row toy-0: field prompt"):
+    with pytest.raises(ValueError, match="row 0 \\(id 'toy-0'\\): field prompt"):
         validate_rl_rows([{**rows[0], "prompt": "What is 1+1?"}])
+
+
+def _code_row():
+    return {**toy_rows(1)[0], "ability": "code",
+            "reward_model": {"ground_truth": '{"inputs": ["1\\n"], "outputs": ["2\\n"]}', "style": "rule"}}
+
+
+BAD_ROWS = [  # (how the second row is broken, the field the error must name)
+    (lambda r: None, "<row>"),
+    (lambda r: [r], "<row>"),
+    (lambda r: {**r, "extra_info": [r["extra_info"]]}, "extra_info"),
+    (lambda r: {**r, "extra_info": "toy-1"}, "extra_info"),
+    (lambda r: {**r, "extra_info": {**r["extra_info"], "id": ["toy-1"]}}, "extra_info.id"),
+    (lambda r: {**r, "extra_info": {**r["extra_info"], "tier": "hard"}}, "extra_info.tier"),
+    (lambda r: {**r, "extra_info": {**r["extra_info"], "tier": -1}}, "extra_info.tier"),
+    (lambda r: {**r, "extra_info": {**r["extra_info"], "tier": 2.5}}, "extra_info.tier"),
+    (lambda r: {**r, "extra_info": {**r["extra_info"], "tier": True}}, "extra_info.tier"),
+    (lambda r: {k: v for k, v in r.items() if k != "prompt"}, "prompt"),
+    (lambda r: {**r, "prompt": "What is 1+1?"}, "prompt"),
+    (lambda r: {**r, "prompt": []}, "prompt"),
+    (lambda r: {**r, "prompt": [None]}, "prompt"),
+    (lambda r: {**r, "prompt": [{"role": "user"}]}, "prompt"),
+    (lambda r: {**r, "prompt": [{"role": "user", "content": 7}]}, "prompt"),
+    (lambda r: {**r, "ability": "physics"}, "ability"),
+    (lambda r: {k: v for k, v in r.items() if k != "reward_model"}, "reward_model"),
+    (lambda r: {**r, "reward_model": "2"}, "reward_model"),
+    (lambda r: {**r, "reward_model": ["2"]}, "reward_model"),
+    (lambda r: {**r, "reward_model": {"style": "rule"}}, "reward_model.ground_truth"),
+    (lambda r: {**r, "reward_model": {"ground_truth": 2}}, "reward_model.ground_truth"),
+    (lambda r: {**r, "reward_model": {"ground_truth": "  "}}, "reward_model.ground_truth"),
+    (lambda r: {**r, "ability": "code", "reward_model": {"ground_truth": '{"inputs": "abc", "outputs": "abc"}'}},
+     "reward_model.ground_truth"),  # a string of inputs would become one test per character
+    (lambda r: {**r, "ability": "code", "reward_model": {"ground_truth": "print(2)"}}, "reward_model.ground_truth"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(BAD_ROWS)))
+def test_row_check_names_the_row_and_field_of_every_malformed_shape(k):
+    breaks, field = BAD_ROWS[k]
+    rows = toy_rows(3)
+    rows[1] = breaks(rows[1])
+    reward = "code" if isinstance(rows[1], dict) and rows[1].get("ability") == "code" else "math"
+    if reward == "code":  # the healthy rows around it are code rows too
+        rows[0], rows[2] = ({**r, "reward_model": _code_row()["reward_model"]} for r in (rows[0], rows[2]))
+    with pytest.raises(ValueError, match=rf"^row 1( \(id 'toy-\d'\))?: field {re.escape(field)}: ") as err:
+        validate_rl_rows(rows, reward)
+    assert type(err.value) is ValueError  # not an AttributeError/KeyError from deep inside the check
+    has_id = isinstance(rows[1], dict) and isinstance(rows[1].get("extra_info"), dict) and field != "extra_info.id"
+    assert ("(id 'toy-1')" in str(err.value)) == has_id
+
+
+def test_row_check_accepts_every_shape_the_trainer_reads():
+    asserts = {**_code_row(), "reward_model": {"ground_truth": '{"functional": "assert f(1) == 2"}'}}
+    rows = toy_rows(2) + [_code_row(), asserts]
+    rows[0]["extra_info"]["tier"] = None  # real rows carry no tier
+    rows[1] = {k: v for k, v in rows[1].items() if k != "extra_info"}  # verl rows may have no extra_info at all
+    assert validate_rl_rows(rows) == rows
+    assert validate_rl_rows(rows[2:], "code") == rows[2:]
+    rows[0] = {k: v for k, v in rows[0].items() if k != "ability"}  # the stage, not the row, picks the reward
+    assert validate_rl_rows(rows) == rows
+    assert [training_view(r)["extra_info"] for r in rows[:2]] == [{"id": "toy-0", "tier": 0}, {"id": "", "tier": 0}]

