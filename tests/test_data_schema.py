@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from klear_lib.data import curation as cu
-from klear_lib.data.schema import (RowError, item_id, make_rl_row, n_code_tests, normalise_prompt, validate_rl_row,
-                                   validate_sft_row)
+from klear_lib.data.schema import (RowError, item_id, judge_can_parse, make_rl_row, n_code_tests, normalise_prompt,
+                                   validate_rl_row, validate_sft_row)
 
 
 def _math(prompt="Compute 2+3.", gt="5", rid=None):
@@ -77,3 +79,42 @@ def test_sft_row_validation():
         validate_sft_row({**row, "correct": "yes"})
     with pytest.raises(RowError, match="messages"):
         validate_sft_row({**row, "messages": row["messages"][:1]})
+
+
+# ---- issue 22: the curation check of a math answer is bounded like the judge ---------------------------------
+
+DEEP_BRACES = "{" * 10_000 + "1" + "}" * 10_000
+DEEP_FRACS = "\\frac{1}{" * 200 + "2" + "}" * 200   # value 2, but math-verify falls back to an inner 1/2
+
+
+def test_judge_can_parse_is_bounded_on_deep_nesting():
+    """10k nested braces took 28.6 s with no timeout; past the nesting cap the answer cannot be parsed at once.
+    200 nested reciprocals parsed (to 1/2, an inner part, not their value 2); now they cannot, nor can a chain past
+    the judge's operator cap."""
+    start = time.perf_counter()
+    assert not judge_can_parse(DEEP_BRACES)
+    assert not judge_can_parse(DEEP_FRACS)
+    assert not judge_can_parse("+".join(["1"] * 1000))
+    assert time.perf_counter() - start < 2.0
+
+
+def test_judge_can_parse_keeps_honest_answers_and_the_digit_rule():
+    honest = ["5", "-12", "7" * 5000, "\\frac{1}{2}", "\\sqrt{2}", "٤٢", "\\frac{١}{٢}",
+              "\\left( 3, \\frac{\\pi}{2} \\right)", "+".join(["x"] * 50)]
+    assert all(judge_can_parse(a) for a in honest)
+    assert not judge_can_parse("???")
+
+
+def test_judge_can_parse_works_off_the_main_thread():
+    """Curation may validate rows from a thread pool: the check runs in a worker process there, still bounded."""
+    answers = ["\\frac{1}{2}", "???", DEEP_FRACS, "42"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        assert list(pool.map(judge_can_parse, answers, timeout=120)) == [True, False, False, True]
+
+
+def test_an_unparsable_deep_answer_follows_the_row_policy():
+    rows = [_math(), _math(prompt="Compute 1+1.", gt=DEEP_FRACS, rid="deep")]
+    with pytest.raises(RowError, match="'deep'.*reward_model.ground_truth.*cannot parse"):
+        validate_rl_row(rows[1])
+    kept, step = cu.validate_rows(rows, on_error="drop")
+    assert len(kept) == 1 and step.dropped == {"invalid:reward_model.ground_truth": 1}

@@ -33,3 +33,18 @@ def test_code_rows_and_batches():
     good = "<think>\n</think>\n```python\nprint(2 * int(input()))\n```"
     assert judge.reward(half, CODE) == 0.0 and judge.reward(half, CODE, code_mode="hard") == -1.0
     assert judge.correct_many([good, half, "<think>\n</think>\n\\boxed{73}"], [CODE, CODE, MATH]) == [True, False, True]
+
+
+def test_math_verdicts_on_hostile_answers_never_raise():
+    """Issue 22: a 5,000-digit ground truth or answer crashed the verdict (Python's int() digit limit); a deep
+    nest of reciprocals whose value is 2 was judged equal to 1/2. Each is now a plain verdict."""
+    big = "7" * 5000
+    big_row = {"ability": "math", "reward_model": {"ground_truth": big}, "extra_info": {"id": "m4"}}
+    half = {"ability": "math", "reward_model": {"ground_truth": "\\frac{1}{2}"}, "extra_info": {"id": "m5"}}
+    deep = "\\frac{1}{" * 200 + "2" + "}" * 200
+    assert judge.verdict(f"<think>\n</think>\n\\boxed{{{big}}}", big_row) == {"correct": True, "reward": 1.0}
+    assert judge.verdict("<think>\n</think>\n\\boxed{73}", big_row) == {"correct": False, "reward": -1.0}
+    assert judge.verdict(f"<think>\n</think>\n\\boxed{{{'9' * 100_000}}}", MATH) == {"correct": False, "reward": -1.0}
+    assert judge.verdict(f"<think>\n</think>\n\\boxed{{{deep}}}", half) == {"correct": False, "reward": -1.0}
+    assert judge.correct_many([f"<think>\n</think>\n\\boxed{{{big}}}", "<think>\n</think>\n\\boxed{٧٣}"],
+                              [big_row, MATH]) == [True, True]

@@ -1,14 +1,17 @@
 """The math judge: the paper's shaping and its order, AIME answer forms, the fast path, threads and processes."""
 from __future__ import annotations
 
+import multiprocessing
+import signal
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
-import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
 
-from klear_lib.rewards.math import (integer_fast_path, is_correct, math_reward, math_rewards, verify_answer)
+from klear_lib.rewards import math as math_judge
+from klear_lib.rewards.math import (PARSE_TIMEOUT_S, _verify_in_pool, ascii_digits, integer_fast_path, is_correct,
+                                    math_reward, math_rewards, verify_answer)
 from klear_lib.seeding import py_rng
 
 
@@ -136,3 +139,123 @@ def test_batch_with_workers_equals_sequential():
     assert math_rewards(responses, truths, workers=2) == math_rewards(responses, truths) == [1.0, 1.0, -0.5, -2.0, -1.0]
     with pytest.raises(ValueError, match="2 responses but 1"):
         math_rewards(["a", "b"], ["1"])
+
+
+# ---- issue 22: every judge call bounded in time and size, one digit rule -------------------------------------
+
+def nested_fracs(depth: int, core: str = "2") -> str:
+    """``\\frac{1}{\\frac{1}{...core...}}``: ``depth`` reciprocals, so the value is ``core`` when depth is even."""
+    return "\\frac{1}{" * depth + core + "}" * depth
+
+
+def test_integers_past_pythons_digit_limit_get_a_verdict():
+    """Python refuses int() on strings over 4,300 digits; the fast path compares digit strings instead."""
+    big = "7" * 5000
+    assert math_reward(wrap(f"\\boxed{{{big}}}"), big) == 1.0
+    assert math_reward(wrap(f"\\boxed{{000{big}}}"), big) == 1.0         # leading zeros, as AIME's "073"
+    assert math_reward(wrap(f"\\boxed{{{big}8}}"), big) == -1.0
+    assert math_reward(wrap("\\boxed{12}"), big) == -1.0                  # a ground truth that long too
+    assert math_reward(wrap(f"\\boxed{{{'9' * 100_000}}}"), "12") == -1.0
+    assert integer_fast_path("\\boxed{-0}", "0") is True and integer_fast_path("\\boxed{+5}", "5") is True
+
+
+# Arabic-Indic, fullwidth, Devanagari, Bengali, mathematical bold, and a mix with ASCII: all decimal digits.
+NON_ASCII_42 = ["٤٢", "４２", "४२", "৪২", "𝟒𝟐", "4٢"]
+
+
+@pytest.mark.parametrize("digits", NON_ASCII_42)
+def test_non_ascii_digits_judge_alike_on_the_fast_path_and_math_verify(digits):
+    """One rule for both paths: Unicode decimal digits count as their ASCII digits, in answers and ground truths.
+
+    ``\\boxed{٤٢}`` takes the integer fast path; ``\\boxed{\\frac{٨٤}{٢}}`` and two boxes go to math-verify."""
+    fast_forms = [f"\\boxed{{{digits}}}", f"The answer is $\\boxed{{ {digits} }}$."]
+    slow_forms = [f"\\boxed{{{digits}}} and again \\boxed{{{digits}}}", f"\\boxed{{{digits}.0}}"]
+    for form in fast_forms:
+        assert integer_fast_path(ascii_digits(form), "42") is not None
+    for form in fast_forms + slow_forms:
+        assert is_correct(wrap(form), "42"), form
+        assert not is_correct(wrap(form), "43"), form
+    assert is_correct(wrap("\\boxed{42}"), digits) and is_correct(wrap("\\boxed{{42}}"), digits)
+    assert is_correct(wrap("\\boxed{\\frac{٨٤}{٢}}"), "42")
+    assert is_correct(wrap("\\boxed{\\frac{1}{2}}"), "\\frac{١}{٢}")
+
+
+def test_deep_nesting_is_a_clean_wrong_verdict():
+    """Past ~100 reciprocals latex2sympy overflows the stack and math-verify falls back to an inner part of the box
+    (here ``\\frac{1}{2}``), so a wrong answer scored +1; deeper than the nesting cap is now simply wrong."""
+    deep = wrap(f"\\boxed{{{nested_fracs(200)}}}")    # value 2
+    assert math_reward(deep, "\\frac{1}{2}") == -1.0
+    assert math_reward(deep, "2") == -1.0
+    assert is_correct(wrap(f"\\boxed{{{nested_fracs(6)}}}"), "2")      # honest nesting still judged
+    assert is_correct(wrap("\\boxed{1+\\frac{1}{1+\\frac{1}{1+\\frac{1}{2}}}}"), "\\frac{8}{5}")
+
+
+def test_a_long_operator_chain_is_a_clean_wrong_verdict():
+    """600 chained "+1" overflow sympy's expression parser and math-verify fell back to the last term, so the sum
+    "1+1+...+1" was judged equal to 1; past ``MAX_OPERATORS`` the answer is wrong, whatever the truth."""
+    chain = "+".join(["1"] * 600)
+    assert math_reward(wrap(chain), "1") == -1.0
+    assert math_reward(wrap(f"${chain}$"), "600") == -1.0
+    assert is_correct(wrap("\\boxed{x^4+4x^3+6x^2+4x+1}"), "(x+1)^4")   # an honest polynomial is still judged
+
+
+ADVERSARIAL_100KB = {
+    "nested braces": "\\boxed{" + "{" * 50_000 + "1" + "}" * 50_000 + "}",
+    "nested parens": "\\boxed{" + "(" * 50_000 + "1" + ")" * 50_000 + "}",
+    "nested fracs": "\\boxed{" + nested_fracs(10_000, "1") + "}",
+    "10^5 digits": "\\boxed{" + "1" * 100_000 + "}",
+    "over the size cap": "\\boxed{1} " * 20_000,
+}
+
+
+def _timed_rewards(texts: list[str]) -> tuple[list[float], float]:
+    start = time.perf_counter()
+    return [math_reward(wrap(t), "1") for t in texts], time.perf_counter() - start
+
+
+def test_adversarial_answers_are_bounded_in_the_main_thread():
+    """Each 100 KB attack gets -1 at once from the size and nesting caps (before: seconds to a crash)."""
+    scores, seconds = _timed_rewards(list(ADVERSARIAL_100KB.values()))
+    assert scores == [-1.0] * len(ADVERSARIAL_100KB)
+    assert seconds < 1.0
+
+
+def test_adversarial_answers_are_bounded_in_a_worker_thread():
+    """The same from a thread pool, as a reward function run off the main thread would be."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        scores, seconds = pool.submit(_timed_rewards, list(ADVERSARIAL_100KB.values())).result(timeout=60)
+    assert scores == [-1.0] * len(ADVERSARIAL_100KB)
+    assert seconds < 1.0
+
+
+def test_a_huge_power_times_out_as_wrong_in_both_threads():
+    """``9^{9^{9^9}}`` is short but math-verify cannot settle it: its 5 s parse timeout gives -1, in the main
+    thread by signal and off it inside a pool worker's main thread."""
+    text = wrap("\\boxed{9^{9^{9^9}}}")
+    start = time.perf_counter()
+    assert math_reward(text, "0") == -1.0
+    assert time.perf_counter() - start < PARSE_TIMEOUT_S + 3
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        assert pool.submit(math_reward, text, "0").result(timeout=120) == -1.0
+
+
+def _exit_code(proc, within_s: float = 3.0) -> int | None:
+    """The exit code of a pool worker once it is gone (the pool's own thread may reap it first), else None."""
+    deadline = time.monotonic() + within_s
+    while proc.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return proc.exitcode
+
+
+def test_a_stuck_pool_worker_is_killed_and_counted_wrong(monkeypatch):
+    """A chunk past its time bound is wrong and its worker process is killed, not left running."""
+    assert _verify_in_pool(["\\boxed{\\frac{1}{2}}"], ["\\frac{1}{2}"]) == [True]   # starts the pool
+    workers = list(math_judge._pool()._processes.values())  # private: the test checks the kill
+    monkeypatch.setattr(math_judge, "POOL_START_S", 0.0)
+    monkeypatch.setattr(math_judge, "CALL_BOUND_S", 1.0)
+    start = time.perf_counter()
+    assert _verify_in_pool(["\\boxed{9^{9^{9^9}}}"], ["0"]) == [False]
+    assert time.perf_counter() - start < 3.0
+    assert [_exit_code(proc) for proc in workers] == [-signal.SIGKILL] * len(workers)   # killed, not finished
+    monkeypatch.undo()
+    assert _verify_in_pool(["\\boxed{3}"], ["3"]) == [True]                  # a fresh pool serves the next call

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import re
 from typing import Any, Iterable
 
-from math_verify import parse
+from klear_lib.rewards.math import gold_parses
 
 ABILITIES = ("math", "code")
 _WS = re.compile(r"\s+")
-_INT = re.compile(r"^-?\d+$")
 
 
 class RowError(ValueError):
@@ -90,25 +88,11 @@ def n_code_tests(ground_truth: str) -> int:
     return len(tests["inputs"])
 
 
-class _QuietNoTimeout(logging.Filter):
-    """Drop math-verify's per-call notice that we parse without a signal timeout (we do, on purpose)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "Timeout is disabled" not in record.getMessage()
-
-
-logging.getLogger("math_verify.parser").addFilter(_QuietNoTimeout())
-
-
 def judge_can_parse(answer: str) -> bool:
-    """True when math-verify parses ``\\boxed{answer}`` to an expression (as the judge needs); integers fast-path.
-
-    No signal timeout (``parsing_timeout=None``): this runs in any thread, on reference answers, not model output.
-    """
-    if _INT.match(answer.strip()):
-        return True
-
-    return len(parse("\\boxed{" + answer + "}", parsing_timeout=None)) >= 2
+    """True when the math judge can use ``answer`` as a ground truth (``rewards.math.gold_parses``): an integer, or
+    math-verify parses ``\\boxed{answer}`` to an expression, after the judge's digit rule and within its size,
+    nesting and time bounds, from any thread. False at a bound: the row then follows the drop/raise policy."""
+    return gold_parses(answer)
 
 
 def validate_rl_row(row: Any, *, require_answer: bool = True, check_judge: bool = True) -> dict:

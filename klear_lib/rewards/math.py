@@ -4,12 +4,24 @@ As the official ``math_dapo.compute_score(is_longcot=True, is_use_math_verify=Tr
 checks, then ``parse(answer, parsing_timeout=5)``, a quick string match of the parsed answer against the ground
 truth, else ``verify(parse("\\boxed{gt}"), parsed, timeout_seconds=5)``. Scores: +1 / -1 / -0.5 / -2.
 
-math-verify's timeouts use ``signal.alarm``, which works only in a main thread. In a main thread (the trainer, a
-notebook, a worker process) we call it directly; from any other thread the call goes to a small spawned
-process pool whose workers run it in their own main thread, so timeouts still hold and nothing hangs.
-NOTE(paper): an integer fast path (one ``\\boxed{int}`` against an integer ground truth, compared as integers)
-skips math-verify where it would give the same verdict (a test checks agreement); it makes the judge ~100x
-faster on the miniature world and AIME-style answers ("073" == "73").
+Every call is bounded in size and time, and answers "wrong" at a bound, never raises or hangs (issue 22):
+
+* one digit rule: Unicode decimal digits (``٤٢``, ``４２``, ``४२``) read as ASCII digits in answers and ground
+  truths, before both the fast path and math-verify, so the two cannot disagree on them;
+* a size cap (``MAX_ANSWER_CHARS``), a bracket-nesting cap (``MAX_NESTING``) and a cap on the operators of the
+  answer math-verify picks (``MAX_OPERATORS``): past ~50 nested levels or a few hundred chained operators the
+  parsers overflow the stack, and math-verify then silently falls back to a part of the answer (an inner
+  ``\\frac{1}{2}``, the last term of a sum), which can turn a wrong answer right;
+* time: math-verify's timeouts use ``signal.alarm``, which works only in a main thread (off it, math-verify
+  raises, or with ``None`` has no bound at all). In a main thread (the trainer, a notebook, the evaluation) we call
+  it directly: at most parse 5 s + gold parse 5 s + one sympy comparison 5 s. From any other thread the call goes
+  to a small spawned process pool whose workers run it in their own main thread, so the same timeouts hold; a
+  chunk that overruns ``CALL_BOUND_S`` per answer is wrong and its worker processes are killed.
+
+NOTE(paper): an integer fast path (one ``\\boxed{int}`` against an integer ground truth, compared as digit
+strings, which also holds past Python's 4,300-digit ``int()`` limit) skips math-verify where it would give the
+same verdict (a test checks agreement); it makes the judge ~100x faster on the miniature world and AIME-style
+answers ("073" == "73"). The caps and the digit rule are ours; the official code has neither.
 """
 from __future__ import annotations
 
@@ -17,10 +29,11 @@ import logging
 import multiprocessing
 import re
 import threading
+import unicodedata
+from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
-from typing import Sequence
 
 from math_verify import parse, verify
 
@@ -30,47 +43,132 @@ log = logging.getLogger(__name__)
 
 PARSE_TIMEOUT_S = 5    # docs/paper.md §2.5 (parsing_timeout=5)
 VERIFY_TIMEOUT_S = 5   # docs/paper.md §2.5 (timeout_seconds=5)
-POOL_RESULT_TIMEOUT_S = 60.0
-_INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
+CALL_BOUND_S = 2 * PARSE_TIMEOUT_S + VERIFY_TIMEOUT_S + 5.0  # one call's signal bounds, plus slack, in a worker
+POOL_START_S = 60.0    # a fresh spawned worker first imports sympy and math-verify
+MAX_ANSWER_CHARS = 131_072  # ours: above any honest 32K-token completion's answer; longer is wrong unread
+MAX_NESTING = 20       # ours: honest answers nest < 15 brackets; parens past ~24 already exceed the 5 s timeout
+MAX_OPERATORS = 100    # ours: in the answer math-verify picked; ~350 chained "+" overflow sympy's parser the same way
+_INTEGER = re.compile(r"^\s*([+-]?)([0-9]+)\s*$")
 _ONE_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
+_NON_ASCII_DIGIT = re.compile(r"(?![0-9])\d")  # str patterns: \d is any Unicode decimal digit (category Nd)
+_BRACKET = re.compile(r"[{}()\[\]]")
+_OPERATOR = re.compile(r"[-+*/^]|\\(?:cdot|times|div)")
+_OPENERS = frozenset("{([")
 _POOL: ProcessPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
 
+def ascii_digits(text: str) -> str:
+    """``text`` with each Unicode decimal digit (Arabic-Indic, fullwidth, Devanagari, ...) as its ASCII digit."""
+    if text.isascii():
+        return text
+    return _NON_ASCII_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group())), text)
+
+
+def nesting_depth(text: str) -> int:
+    """The deepest bracket nesting of ``{}``, ``()`` and ``[]`` in ``text``; a stray closer (``[0, 1)``) is ignored."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(text):
+        if match.group() in _OPENERS:
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def operator_count(text: str) -> int:
+    """How many binary operators (``+ - * / ^``, ``\\cdot``, ``\\times``, ``\\div``) ``text`` holds."""
+    return len(_OPERATOR.findall(text))
+
+
+def within_caps(text: str) -> bool:
+    """Whether ``text`` is small and shallow enough to hand to math-verify (``MAX_ANSWER_CHARS``, ``MAX_NESTING``)."""
+    return len(text) <= MAX_ANSWER_CHARS and nesting_depth(text) <= MAX_NESTING
+
+
+def _integer_key(text: str) -> str | None:
+    """The canonical digit string of an integer (sign, no leading zeros; ``-0`` is ``0``), else None."""
+    match = _INTEGER.match(text)
+    if match is None:
+        return None
+    digits = match.group(2).lstrip("0") or "0"
+    return digits if match.group(1) != "-" or digits == "0" else "-" + digits
+
+
 def integer_fast_path(text: str, ground_truth: str) -> bool | None:
-    """Verdict for one ``\\boxed{int}`` in ``text`` against an integer ground truth; None when it does not apply."""
-    if not _INTEGER.match(ground_truth) or text.count("\\boxed") != 1:
+    """Verdict for one ``\\boxed{int}`` in ``text`` against an integer ground truth; None when it does not apply.
+
+    Compared as digit strings: exact at any length (``int()`` refuses strings over 4,300 digits)."""
+    truth = _integer_key(ground_truth)
+    if truth is None or text.count("\\boxed") != 1:
         return None
     match = _ONE_BOX.search(text)
-    if match is None or not _INTEGER.match(match.group(1)):
-        return None
-    return int(match.group(1)) == int(ground_truth)
+    answer = _integer_key(match.group(1)) if match is not None else None
+    return None if answer is None else answer == truth
+
+
+def _prejudge(text: str, ground_truth: str) -> tuple[str, str, bool | None]:
+    """The digit rule, the size cap and the fast path, then the nesting cap: ``(text, gt, verdict)``, where
+    ``verdict`` is None when math-verify must decide."""
+    if len(text) > MAX_ANSWER_CHARS or len(ground_truth) > MAX_ANSWER_CHARS:
+        return text, ground_truth, False
+    text, ground_truth = ascii_digits(text), ascii_digits(ground_truth)
+    fast = integer_fast_path(text, ground_truth)
+    if fast is None and not (within_caps(text) and within_caps(ground_truth)):
+        fast = False
+    return text, ground_truth, fast
 
 
 def verify_answer(text: str, ground_truth: str) -> bool:
     """math-verify as the official judge, with signal timeouts; call it from a main thread only."""
     try:
         parsed = parse(text, parsing_timeout=PARSE_TIMEOUT_S)
-        if len(parsed) < 2:
+        if len(parsed) < 2 or operator_count(parsed[1]) > MAX_OPERATORS:  # [expr, text of the first candidate]
             return False
         if parsed[1] == ground_truth:
             return True
         gold = parse(f"\\boxed{{{ground_truth}}}", parsing_timeout=PARSE_TIMEOUT_S)
         return bool(verify(gold, parsed, timeout_seconds=VERIFY_TIMEOUT_S))
-    except Exception as exc:  # math-verify raises on timeouts and odd LaTeX: a wrong answer, as officially
+    except Exception as exc:  # noqa: BLE001 (math-verify raises on odd LaTeX: a wrong answer, as officially)
         log.debug("math-verify failed on %r: %s", text[-200:], exc)
         return False
 
 
 def answer_is_correct(text: str, ground_truth: str | int) -> bool:
-    """Whether the answer ``text`` (already past ``</think>``) matches ``ground_truth``, from any thread."""
-    gt = str(ground_truth).strip()
-    fast = integer_fast_path(text, gt)
-    if fast is not None:
-        return fast
-    if threading.current_thread() is threading.main_thread():
+    """Whether the answer ``text`` (already past ``</think>``) matches ``ground_truth``, from any thread, within
+    the size, nesting and time bounds (a bound reached is a wrong answer)."""
+    text, gt, verdict = _prejudge(text, str(ground_truth).strip())
+    if verdict is not None:
+        return verdict
+    if _in_main_thread():
         return verify_answer(text, gt)
     return _verify_in_pool([text], [gt])[0]
+
+
+def gold_parses(answer: str) -> bool:
+    """Whether the judge can use ``answer`` as a ground truth, from any thread: an integer, or within the caps and
+    parsed by math-verify (``\\boxed{answer}`` to an expression) inside its timeout. For data-curation checks."""
+    if len(answer) > MAX_ANSWER_CHARS:
+        return False
+    answer = ascii_digits(answer.strip())
+    if _integer_key(answer) is not None:
+        return True
+    if not within_caps(answer) or operator_count(answer) > MAX_OPERATORS:
+        return False
+    if _in_main_thread():
+        return _gold_parses_here(answer)
+    return _in_pool(_gold_parses_here, [(answer,)])[0]
+
+
+def _gold_parses_here(answer: str) -> bool:
+    """math-verify's parse of ``\\boxed{answer}`` with its signal timeout: call it from a main thread only."""
+    return len(parse("\\boxed{" + answer + "}", parsing_timeout=PARSE_TIMEOUT_S)) >= 2
+
+
+def _in_main_thread() -> bool:
+    """Whether signal-based timeouts (math-verify's) can work here."""
+    return threading.current_thread() is threading.main_thread()
 
 
 def math_reward(response: str, ground_truth: str | int, tag_shaping: str = "official") -> float:
@@ -94,24 +192,22 @@ def math_rewards(responses: Sequence[str], ground_truths: Sequence[str | int], w
     if workers <= 0:
         return [math_reward(r, g) for r, g in zip(responses, ground_truths)]
     scores = [think_tag_score(r) for r in responses]
-    texts = [answer_text(r) for r in responses]
-    gts = [str(g).strip() for g in ground_truths]
-    fast = [integer_fast_path(t, g) if s is None else False for s, t, g in zip(scores, texts, gts)]
-    slow = [i for i, (s, f) in enumerate(zip(scores, fast)) if s is None and f is None]
-    verdicts = dict(zip(slow, _verify_in_pool([texts[i] for i in slow], [gts[i] for i in slow], workers)))
-    return [s if s is not None else binary_score(verdicts.get(i, f)) for i, (s, f) in enumerate(zip(scores, fast))]
+    pre = [_prejudge(answer_text(r), str(g).strip()) for r, g in zip(responses, ground_truths)]
+    slow = [i for i, (s, p) in enumerate(zip(scores, pre)) if s is None and p[2] is None]
+    verdicts = dict(zip(slow, _verify_in_pool([pre[i][0] for i in slow], [pre[i][1] for i in slow], workers)))
+    return [s if s is not None else binary_score(verdicts.get(i, pre[i][2])) for i, s in enumerate(scores)]
 
 
-def _verify_batch(texts: list[str], gts: list[str]) -> list[bool]:
-    """Worker-process entry: ``verify_answer`` over a chunk (runs in the worker's main thread)."""
-    return [verify_answer(t, g) for t, g in zip(texts, gts)]
+def _apply(fn: Callable[..., bool], calls: list[tuple]) -> list[bool]:
+    """Worker-process entry: ``fn(*args)`` for each call of a chunk, in the worker's main thread (alarms work)."""
+    return [fn(*args) for args in calls]
 
 
 def _pool(workers: int = 1) -> ProcessPoolExecutor:
     """The shared spawned pool (spawn: safe beside torch threads), grown to ``workers`` on demand."""
     global _POOL
     with _POOL_LOCK:
-        if _POOL is None or _POOL._max_workers < workers:  # noqa: SLF001 (sizing only)
+        if _POOL is None or _POOL._max_workers < workers:  # private, for sizing only
             if _POOL is not None:
                 _POOL.shutdown(wait=False, cancel_futures=True)
             ctx = multiprocessing.get_context("spawn")
@@ -120,27 +216,37 @@ def _pool(workers: int = 1) -> ProcessPoolExecutor:
 
 
 def _reset_pool() -> None:
-    """Drop a broken or stuck pool; the next call starts a fresh one."""
+    """Drop a broken or stuck pool and kill its workers; the next call starts a fresh one."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is not None:
+            # shutdown() cannot stop a task already running: a stuck worker would go on burning a core
+            for proc in list((_POOL._processes or {}).values()):  # private: no public handle on workers
+                proc.kill()
             _POOL.shutdown(wait=False, cancel_futures=True)
         _POOL = None
 
 
-def _verify_in_pool(texts: list[str], gts: list[str], workers: int = 1) -> list[bool]:
-    """``verify_answer`` in worker processes, in chunks; a stuck or crashed chunk counts as incorrect."""
-    if not texts:
+def _in_pool(fn: Callable[..., bool], calls: list[tuple], workers: int = 1) -> list[bool]:
+    """``fn(*args)`` per call in worker processes, in chunks; a chunk past ``CALL_BOUND_S`` per call, or one whose
+    worker crashed, counts as False (and the pool is replaced)."""
+    if not calls:
         return []
-    size = max(1, -(-len(texts) // (4 * max(1, workers))))
-    chunks = [(texts[i:i + size], gts[i:i + size]) for i in range(0, len(texts), size)]
-    futures = [_pool(workers).submit(_verify_batch, t, g) for t, g in chunks]
+    size = max(1, -(-len(calls) // (4 * max(1, workers))))
+    chunks = [calls[i:i + size] for i in range(0, len(calls), size)]
+    futures = [_pool(workers).submit(_apply, fn, chunk) for chunk in chunks]
     out: list[bool] = []
-    for fut, (t, _) in zip(futures, chunks):
+    for fut, chunk in zip(futures, chunks):
         try:
-            out.extend(fut.result(timeout=POOL_RESULT_TIMEOUT_S + 2 * len(t) * PARSE_TIMEOUT_S))
+            out.extend(fut.result(timeout=POOL_START_S + len(chunk) * CALL_BOUND_S))
         except (FutureTimeout, BrokenProcessPool, CancelledError) as exc:
-            log.warning("math judge pool failed on a chunk of %d (%s): counted incorrect", len(t), type(exc).__name__)
+            log.warning("math judge pool failed on a chunk of %d (%s): counted incorrect", len(chunk),
+                        type(exc).__name__)
             _reset_pool()
-            out.extend([False] * len(t))
+            out.extend([False] * len(chunk))
     return out
+
+
+def _verify_in_pool(texts: list[str], gts: list[str], workers: int = 1) -> list[bool]:
+    """``verify_answer`` over pairs in the worker processes (``_in_pool``)."""
+    return _in_pool(verify_answer, list(zip(texts, gts)), workers)
