@@ -63,6 +63,7 @@ bench: setup
 	$(PY) benchmarks/bench_rollout.py
 	$(PY) benchmarks/bench_sandbox.py
 	$(PY) benchmarks/bench_judge.py
+	$(PY) benchmarks/bench_adversarial.py
 	$(PY) benchmarks/bench_rl_profile.py --reward math
 	$(PY) benchmarks/bench_rl_profile.py --reward code
 	$(PY) benchmarks/bench_eval_repeat.py

@@ -95,7 +95,7 @@ def test_judge_can_parse_is_bounded_on_deep_nesting():
     assert not judge_can_parse(DEEP_BRACES)
     assert not judge_can_parse(DEEP_FRACS)
     assert not judge_can_parse("+".join(["1"] * 1000))
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 10  # a hang guard: the caps answer at once
 
 
 def test_judge_can_parse_keeps_honest_answers_and_the_digit_rule():

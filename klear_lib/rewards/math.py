@@ -56,6 +56,21 @@ _OPERATOR = re.compile(r"[-+*/^]|\\(?:cdot|times|div)")
 _OPENERS = frozenset("{([")
 _POOL: ProcessPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
+LOG_CHARS = 300  # ours: math-verify logs a timed-out input whole (up to MAX_ANSWER_CHARS) at every timeout
+
+
+class _ShortLog(logging.Filter):
+    """Cut math-verify's log lines to ``LOG_CHARS``: one hostile answer per RL step would otherwise flood the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if len(text) > LOG_CHARS:
+            record.msg, record.args = f"{text[:LOG_CHARS]}... [{len(text)} characters]", ()
+        return True
+
+
+for _name in ("math_verify.parser", "math_verify.grader"):  # also in the pool's workers, which import this module
+    logging.getLogger(_name).addFilter(_ShortLog())
 
 
 def ascii_digits(text: str) -> str:
