@@ -49,6 +49,7 @@ def test_bad_math_rows_name_id_and_field(mutate, field):
     ("not json", "unparsable"), (json.dumps({"inputs": [], "outputs": []}), "empty"),
     (json.dumps({"inputs": ["1"], "outputs": []}), "inputs vs"), (json.dumps([1, 2]), "JSON object"),
     (json.dumps({"functional": "  "}), "empty functional"),
+    (json.dumps({"functional": "assert f(1) == 1"}), "must call Solution"),
 ])
 def test_bad_code_tests_raise(gt, why):
     with pytest.raises(RowError, match=why) as err:

@@ -2,6 +2,7 @@
 run record, bit-reproducibility and resumption. Rewards come from a toy judge (not the benchmark judge)."""
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -351,6 +352,8 @@ BAD_ROWS = [  # (how the second row is broken, the field the error must name)
     (lambda r: {**r, "ability": "code", "reward_model": {"ground_truth": '{"inputs": "abc", "outputs": "abc"}'}},
      "reward_model.ground_truth"),  # a string of inputs would become one test per character
     (lambda r: {**r, "ability": "code", "reward_model": {"ground_truth": "print(2)"}}, "reward_model.ground_truth"),
+    (lambda r: {**r, "ability": "code", "reward_model": {"ground_truth": '{"functional": "assert f(1) == 2"}'}},
+     "reward_model.ground_truth"),  # check code that never calls Solution() fails every program
 ]
 
 
@@ -370,7 +373,8 @@ def test_row_check_names_the_row_and_field_of_every_malformed_shape(k):
 
 
 def test_row_check_accepts_every_shape_the_trainer_reads():
-    asserts = {**_code_row(), "reward_model": {"ground_truth": '{"functional": "assert f(1) == 2"}'}}
+    check = "def check(candidate):\\n    assert candidate(1) == 2\\n\\ncheck(Solution().f)"
+    asserts = {**_code_row(), "reward_model": {"ground_truth": json.dumps({"functional": check})}}
     rows = toy_rows(2) + [_code_row(), asserts]
     rows[0]["extra_info"]["tier"] = None  # real rows carry no tier
     rows[1] = {k: v for k, v in rows[1].items() if k != "extra_info"}  # verl rows may have no extra_info at all

@@ -30,8 +30,10 @@ def test_parse_tests_formats_and_errors():
     assert cj.parse_tests({"inputs": ["1"], "outputs": ["2"]}) == [{"input": "1", "output": "2"}]
     fn = cj.parse_tests('{"inputs": ["[1]"], "outputs": ["1"], "fn_name": "f"}')
     assert fn[0]["kind"] == "functional" and fn[0]["fn_name"] == "f"
-    assert cj.parse_tests({"functional": "assert 1"})[0]["kind"] == "assert"
-    assert len(cj.parse_tests({"functional": ["assert 1", "assert 2"]})) == 2
+    assert cj.parse_tests({"functional": "check(Solution().f)"})[0]["kind"] == "assert"
+    assert len(cj.parse_tests({"functional": ["check(Solution().f)", "check(Solution().g)"]})) == 2
+    with pytest.raises(ValueError, match="row r7: ground_truth field functional must call Solution"):
+        cj.parse_tests({"functional": "assert 1"}, row_id="r7")  # no program could ever pass it
     with pytest.raises(ValueError, match="row r7.*2 inputs but 1 outputs"):
         cj.parse_tests({"inputs": ["1", "2"], "outputs": ["2"]}, row_id="r7")
     with pytest.raises(ValueError, match="row r8.*expected inputs/outputs or functional"):

@@ -71,6 +71,8 @@ def parse_code_tests(ground_truth: str, rid: str = "<no id>") -> dict:
     if "functional" in tests:
         _check(isinstance(tests["functional"], str) and tests["functional"].strip() != "", rid,
                "reward_model.ground_truth", "empty functional tests")
+        _check("Solution()" in tests["functional"], rid, "reward_model.ground_truth",
+               "functional tests must call Solution() (check(Solution().name)), or no program can pass them")
         return tests
     ins, outs = tests.get("inputs"), tests.get("outputs")
     _check(isinstance(ins, list) and isinstance(outs, list), rid, "reward_model.ground_truth",

@@ -148,6 +148,9 @@ def parse_tests(ground_truth: str | dict, row_id: Any = None) -> list[dict]:
         if not isinstance(snippets, list) or not all(isinstance(c, str) for c in snippets):
             raise ValueError(f"row {row_id}: ground_truth field functional must be check code (a string or a list "
                              f"of strings), got {type(code).__name__}")
+        if not all("Solution()" in c for c in snippets):  # the checker judges only calls on the program's Solution
+            raise ValueError(f"row {row_id}: ground_truth field functional must call Solution() (LeetCode's "
+                             "check(Solution().name)); check code that never calls it fails every program")
         return [{"input": "", "output": "", "kind": "assert", "code": c} for c in snippets]
     raise ValueError(f"row {row_id}: ground_truth has keys {sorted(gt)}; expected inputs/outputs or functional")
 
