@@ -13,9 +13,11 @@ TESTS = [{"input": "1\n", "output": "2\n"}]  # stdin tests: no hostile program p
 CHECK = "def check(candidate):\n    assert candidate(nums=[1, 2, 3]) == 6\n    assert candidate(nums=[]) == 0\n\n" \
         "check(Solution().total)\n"
 MARKER = "klear-expected-7"  # in the check code only: a program that finds it has read the test
-PEEK_CHECK = f"def check(candidate):\n    assert candidate(nums=[1, 2, 3]) == 7  # {MARKER}\n\ncheck(Solution().total)\n"
-LIST_CHECK = "def check(candidate):\n    assert is_same_list(candidate(head=list_node([1, 2, 3])), list_node([3, 2, 1]))\n" \
-             "\ncheck(Solution().reverseList)\n"
+PEEK_CHECK = (f"def check(candidate):\n    assert candidate(nums=[1, 2, 3]) == 7  # {MARKER}\n\n"
+              "check(Solution().total)\n")
+LIST_CHECK = ("def check(candidate):\n"
+              "    assert is_same_list(candidate(head=list_node([1, 2, 3])), list_node([3, 2, 1]))\n"
+              "\ncheck(Solution().reverseList)\n")
 WRONG = "class Solution:\n    def total(self, nums):\n        return -1\n"
 ASSERTS = [{"input": "", "output": "", "kind": "assert", "code": CHECK}]
 

@@ -12,7 +12,8 @@ from klear_lib.rewards import assert_check, sandbox
 from klear_lib.rewards import code as cj
 
 needs_firejail = pytest.mark.skipif(shutil.which("firejail") is None, reason="firejail is not installed")
-SQUARES = cj.parse_tests(json.dumps({"inputs": [f"{i}\n" for i in range(20)], "outputs": [f"{i * i}\n" for i in range(20)]}))
+SQUARES = cj.parse_tests(json.dumps({"inputs": [f"{i}\n" for i in range(20)],
+                                     "outputs": [f"{i * i}\n" for i in range(20)]}))
 
 
 def respond(program: str) -> str:

@@ -11,8 +11,8 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import pytest
 
 from klear_lib.rewards import math as math_judge
-from klear_lib.rewards.math import (LOG_CHARS, PARSE_TIMEOUT_S, _verify_in_pool, ascii_digits, integer_fast_path, is_correct,
-                                    math_reward, math_rewards, verify_answer)
+from klear_lib.rewards.math import (LOG_CHARS, PARSE_TIMEOUT_S, _verify_in_pool, ascii_digits, integer_fast_path,
+                                    is_correct, math_reward, math_rewards, verify_answer)
 from klear_lib.seeding import py_rng
 
 

@@ -10,8 +10,9 @@ in ``check(Solution().name)``).
 Assert tests run in two processes (``assert_check.py``): the check code in one that the program never runs in,
 the program in a child answering its calls with JSON, so a pass is the checker's own line, printed only when every
 assert ran (with program and asserts in one process and exit status 0 as the pass, ``sys.exit(0)``, any other
-early exit, an exception hook or an ``__eq__`` that is always true scored +1). The program is found by a linear scan equal to the official regex (which is super-linear on
-crafted text), and responses over ``MAX_RESPONSE_CHARS`` score -1 unread.
+early exit, an exception hook or an ``__eq__`` that is always true scored +1). The program is found by a linear
+scan equal to the official regex (which is super-linear on crafted text), and responses over
+``MAX_RESPONSE_CHARS`` score -1 unread.
 NOTE(paper): outputs are compared after stripping the whole text and each line's trailing spaces (official:
 ``.strip()`` of the whole text only); the import prelude of functional tests is ours (the official one also
 imports numpy and pandas, which costs ~0.3 s per test).
