@@ -1,5 +1,5 @@
 """Is one tiny evaluation repeatable, and what does it cost? vLLM's engine core in-process (the kit's setting)
-against its own process (vLLM's default), measured interleaved; plus the padding share of the SFT batches.
+against its own process (vLLM's default), measured interleaved (the SFT batches' padding: bench_sft.py).
 
     .venv/bin/python benchmarks/bench_eval_repeat.py [--runs 2] [--benchmark tiny_aime] [--no-record]
 
@@ -10,9 +10,6 @@ response) triples; the rows count the distinct sets per setting (1 = repeatable)
 own-process setting varies only now and then (3 sets in 5 runs when found, 2026-11-30; 1 set in the 2 runs of the
 recorded row), so its count is no proof either way; the in-process one never varied (results/LOG.md). Needs
 ``make reproduce`` to have trained the SFT stage. About 2 minutes per round of both settings on 2 cores.
-
-The padding share needs no model: the tiny SFT rows through the chat template, in random batches of the SFT
-preset's size (5 shuffles), as the share of batch positions that are padding.
 """
 from __future__ import annotations
 
@@ -45,28 +42,6 @@ def evaluate_once(model: str, name: str, mode: str) -> str:
     return hashlib.sha256(json.dumps(triples).encode()).hexdigest()[:12]
 
 
-def padding_share(seed: int = 0, shuffles: int = 5) -> tuple[float, dict]:
-    """Share of padded positions in random SFT batches of the tiny preset, and the row-length quantiles."""
-    import numpy as np
-
-    from klear_lib.configs import get_config
-    from klear_lib.data import load_split
-    from klear_lib.models import build_tokenizer
-
-    cfg, tok = get_config("sft", "tiny"), build_tokenizer()
-    texts = [tok.apply_chat_template(r["messages"], tokenize=False) for r in load_split("sft", "tiny", seed=seed)]
-    lens = np.minimum([len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]], cfg.max_length)
-    rng, padded, total = np.random.default_rng(seed), 0, 0
-    for _ in range(shuffles):
-        order = rng.permutation(len(lens))
-        for b in range(0, len(order), cfg.per_device_batch_size):
-            batch = lens[order[b:b + cfg.per_device_batch_size]]
-            padded, total = padded + batch.max() * len(batch) - batch.sum(), total + batch.max() * len(batch)
-    quantiles = {"rows": len(lens), "median": int(np.median(lens)), "p90": int(np.percentile(lens, 90)),
-                 "max": int(lens.max()), "batch": cfg.per_device_batch_size}
-    return padded / total, quantiles
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2, help="evaluations per setting")
@@ -90,10 +65,6 @@ def main(argv=None) -> None:
                           notes=f"of {args.runs} runs: {', '.join(sets[mode])}")]
     stats = perf.summary(perf.paired_ratios(times, "in_process", "own_process"))
     rows.append(perf.row(BENCH, "eval_s.ratio.in_process", stats["median"], "x", "own_process", perf.iqr_note(stats)))
-    share, q = padding_share()
-    rows.append(perf.row(BENCH, "sft.padding_share", share, "share",
-                         notes=f"{q['rows']} tiny SFT rows of {q['median']} tokens median, {q['p90']} p90, "
-                               f"{q['max']} max, in random batches of {q['batch']} (5 shuffles)"))
     perf.emit(rows, args)
 
 

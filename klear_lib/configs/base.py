@@ -4,8 +4,9 @@ Each stage module defines one frozen dataclass and a ``PRESETS`` dict ``{"ci": .
 Fields carry ``metadata={"kind": "algorithm"}`` when they are part of the method (clip bounds, alpha, reward
 shaping, sampling parameters): those must be equal across presets, and a test checks it. Every other field is a
 scale field (sizes, steps, devices, data sources) and may differ. Two kinds are left out of the hash: a ``layout``
-field says how one global batch is spread over ranks (the batch it spreads is hashed), a ``shown`` field what a
-notebook adds to its report (each result row names its benchmark).
+field says how one global batch is spread over ranks or micro-batches (the batch it spreads is hashed; only the
+order of floating-point sums depends on it), a ``shown`` field what a notebook adds to its report (each result row
+names its benchmark).
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from klear_lib.configs.base import algo
+from klear_lib.configs.base import algo, layout
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,10 @@ class SFTConfig:
     num_epochs: float = 5.0               # tiny: the loss still falls steeply after 2 epochs (results/LOG.md)
     per_device_batch_size: int = 64
     gradient_accumulation_steps: int = 1  # on one process; get_config(..., world_size=N) hands them to N ranks
+    length_grouping: bool = layout(True)  # a batch runs as micro-batches of similar length (training/sft.py): the
+                                          # same rows, loss and updates with ~4% padding instead of ~42% (tiny)
+    group_overhead: int = layout(64)      # one more micro-batch costs about this many padded positions (tiny,
+                                          # 2 cores: benchmarks/bench_sft.py); groups trade it against padding
     warmup_ratio: float = 0.03            # UNVERIFIED in the paper; our choice
     weight_decay: float = 0.0             # UNVERIFIED in the paper; our choice
     max_length: int = 512
