@@ -6,8 +6,8 @@ BIN := .venv/bin
 STAGES := 01_data_curation 02_long_cot_sft 03_gppo_rl 04_evaluation
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PRESET ?= tiny
-# Runs at a time in the SFT ablations and the stability map (make ablations, make stability): one per core
-# here. The RL ablations run one at a time (each run appends to a shared curves table).
+# Runs at a time in the ablation sweeps (make ablations: SFT, RL, stability map; make stability): one per core
+# here. Each run is a process of its own; only the parent process writes the tables.
 WORKERS ?= 2
 export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
@@ -46,7 +46,7 @@ ablations: setup
 	@for nb in $(ABLATIONS); do \
 	  echo "== $$nb (PRESET=tiny)"; start=$$(date +%s); \
 	  $(BIN)/papermill notebooks/$$nb.ipynb results/tiny/notebooks/$$nb.ipynb \
-	    -p PRESET tiny -p RETRAIN False $$( [ $$nb != 06_rl_ablations ] && echo "-p WORKERS $(WORKERS)" ) \
+	    -p PRESET tiny -p RETRAIN False -p WORKERS $(WORKERS) \
 	    -k python3 --no-progress-bar || exit 1; \
 	  echo "== $$nb done in $$(( $$(date +%s) - start )) s"; \
 	done

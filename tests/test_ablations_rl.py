@@ -5,18 +5,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from klear_lib import tables
-from klear_lib.configs import get_config
+from klear_lib import artifacts, paths, tables
 from klear_lib.ablations import claims as C
 from klear_lib.ablations import family as F
 from klear_lib.ablations import rl, sft, table
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import stability as S
+from klear_lib.configs import get_config
 from klear_lib.data import load_split
 from klear_lib.results import load_reported
 from klear_lib.seeding import torch_threads
@@ -105,26 +108,45 @@ def test_condition_hash_ignores_the_seed_and_text_but_not_overrides_or_scale(mon
 # --- reuse, curves and run records -------------------------------------------------------------------------------
 
 def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkeypatch, tmp_path):
-    calls, starts = [], []
+    calls, starts, prepared = [], [], []
 
     def fake_run(preset, cond, seed, context):
-        calls.append((cond.label, seed, context[0]))
-        return [_row(cond.experiment, cond.label, seed, b, 0.25, rl.condition_hash(preset, cond))
-                for b in rl.RL.benchmarks_at(cond, preset)]
+        calls.append((cond.label, seed, context))
+        h = rl.condition_hash(preset, cond)
+        scores = pd.DataFrame([_row(cond.experiment, cond.label, seed, "tiny_aime", 0.25)])
+        rows = [_row(cond.experiment, cond.label, seed, b, 0.25, h) for b in rl.RL.benchmarks_at(cond, preset)]
+        return F.RunRows(rows, R.curve_rows(scores, cond.experiment, cond.label, seed, 2, h))
 
-    monkeypatch.setattr(rl, "RL", dataclasses.replace(rl.RL, run=fake_run))
+    monkeypatch.setattr(rl, "RL", dataclasses.replace(
+        rl.RL, run=fake_run, prepare=lambda preset, todo, init: prepared.append((len(todo), init))))
     monkeypatch.setattr(rl, "start_checkpoint", lambda preset: starts.append(preset) or "sft-ckpt")
     path = tmp_path / "ablations_rl.csv"
     first = rl.RL.run_experiment("ci", "fig2", seeds=[0, 1], path=path)
     assert sorted(calls) == [("clip_higher", s, "sft-ckpt") for s in (0, 1)] + [("gppo", s, "sft-ckpt")
                                                                                for s in (0, 1)]
     assert len(first) == 2 * 2 * 2 and starts == ["ci"]  # 2 conditions x 2 seeds x 2 benchmarks
+    assert prepared == [(4, "sft-ckpt")]  # the start's shared work, once, for the due runs only
+    curves = tables.read(R.CURVES, rl.curves_csv("ci", path))  # written beside the table by this process
+    assert len(curves) == 4 and path.with_name("ablations_rl_curves.csv") == rl.curves_csv("ci", path)
     calls.clear()
-    assert rl.RL.run_experiment("ci", "fig2", seeds=[0, 1], path=path).equals(first) and calls == [] and starts == ["ci"]
+    assert rl.RL.run_experiment("ci", "fig2", seeds=[0, 1], path=path).equals(first)
+    assert calls == [] and starts == ["ci"]
     rl.RL.run_experiment("ci", "fig2", seeds=[1], path=path, retrain=True)
-    with pytest.raises(ValueError, match="one at a time"):
-        rl.RL.run_experiment("ci", "fig2", seeds=[1], path=path, workers=2)
-    assert sorted(c[:2] for c in calls) == [("clip_higher", 1), ("gppo", 1)]
+    assert sorted(c[:2] for c in calls) == [("clip_higher", 1), ("gppo", 1)] and prepared[-1] == (2, "sft-ckpt")
+
+
+def test_prepare_evaluates_the_start_once_per_seed_on_what_its_runs_read_there(monkeypatch):
+    calls = []
+    monkeypatch.setattr(rl, "eval_stage", lambda preset, stage, path, benchmarks, write_csv, **kw:
+                        calls.append((stage, path, tuple(benchmarks), kw["seed"], write_csv)))
+    fig2, fig3, t6 = (rl.EXPERIMENTS[e] for e in ("fig2", "fig3", "table6"))
+    todo = [(fig2.condition("gppo"), 0), (fig3.condition("soft"), 0), (fig2.condition("cispo"), 0),
+            (t6.condition(rl.START), 1)]
+    rl.prepare("tiny", todo, "sft-ckpt")
+    assert calls == [(rl.START_STAGE, "sft-ckpt", ("tiny_aime", "tiny_lcb"), 0, False),
+                     (rl.START_STAGE, "sft-ckpt", ("tiny_aime",), 1, False)]
+    assert rl.start_benchmarks("tiny", fig2.condition("gppo")) == ("tiny_aime",)  # tiny_lcb only at the end
+    assert rl.start_benchmarks("tiny", t6.condition(rl.START)) == ("tiny_aime",)
 
 
 def test_checkpoints_map_optimizer_updates_to_rl_steps(tmp_path):
@@ -344,8 +366,9 @@ def test_one_ci_run_end_to_end(monkeypatch, tmp_path):
     monkeypatch.setattr("klear_lib.pipeline.runs_dir", lambda preset: tmp_path)
     monkeypatch.setattr("klear_lib.paths.runs_dir", lambda preset: tmp_path)
     cond = rl.EXPERIMENTS["table6"].condition("a0")
-    rows = rl.run_condition("ci", cond, 0, (rl.start_checkpoint("ci"), tmp_path / "curves.csv"))
-    df = tables.validate(table.ABLATION, pd.DataFrame(rows))
+    result = rl.run_condition("ci", cond, 0, rl.start_checkpoint("ci"))
+    tables.write(R.CURVES, result.side, tmp_path / "curves.csv")
+    df = tables.validate(table.ABLATION, pd.DataFrame(result.rows))
     assert set(df["benchmark"]) == {"tiny_aime"} and set(df["metric"]) == {"avg@k", "pass@k"}
     assert set(df["config_hash"]) == {rl.condition_hash("ci", cond)} and set(df["n_train"]) == {40}
     record = pd.read_csv(tmp_path / "ablations_rl" / "table6" / "a0-s0.csv")
@@ -377,6 +400,49 @@ def test_run_missing_in_worker_processes_saves_every_run_in_this_process():
     assert os.getpid() not in {r["pid"] for r in rows} and set(saved) == {os.getpid()}
     serial = F.run_missing(pairs, _pid_row, lambda st, r: st + r, [])
     assert [r["pid"] for r in serial] == [os.getpid()] * 4
+
+
+@contextmanager
+def _results_in(results: Path):
+    """Run records under ``results`` instead of the repository's results/, in whichever process runs the block."""
+    before, paths.RESULTS = paths.RESULTS, results
+    try:
+        yield
+    finally:
+        paths.RESULTS = before
+
+
+def _run_recording_in(results: Path, preset, condition, seed, init):
+    """``rl.run_condition`` with its run record under ``results``: spawned workers do not see monkeypatches."""
+    with _results_in(results):
+        return rl.run_condition(preset, condition, seed, init)
+
+
+@pytest.mark.slow
+def test_rl_runs_in_two_workers_give_the_files_of_runs_one_at_a_time(monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")  # a missing SFT checkpoint's record goes there
+    real, init = artifacts.root(), rl.start_checkpoint("ci")
+    cond, out = rl.EXPERIMENTS["table6"].condition("a0.1"), {}
+    for workers in (1, 2):
+        # a fresh store each (RL checkpoints and eval samples), sharing only the ci world: both sweeps train
+        store, results = tmp_path / f"store{workers}", tmp_path / f"results{workers}"
+        (store / "ci").mkdir(parents=True)
+        (store / "ci" / "data").symlink_to(real / "ci" / "data")
+        monkeypatch.setenv("KLEAR_ARTIFACTS", str(store))  # spawned workers inherit the environment
+        monkeypatch.setattr(paths, "RESULTS", results)
+        family = dataclasses.replace(rl.RL, run=partial(_run_recording_in, results),
+                                     setup=lambda preset, seeds, path: init)  # the SFT checkpoint of the real store
+        with torch_threads(1):  # one at a time under another count than the workers' default
+            rows = family.run_experiment("ci", "table6", seeds=[0, 1], path=results / "ablations_rl.csv",
+                                         workers=workers, conditions=[cond])
+        out[workers] = rows, {str(p.relative_to(results)): p.read_bytes() for p in sorted(results.rglob("*.csv"))}
+        assert len(list((store / "ci" / "rl_math").glob("*/final"))) == 2  # each sweep trained both seeds
+    assert sorted(out[2][1]) == ["ablations_rl.csv", "ablations_rl_curves.csv",
+                                 "ci/runs/ablations_rl/table6/a0.1-s0.csv", "ci/runs/ablations_rl/table6/a0.1-s1.csv"]
+    curves = tables.read(R.CURVES, tmp_path / "results2" / "ablations_rl_curves.csv")
+    assert sorted(set(zip(curves["seed"], curves["rl_step"]))) == [(s, t) for s in (0, 1) for t in (0, 1, 2)]
+    assert out[2][0].equals(out[1][0]) and len(out[2][0]) == 2 * 2  # 2 seeds x (avg@k, pass@k) on tiny_aime
+    assert out[2][1] == out[1][1]  # table, curves and run records, byte for byte
 
 
 def test_torch_threads_pins_the_count_and_restores_it():

@@ -6,7 +6,8 @@ benchmarks its verdict reads. A family (``sft.SFT``, ``rl.RL``, ``stability.STAB
 families, how one condition is hashed and how one (condition, seed) is trained and evaluated (``run``). Everything
 else lives here once: seeds, run names, which runs a stored table already holds under the current hash, the loop
 that runs the missing ones (one table write per finished run, so a killed sweep resumes; optionally in worker
-processes), the aggregation order, the verdicts and the summary/verdict files.
+processes, with every file written by the parent process only), the aggregation order, the verdicts and the
+summary/verdict files.
 """
 from __future__ import annotations
 
@@ -87,10 +88,22 @@ def ablation_fields(condition, seed: int) -> dict:
 
 
 @dataclass(frozen=True)
+class RunRows:
+    """What a run returns when its family keeps a side table (``Family.side``) besides its table: both sets of rows
+    go back to the process that started the run, which writes both files, so parallel runs never share one."""
+
+    rows: list[dict]                          # the family's table
+    side: list[dict]                          # the side table (the RL held-out curves)
+
+
+@dataclass(frozen=True)
 class Family:
     """An ablation family. ``run(preset, condition, seed, context)`` trains and evaluates one run and returns its
-    table rows; ``setup(preset, seeds, path)`` builds the context the runs share (data, start checkpoint, the
-    table's path for side files), only when a run is due. ``run`` must pickle (a module-level function) for ``workers`` > 1."""
+    table rows (a ``RunRows`` where the family has a ``side`` table); ``setup(preset, seeds, path)`` builds the
+    context the runs share (data, start checkpoint), only when a run is due; ``prepare(preset, todo, context)``
+    then does, once and in this process, the work several due runs would otherwise all write (the RL start
+    checkpoint's samples). ``run`` must pickle (a module-level function) for ``workers`` > 1, and writes no file
+    that another run of the sweep writes: the tables are written here."""
 
     name: str                                 # table stem and run-name prefix: "ablations_sft"
     title: str                                # in errors: "SFT"
@@ -105,7 +118,9 @@ class Family:
     group: Callable = attrgetter("experiment")  # condition -> the run name's middle part
     benchmarks: Callable = mapped_benchmarks  # (scale, condition) -> benchmarks a run is evaluated on
     conditions: Callable | None = None        # (preset) -> conditions, where the scale defines them (a grid)
-    parallel: bool = True                     # False: runs share a file besides the table (RL curves)
+    prepare: Callable | None = None           # (preset, todo, context) -> None, before any due run starts
+    side: tables.Table | None = None          # a second table the runs add to (RL curves), beside the first
+    side_suffix: str = ""                     # its file: "<table stem><side_suffix>.csv"
     stored_precision: bool = False            # True: a run's rows are returned as read back from the file
 
     def get_experiment(self, experiment: str | Experiment) -> Experiment:
@@ -145,6 +160,11 @@ class Family:
         """``results/<preset>/<name>.csv``."""
         return results_dir(preset) / f"{self.name}.csv"
 
+    def side_csv(self, path: Path | str) -> Path:
+        """The side table's file beside the family's table ``path``: ``<stem><side_suffix>.csv``."""
+        path = Path(path)
+        return path.with_name(f"{path.stem}{self.side_suffix}.csv")
+
     def run_experiment(self, preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | None = None,
                        retrain: bool = False, path: Path | str | None = None, workers: int = 1,
                        conditions: Sequence | None = None) -> pd.DataFrame:
@@ -152,8 +172,6 @@ class Family:
         stored in ``path`` under the condition's current hash for every benchmark are reused unless ``retrain``
         (checkpoints and samples in the artifact store are reused either way). Each finished run is written at
         once. Returns the rows of these runs under the current hashes, in table order."""
-        if workers > 1 and not self.parallel:
-            raise ValueError(f"{self.title} runs share files besides their table: run them one at a time")
         exp, seeds = self.get_experiment(experiment), self.resolve_seeds(seeds, preset)
         path = Path(path or self.csv(preset))
         conds = self.conditions_for(exp, preset) if conditions is None else tuple(conditions)
@@ -166,13 +184,27 @@ class Family:
         todo = [(c, s) for (c, s), rid in ids.items()
                 if retrain or not set(self.benchmarks_at(c, preset)) <= held.get(rid, set())]
         stored = run_missing(todo, partial(self.run, preset), partial(self._save, path), stored,
-                             setup=partial(self.setup, preset, seeds, path), desc=f"{exp.id} runs", workers=workers)
+                             setup=partial(self._context, preset, seeds, path, todo), desc=f"{exp.id} runs",
+                             workers=workers)
         wanted = set(ids.values())
         mine = [rid in wanted for rid in tables.run_ids(self.table, stored, ("config_hash",))]
         return stored[mine].reset_index(drop=True)
 
-    def _save(self, path: Path, stored: pd.DataFrame, rows: list[dict]) -> pd.DataFrame:
-        """``stored`` with one finished run's ``rows``, written to ``path`` at once."""
+    def _context(self, preset: str, seeds: list[int], path: Path, todo: list[tuple]):
+        """The context the due runs share (``setup``), once ``prepare`` has done their shared work here."""
+        context = self.setup(preset, seeds, path)
+        if self.prepare is not None:
+            self.prepare(preset, todo, context)
+        return context
+
+    def _save(self, path: Path, stored: pd.DataFrame, rows: list[dict] | RunRows) -> pd.DataFrame:
+        """``stored`` with one finished run's ``rows``, written to ``path`` at once (its side rows first, so a
+        killed sweep never holds table rows of a run whose side rows are missing: that run is simply redone)."""
+        if isinstance(rows, RunRows):
+            if self.side is None:
+                raise TypeError(f"{self.title} runs return side rows, but the family has no side table to hold them")
+            tables.upsert_file(self.side, rows.side, self.side_csv(path))
+            rows = rows.rows
         stored = tables.upsert(self.table, stored, rows)
         tables.write(self.table, stored, path)
         return tables.read(self.table, path) if self.stored_precision else stored

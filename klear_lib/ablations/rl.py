@@ -7,7 +7,9 @@ Every run starts from the same SFT checkpoint (``sft_stage(preset)``, like the p
 seeds vary the RL data order, the rollouts and the evaluation samples. Two conditions whose RL config, data and
 start are the same (e.g. Fig. 2's GPPO, Fig. 5's filtered arm and Table 6's α = 0.1) train once: the second
 reuses the checkpoint (``rl_stage`` keys it by config, data and start) and gets its run record rebuilt from the
-checkpoint's trainer state; evaluation samples are reused per checkpoint too.
+checkpoint's trainer state; evaluation samples are reused per checkpoint too. Runs may go ``workers`` at a time:
+each returns its curve points with its table rows and the parent process writes both tables, and the start
+checkpoint, which every run with a seed evaluates, is evaluated once before any run starts (``prepare``).
 """
 from __future__ import annotations
 
@@ -23,16 +25,18 @@ import pandas as pd
 from klear_lib import plots, tables
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import table
-from klear_lib.ablations.family import Experiment, Family, result_rows
+from klear_lib.ablations.family import Experiment, Family, RunRows, result_rows
 from klear_lib.configs import config_hash, get_config, rl_stage_name, to_dict
 from klear_lib.data import load_split
 from klear_lib.paths import runs_dir
 from klear_lib.pipeline import eval_stage, rl_stage, sft_stage
+from klear_lib.seeding import torch_threads
 
 log = logging.getLogger(__name__)
 FAMILY = "ablations_rl"
 UNFILTERED = "code_rl_unfiltered"  # Fig. 4: code RL problems before the test-case filter (klear_lib.data.world)
 START = "start"                    # the label of a condition that evaluates the start checkpoint untrained
+START_STAGE = f"{FAMILY}--{START}"  # the stage label of the start's samples, shared by every run of a seed
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class Scale:
     curve_primary_only: bool = False                     # points before the last: only the primary benchmarks
     eval: dict = field(default_factory=dict)             # eval config overrides
     benchmarks: dict = field(default_factory=dict)       # miniature benchmark -> the benchmarks evaluated instead
+    torch_threads: int | None = None                     # pinned per run (None: the process's count)
 
 
 def _steps(math: int, code: int, code_extra: dict | None = None) -> dict:
@@ -231,34 +236,51 @@ def train(preset: str, condition: Condition, seed: int, init: Path, rows: list[d
     return [(0, Path(init))] + R.checkpoints(final, cfg.updates_per_step, cfg.max_steps)
 
 
-def run_condition(preset: str, condition: Condition, seed: int, context: tuple[Path, Path] | None = None) -> list[dict]:
-    """Train (or reuse) one condition with one seed and evaluate every curve point; the held-out curve is upserted
-    into the curves table and the rows of the last point are returned (one per benchmark and metric).
-    ``context``: (start checkpoint, curves table), default the preset's (``setup``)."""
-    init, curves_path = context or setup(preset, (), RL.csv(preset))
+def start_benchmarks(preset: str, condition: Condition) -> tuple[str, ...]:
+    """The benchmarks a run of ``condition`` reads the start checkpoint on (its first curve point; the only one,
+    so also its last, when it does not train)."""
+    return curve_benchmarks(preset, condition, last=not condition.train)
+
+
+def run_condition(preset: str, condition: Condition, seed: int, init: Path | None = None) -> RunRows:
+    """Train (or reuse) one condition with one seed from ``init`` (default: ``start_checkpoint``) and evaluate
+    every curve point, under the scale's pinned torch threads. Returns the rows of the last point (one per
+    benchmark and metric) and the held-out curve; the caller writes both (``Family._save``)."""
+    init = start_checkpoint(preset) if init is None else init
     rows = load_split(condition.rows, preset) if condition.train else []
     cfg_hash, curve, scores = condition_hash(preset, condition), [], None
-    points = train(preset, condition, seed, init, rows)
-    for i, (step, path) in enumerate(points):
-        # samples are stored per stage label and checkpoint path: one label per step lets conditions that share a
-        # stage (or the start) share its samples, while another checkpoint never reuses them
-        scores = evaluate(preset, condition, seed, path, f"{FAMILY}--{START}" if step == 0 else f"{FAMILY}--step{step}",
-                          curve_benchmarks(preset, condition, last=i == len(points) - 1))
-        curve += R.curve_rows(scores, condition.experiment, condition.label, seed, step, cfg_hash)
-    tables.upsert_file(R.CURVES, curve, curves_path)
-    return result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows))
+    with torch_threads(RL.get_scale(preset).torch_threads):
+        points = train(preset, condition, seed, init, rows)
+        for i, (step, path) in enumerate(points):
+            # samples are stored per stage label and checkpoint path: one label per step lets conditions that
+            # share a stage (or the start) share its samples, while another checkpoint never reuses them
+            scores = evaluate(preset, condition, seed, path, START_STAGE if step == 0 else f"{FAMILY}--step{step}",
+                              curve_benchmarks(preset, condition, last=i == len(points) - 1))
+            curve += R.curve_rows(scores, condition.experiment, condition.label, seed, step, cfg_hash)
+    return RunRows(result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows)), curve)
 
 
 def curves_csv(preset: str, path: Path | str | None = None) -> Path:
     """``results/<preset>/ablations_rl_curves.csv`` (or the curves table beside the ablation table ``path``):
     held-out avg@k / pass@k per saved checkpoint."""
-    path = Path(path or RL.csv(preset))
-    return path.with_name(f"{path.stem}_curves.csv")
+    return RL.side_csv(path or RL.csv(preset))
 
 
-def setup(preset: str, seeds, path: Path | str) -> tuple[Path, Path]:
-    """What every RL run shares: the start checkpoint, and the curves table beside the ablation table ``path``."""
-    return start_checkpoint(preset), curves_csv(preset, path)
+def setup(preset: str, seeds, path: Path | str) -> Path:
+    """What every RL run shares: the start checkpoint."""
+    return start_checkpoint(preset)
+
+
+def prepare(preset: str, todo: Sequence[tuple[Condition, int]], init: Path) -> None:
+    """Evaluate the start checkpoint ``init`` for every seed of ``todo`` on the benchmarks its runs read there,
+    before they start: the runs of one seed share that samples file, and parallel runs must not all write it.
+    The runs then read the stored samples, so their rows are those of runs made one at a time."""
+    need: dict[int, set[str]] = {}
+    for condition, seed in todo:
+        need.setdefault(int(seed), set()).update(start_benchmarks(preset, condition))
+    with torch_threads(RL.get_scale(preset).torch_threads):
+        for seed, benchmarks in sorted(need.items()):
+            eval_stage(preset, START_STAGE, init, sorted(benchmarks), write_csv=False, **eval_overrides(preset, seed))
 
 
 def records(preset: str, runs: pd.DataFrame) -> pd.DataFrame:
@@ -297,4 +319,5 @@ def describe(preset: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-RL = Family(FAMILY, "RL", EXPERIMENTS, SCALES, condition_hash, run_condition, setup, parallel=False)
+RL = Family(FAMILY, "RL", EXPERIMENTS, SCALES, condition_hash, run_condition, setup, prepare=prepare,
+            side=R.CURVES, side_suffix="_curves")
