@@ -29,13 +29,17 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
 from datasets import Dataset, IterableDataset, load_dataset
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, set_seed
 from trl import GRPOConfig, GRPOTrainer
+from trl.generation import vllm_generation
 from trl.trainer.utils import RepeatSampler
 
 from klear_lib.configs import config_hash, get_config, rl_stage_name
@@ -79,6 +83,48 @@ class GPPOConfig(GRPOConfig):
             raise ValueError("dual_clip applies to gppo and clip_higher only; CISPO already caps F at 1+ε_h")
         if self.loss_type != "dapo":
             raise ValueError("GPPOConfig uses TRL's 'dapo' token-level normaliser; select the loss with policy_loss")
+
+
+@contextmanager
+def colocated_llm_args(args: GRPOConfig):
+    """While TRL builds its colocated ``LLM``, add the arguments TRL 1.16.0 does not pass.
+
+    ``dtype``: the policy's own (``model_init_kwargs``); with vLLM's ``"auto"`` a float32 checkpoint is served in
+    bfloat16, which made the log-probs differ from the trainer's far beyond float32 noise. On CPU also
+    ``enforce_eager``, as the kit's evaluation engine (docs/stack.md §6).
+    """
+    extra = {"dtype": (args.model_init_kwargs or {}).get("dtype", "auto")}
+    if not torch.cuda.is_available():
+        extra["enforce_eager"] = True
+    original = vllm_generation.LLM
+    vllm_generation.LLM = partial(original, **extra)
+    try:
+        yield
+    finally:
+        vllm_generation.LLM = original
+
+
+def free_port() -> int:
+    """A TCP port the OS reports free now (any of tens of thousands, so parallel runs rarely draw the same)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def reload_sync(generation) -> None:
+    """Push the policy's weights into a colocated vLLM engine through ``reload_weights`` (the CPU weight sync).
+
+    ``reload_weights`` repacks each layer once, so a tied output layer keeps the kernel packed from the old
+    embedding (vLLM lists it as a limitation of reloading); the vocabulary layers are therefore repacked after it.
+    """
+    from vllm.model_executor.layers.vocab_parallel_embedding import VocabParallelEmbedding  # lazy: optional engine
+
+    generation.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": generation._iter_named_params()})
+    model = generation.llm.llm_engine.model_executor.driver_worker.model_runner.model
+    for layer in model.modules():  # embed_tokens and lm_head (ParallelLMHead is a VocabParallelEmbedding)
+        if isinstance(layer, VocabParallelEmbedding):
+            layer.quant_method.process_weights_after_loading(layer)
+    generation.llm.reset_prefix_cache()  # cached prefixes hold keys and values of the old weights
 
 
 UNSUPPORTED = {  # GRPOConfig options whose code path our _compute_loss does not reproduce
@@ -145,8 +191,29 @@ class GPPOTrainer(GRPOTrainer):
             raise TypeError(f"GPPOTrainer needs a GPPOConfig, got {type(args).__name__}")
         check_supported(args)
         self._check_whole_groups(args)
-        super().__init__(model, reward_funcs, args=args, **kwargs)
+        colocate = args.use_vllm and args.vllm_mode == "colocate"
+        if colocate and not os.environ.get("MASTER_PORT"):
+            # TRL tries port 29500 first; two runs starting together both find it free and one fails (EADDRINUSE)
+            os.environ["MASTER_PORT"] = str(free_port())
+        with colocated_llm_args(args) if colocate else nullcontext():
+            super().__init__(model, reward_funcs, args=args, **kwargs)
         self._last_rewards, self._gen_stats = None, {}
+        if colocate:
+            self._fit_colocated_vllm()
+
+    def _fit_colocated_vllm(self) -> None:
+        """Two repairs to TRL's in-process vLLM engine (docs/stack.md, "vLLM in the RL loop on CPU").
+
+        The engine's start re-seeds the process's global RNG with 0 (``LLM(seed=rank // tp)``), and vLLM's sampler
+        draws from that RNG, so without a re-seed every ``seed`` would give the same rollouts; the re-seed keeps one
+        seed per tensor-parallel group, as TRL intends. On CPU, vLLM repacks each linear weight for its GEMM kernels
+        and drops the parameter TRL's weight sync writes into, so the sync goes through vLLM's ``reload_weights``,
+        which loads checkpoint-format weights and repacks them.
+        """
+        group = self.accelerator.process_index // self.args.vllm_tensor_parallel_size
+        set_seed(stable_seed(self.args.seed, "vllm-rollout", group) % 2**32)
+        if not torch.cuda.is_available():
+            self.vllm_generation.sync_weights = partial(reload_sync, self.vllm_generation)
 
     @staticmethod
     def _check_whole_groups(args: GPPOConfig) -> None:
