@@ -21,10 +21,11 @@ PROGRAM = "import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))"
 
 
 def workload(n_programs: int, n_tests: int) -> tuple[list[str], list[list[dict]]]:
-    """``n_programs`` responses and, for each, ``n_tests`` stdin tests."""
+    """``n_programs`` distinct responses (a comment tells them apart, else the judge would run one program once for
+    all) and, for each, ``n_tests`` stdin tests."""
     tests = [{"input": f"{i} {i + 1} {i + 2}\n", "output": f"{3 * i + 3}\n"} for i in range(n_tests)]
-    response = f"<think>\nsum them\n</think>\n```python\n{PROGRAM}\n```"
-    return [response] * n_programs, [tests] * n_programs
+    responses = [f"<think>\nsum them\n</think>\n```python\n{PROGRAM}  # program {k}\n```" for k in range(n_programs)]
+    return responses, [tests] * n_programs
 
 
 def scorer(batched: bool, workers: int, responses: list[str], tests: list[list[dict]]):

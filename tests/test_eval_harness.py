@@ -168,6 +168,21 @@ def test_code_samples_run_in_the_sandbox(tmp_path, cfg, toy_tokenizer):
     assert df["correct"].tolist() == [True, False] and df["reward"].tolist() == [1.0, 0.0]
 
 
+def test_repeated_code_completions_are_judged_once_and_share_the_verdict(tmp_path, toy_tokenizer, monkeypatch):
+    row = {"data_source": "toy", "prompt": [{"role": "user", "content": "q0"}], "ability": "code",
+           "reward_model": {"ground_truth": json.dumps({"inputs": ["2\n", "3\n"], "outputs": ["4\n", "9\n"]}),
+                            "style": "rule"}, "extra_info": {"id": "c0"}}
+    progs = ["print(int(input()) ** 2)", "print(4)", "print(int(input()) ** 2)", "print(int(input()) ** 2)"]
+    sandboxed, real = [], harness.judge.verdict
+    monkeypatch.setattr(harness.judge, "verdict", lambda text, *a: sandboxed.append(text) or real(text, *a))
+
+    def gen(model_path, prompts, *, n, **kw):
+        return [[f"<think>\n</think>\n```python\n{progs[j]}\n```" for j in range(n)] for _ in prompts]
+    df = harness.evaluate("unused", CODE_SPEC, [row], get_config("eval", "ci", k_code=4), tmp_path, generate_fn=gen)
+    assert len(sandboxed) == 2  # two distinct programs, four samples
+    assert df["sample"].tolist() == [0, 1, 2, 3] and df["correct"].tolist() == [True, False, True, True]
+
+
 def test_transformers_backend_returns_n_completions_reproducibly(ci_model_path):
     from klear_lib.models import load
 

@@ -10,6 +10,8 @@ import pytest
 
 from klear_lib.rewards import assert_check, sandbox
 from klear_lib.rewards import code as cj
+from klear_lib.seeding import stable_seed
+from klear_lib.training import rewards as adapters
 
 needs_firejail = pytest.mark.skipif(shutil.which("firejail") is None, reason="firejail is not installed")
 SQUARES = cj.parse_tests(json.dumps({"inputs": [f"{i}\n" for i in range(20)],
@@ -258,3 +260,55 @@ def test_dev_shm_is_private_only_with_a_memory_cgroup(tmp_path):
     capped = sandbox.firejail_command(61000, limits, "/usr/bin/python3", tmp_path)
     assert "--tmpfs=/dev/shm" in capped and "--read-only=/dev/shm" not in capped
     assert capped[:4] == ["/bin/sh", "-c", sandbox.JOIN_CGROUP, str(tmp_path / "cgroup.procs")]
+
+
+def test_distinct_jobs_keep_first_seen_order_and_split_on_sampled_tests():
+    a, b = ("print(1)", SQUARES[:2]), ("print(2)", SQUARES[:2])
+    plans = [a, -0.5, b, ("print(1)", SQUARES[:2]), ("print(1)", SQUARES[1:3]), b]
+    jobs, job_of = cj.distinct_jobs(plans)
+    assert [(first, program) for first, program, _ in jobs] == [(0, "print(1)"), (2, "print(2)"), (4, "print(1)")]
+    assert job_of == [0, None, 1, 0, 2, 1]  # the same program on other sampled tests is another job
+    jobs, job_of = cj.distinct_jobs(plans, dedup=False)
+    assert [first for first, _, _ in jobs] == [0, 2, 3, 4, 5] and job_of == [0, None, 1, 2, 3, 4]
+
+
+@needs_firejail
+def test_duplicate_programs_run_once_and_share_the_verdict(monkeypatch):
+    """Same program under other think text runs once; order, format penalties and distinct programs are kept."""
+    starts = []
+    real = cj.run_in_sandbox
+    monkeypatch.setattr(cj, "run_in_sandbox", lambda source, *a, **k: starts.append(source) or real(source, *a, **k))
+    square, zero = "print(int(input()) ** 2)", "print(0)"
+    responses = [respond(square), "<think>\nother plan\n</think>\n```python\n" + square + "\n```", respond(zero),
+                 "no tags", respond(square), "<think>\n</think>\nno code", respond(zero)]
+    expected = [1.0, 1.0, -0.5, -0.5, 1.0, -1.0, -0.5]
+    assert cj.code_rewards(responses, [SQUARES[:4]] * 7, workers=2) == expected
+    assert sorted(starts) == sorted([square, zero])  # one sandbox per distinct program
+    starts.clear()
+    assert cj.code_rewards(responses, [SQUARES[:4]] * 7, workers=2, dedup=False) == expected
+    assert len(starts) == 5  # every response with a program, as before
+
+
+@needs_firejail
+def test_per_response_seeds_sample_their_own_tests():
+    """One seed per response: duplicates of a program on differently sampled tests are judged apart."""
+    half = respond("n = int(input())\nprint(n * n if n < 10 else 0)")  # right on inputs 0-9 of 20
+    seeds = [0, 1, 0]
+    found = cj.code_rewards([half] * 3, [SQUARES] * 3, max_tests=4, seed=seeds)
+    assert found == [cj.code_reward(half, SQUARES, max_tests=4, seed=s) for s in seeds]
+    with pytest.raises(ValueError, match="3 responses but 2 seeds"):
+        cj.code_rewards([half] * 3, [SQUARES] * 3, seed=[0, 1])
+
+
+@needs_firejail
+def test_the_rl_reward_function_matches_one_judge_call_per_completion():
+    """The TRL adapter's batched, deduplicated judge gives each completion the reward ``code_reward`` gives it."""
+    truth = {"ground_truth": json.dumps({"inputs": [t["input"] for t in SQUARES],
+                                         "outputs": [t["output"] for t in SQUARES]}), "style": "rule"}
+    programs = ["print(int(input()) ** 2)", "n = int(input())\nprint(n * n if n % 2 else 0)", "print(0)"]
+    completions = [respond(programs[k % 3]) for k in range(8)] + ["```python\nprint(0)\n```"]
+    found = adapters.code_reward_func(max_tests=16)(completions=completions, reward_model=[truth] * 9,
+                                                   extra_info=[{"id": "r1"}] * 9)
+    expected = [cj.code_reward(c, SQUARES, max_tests=16, seed=stable_seed(0, "code-tests", "r1", 0, k))
+                for k, c in enumerate(completions)]
+    assert found == expected and found[-1] == -0.5

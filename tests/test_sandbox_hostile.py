@@ -105,7 +105,8 @@ def judged(cases, listener):
               "free": shutil.disk_usage("/").free, "pgid": os.getpgrp()}
     start = time.monotonic()
     names = [*cases, *(f"good_{i}" for i in range(GOOD_COPIES))]  # honest programs beside them (sandboxed in parallel)
-    programs = [c.program for c in cases.values()] + [GOOD] * GOOD_COPIES
+    # each copy distinct, so the judge's de-duplication still runs every one in a sandbox of its own
+    programs = [c.program for c in cases.values()] + [f"{GOOD}  # copy {i}" for i in range(GOOD_COPIES)]
     tests = [c.tests for c in cases.values()] + [hp.TESTS] * GOOD_COPIES
     order = sorted(range(len(names)), key=lambda i: (i % 10, i))  # the good ones run amid the attacks
     found = cj.code_rewards([respond(programs[i]) for i in order], [tests[i] for i in order], timeout_s=3, workers=2)

@@ -12,7 +12,8 @@ the program in a child answering its calls with JSON, so a pass is the checker's
 assert ran (with program and asserts in one process and exit status 0 as the pass, ``sys.exit(0)``, any other
 early exit, an exception hook or an ``__eq__`` that is always true scored +1). The program is found by a linear
 scan equal to the official regex (which is super-linear on crafted text), and responses over
-``MAX_RESPONSE_CHARS`` score -1 unread.
+``MAX_RESPONSE_CHARS`` score -1 unread. ``code_rewards`` (the RL reward's path) runs each distinct (program, sampled
+tests) pair of a call once and gives its duplicates the same verdict.
 NOTE(paper): outputs are compared after stripping the whole text and each line's trailing spaces (official:
 ``.strip()`` of the whole text only); the import prelude of functional tests is ours (the official one also
 imports numpy and pandas, which costs ~0.3 s per test).
@@ -33,8 +34,8 @@ from klear_lib.rewards.sandbox import (DEFAULT_TIMEOUT_S, ExecutionResult, Sandb
 from klear_lib.seeding import py_rng
 
 __all__ = ["execute", "ExecutionResult", "SandboxUnavailable", "extract_program", "code_reward", "code_rewards",
-           "code_is_correct", "run_tests", "execute_tests", "sample_tests", "parse_tests", "parse_rllm_tests",
-           "outputs_match", "MAX_TESTS"]
+           "code_is_correct", "plan_reward", "distinct_jobs", "run_tests", "execute_tests", "sample_tests",
+           "parse_tests", "parse_rllm_tests", "outputs_match", "MAX_TESTS"]
 
 log = logging.getLogger(__name__)
 MAX_TESTS = 16  # docs/paper.md §2.5 (MAX_TEST_CASES)
@@ -275,11 +276,10 @@ def score_passes(passed: Sequence[bool], mode: str = "soft") -> float:
     return sum(1.0 if p else -1.0 for p in passed) / len(passed)
 
 
-def code_reward(response: str, tests: Sequence[dict], mode: str = "soft", max_tests: int | None = MAX_TESTS,
-                seed: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, batched: bool = True,
-                tag_shaping: str = "official") -> float:
-    """The paper's code reward of one response (think checks, extraction, sampled tests in the sandbox);
-    ``tag_shaping`` as in ``klear_lib.rewards.format.think_tag_score``."""
+def plan_reward(response: str, tests: Sequence[dict] | str | dict, max_tests: int | None = MAX_TESTS,
+                seed: int = 0, tag_shaping: str = "official") -> float | tuple[str, list[dict]]:
+    """The reward of a response that needs no sandbox (size cap, think tags, no program, no tests) as a float,
+    else the ``(program, sampled tests)`` the sandbox must judge."""
     if len(response) > MAX_RESPONSE_CHARS:
         return INCORRECT_SCORE
     penalty = think_tag_score(response, tag_shaping)
@@ -290,8 +290,18 @@ def code_reward(response: str, tests: Sequence[dict], mode: str = "soft", max_te
     program = extract_program(response)
     if program is None or not tests:
         return FORMAT_ERROR_SCORE
-    chosen = sample_tests(tests, max_tests, seed)
-    return score_passes(run_tests(program, chosen, timeout_s, batched), mode)
+    return program, sample_tests(tests, max_tests, seed)
+
+
+def code_reward(response: str, tests: Sequence[dict], mode: str = "soft", max_tests: int | None = MAX_TESTS,
+                seed: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, batched: bool = True,
+                tag_shaping: str = "official") -> float:
+    """The paper's code reward of one response (think checks, extraction, sampled tests in the sandbox);
+    ``tag_shaping`` as in ``klear_lib.rewards.format.think_tag_score``."""
+    plan = plan_reward(response, tests, max_tests, seed, tag_shaping)
+    if not isinstance(plan, tuple):
+        return plan
+    return score_passes(run_tests(*plan, timeout_s, batched), mode)
 
 
 def code_is_correct(response: str, tests: Sequence[dict], timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
@@ -299,22 +309,74 @@ def code_is_correct(response: str, tests: Sequence[dict], timeout_s: float = DEF
     return is_correct_score(code_reward(response, tests, mode="hard", max_tests=None, timeout_s=timeout_s))
 
 
-def code_rewards(responses: Sequence[str], tests: Sequence[Sequence[dict]], mode: str = "soft",
-                 max_tests: int | None = MAX_TESTS, seed: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 workers: int = 2, batched: bool = True) -> list[float]:
-    """``code_reward`` for many responses, ``workers`` sandboxes at a time; a response that breaks its judge scores
-    -1 (logged), never raising out of the RL step; ground truths are parsed first, so a bad row still raises."""
+def code_rewards(responses: Sequence[str], tests: Sequence[Sequence[dict] | str | dict], mode: str = "soft",
+                 max_tests: int | None = MAX_TESTS, seed: int | Sequence[int] = 0,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, workers: int = 2, batched: bool = True,
+                 tag_shaping: str = "official", dedup: bool = True) -> list[float]:
+    """``code_reward`` for many responses (``seed``: one for all, or one per response), ``workers`` sandboxes at a
+    time; with ``dedup`` each distinct (program, sampled tests) pair runs once and its duplicates share the verdict.
+
+    A small policy repeats itself (in a tiny code-RL step of 8 prompts x 8 rollouts, 34-38% of the sandboxed
+    rollouts repeat a program of their prompt under the SFT policy, 67% under the trained one), and a duplicate's
+    run would be the same program on the same stdin in an identical fresh sandbox, so containment is unchanged: no
+    sandbox ever holds a second program.
+    NOTE(paper): the official judge runs every rollout; a program whose output is random (or that runs close to its
+    timeout) gets one draw per call here instead of one per rollout. ``dedup=False`` restores that.
+    A response that breaks its judge scores -1 (logged), never raising out of the RL step; ground truths are parsed
+    first, so a bad row still raises, and so does a missing sandbox (every reward would be wrong).
+    """
     if len(responses) != len(tests):
         raise ValueError(f"{len(responses)} responses but {len(tests)} test lists")
+    seeds = [seed] * len(responses) if isinstance(seed, int) else list(seed)
+    if len(seeds) != len(responses):
+        raise ValueError(f"{len(responses)} responses but {len(seeds)} seeds")
     parsed = [parse_tests(t, i) if isinstance(t, (str, dict)) else t for i, t in enumerate(tests)]
-
-    def one(i: int) -> float:
-        try:
-            return code_reward(responses[i], parsed[i], mode, max_tests, seed, timeout_s, batched)
-        except SandboxUnavailable:
-            raise  # a setup error, not the response's: every reward would be wrong
-        except Exception:  # one response costs only its own reward
-            log.exception("code reward of response %d failed; scored -1", i)
-            return INCORRECT_SCORE
+    plans = [_plan_or_fail(i, responses[i], parsed[i], max_tests, seeds[i], tag_shaping)
+             for i in range(len(responses))]
+    jobs, job_of = distinct_jobs(plans, dedup)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(one, range(len(responses))))
+        passed = list(pool.map(lambda j: _judge_or_fail(j, jobs[j], timeout_s, batched), range(len(jobs))))
+    return [plan if k is None else (INCORRECT_SCORE if passed[k] is None else score_passes(passed[k], mode))
+            for plan, k in zip(plans, job_of)]
+
+
+def distinct_jobs(plans: Sequence[float | tuple[str, list[dict]]], dedup: bool = True
+                  ) -> tuple[list[tuple[int, str, list[dict]]], list[int | None]]:
+    """The sandbox jobs of ``plan_reward`` results, ``(first response index, program, tests)`` in first-seen order
+    (one per distinct pair with ``dedup``, else one per response), and each plan's job index (None: no job)."""
+    jobs: list[tuple[int, str, list[dict]]] = []
+    index: dict[tuple[str, str], int] = {}
+    job_of: list[int | None] = []
+    for i, plan in enumerate(plans):
+        if not isinstance(plan, tuple):  # a reward already, no sandbox
+            job_of.append(None)
+            continue
+        program, chosen = plan
+        key = (program, repr(chosen)) if dedup else (str(i), "")  # repr never raises; equal tests print alike
+        if key not in index:
+            index[key] = len(jobs)
+            jobs.append((i, program, chosen))
+        job_of.append(index[key])
+    return jobs, job_of
+
+
+def _plan_or_fail(i: int, response: str, tests: Sequence[dict], max_tests: int | None, seed: int,
+                  tag_shaping: str) -> float | tuple[str, list[dict]]:
+    """``plan_reward``, or -1 (logged) when it raises on this response."""
+    try:
+        return plan_reward(response, tests, max_tests, seed, tag_shaping)
+    except Exception:  # one response costs only its own reward
+        log.exception("code reward of response %d failed; scored -1", i)
+        return INCORRECT_SCORE
+
+
+def _judge_or_fail(k: int, job: tuple[int, str, list[dict]], timeout_s: float, batched: bool) -> list[bool] | None:
+    """Pass/fail per test of job ``k``, or None (logged) when judging it raised; a missing sandbox still raises."""
+    first, program, chosen = job
+    try:
+        return run_tests(program, chosen, timeout_s, batched)
+    except SandboxUnavailable:
+        raise  # a setup error, not the response's: every reward would be wrong
+    except Exception:  # one program costs only its own rewards
+        log.exception("code judge of job %d (response %d) failed; its responses scored -1", k, first)
+        return None

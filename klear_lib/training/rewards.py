@@ -12,7 +12,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from klear_lib.rewards.code import code_reward, parse_tests
+from klear_lib.rewards.code import code_reward, code_rewards, parse_tests
 from klear_lib.rewards.format import TAG_SHAPINGS
 from klear_lib.rewards.math import math_reward
 from klear_lib.seeding import stable_seed
@@ -62,21 +62,25 @@ def math_reward_func(judge: Callable[[str, str], float] | None = None,
 
 def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0,
                      judge: Callable | None = None, tag_shaping: str = "official", workers: int = 2) -> Callable:
-    """A TRL reward function running ``judge(response, tests, mode, max_tests, seed)`` per completion,
-    ``workers`` completions at a time (each judge call waits on its own sandbox process).
+    """A TRL reward function scoring each completion's program on its row's tests, ``workers`` sandboxes at a time.
 
-    ``judge`` defaults to ``klear_lib.rewards.code.code_reward`` with ``tag_shaping``; the test-sampling seed is
-    derived from ``(seed, row id, global step, rollout index)`` so reruns sample the same tests.
+    By default one ``klear_lib.rewards.code.code_rewards`` call per batch judges each distinct (program, sampled
+    tests) pair once (a small policy repeats its programs; see there). A custom ``judge(response, tests, mode,
+    max_tests, seed)`` is called per completion instead, ``workers`` at a time. The test-sampling seed is derived
+    from ``(seed, row id, global step, rollout index)`` so reruns sample the same tests. ``workers=2``: on 2 cores
+    3 or 4 sandboxes at a time judged a step no faster (benchmarks/bench_code_judge.py), the sandboxes being CPU-bound.
     """
     def code_reward(completions, reward_model, extra_info=None, trainer_state=None, **kwargs) -> list[float]:
-        score = judge or _default_judge("code", tag_shaping)
         step = getattr(trainer_state, "global_step", 0)
         ids = _row_ids(extra_info, len(completions))
+        texts = [completion_text(c) for c in completions]
+        tests = [code_tests(ground_truth(reward_model[k], ids[k]), ids[k]) for k in range(len(completions))]
+        seeds = [stable_seed(seed, "code-tests", ids[k], step, k) for k in range(len(completions))]
+        if judge is None:
+            return code_rewards(texts, tests, mode, max_tests, seeds, workers=workers, tag_shaping=tag_shaping)
 
         def one(k: int) -> float:
-            tests = code_tests(ground_truth(reward_model[k], ids[k]), ids[k])
-            return float(score(completion_text(completions[k]), tests, mode=mode, max_tests=max_tests,
-                               seed=stable_seed(seed, "code-tests", ids[k], step, k)))
+            return float(judge(texts[k], tests[k], mode=mode, max_tests=max_tests, seed=seeds[k]))
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             return list(pool.map(one, range(len(completions))))
     return code_reward
