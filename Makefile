@@ -59,16 +59,20 @@ stability: setup
 
 # Speed benchmarks: ratios measured side by side, results/perf.csv and its README section.
 bench: setup
+	$(PY) benchmarks/bench_sft.py
 	$(PY) benchmarks/bench_gppo_step.py
 	$(PY) benchmarks/bench_rollout.py
 	$(PY) benchmarks/bench_sandbox.py
+	$(PY) benchmarks/bench_code_judge.py
 	$(PY) benchmarks/bench_judge.py
 	$(PY) benchmarks/bench_adversarial.py
 	$(PY) benchmarks/bench_rl_profile.py --reward math
 	$(PY) benchmarks/bench_rl_profile.py --reward code
+	$(PY) benchmarks/bench_vllm_rl.py
 	$(PY) benchmarks/bench_eval_repeat.py
 	$(PY) benchmarks/bench_full_gpu.py
 	$(PY) benchmarks/perf.py
+	$(PY) benchmarks/bench_pipeline.py --targets
 
 # Wall time of the main job and of CI, each from scratch in a fresh clone of HEAD (as long as they are).
 bench-pipeline: setup
