@@ -1,6 +1,7 @@
-"""SFT step at tiny: whole padded batches (TRL's SFTTrainer) vs length groups (klear_lib.training.sft), side by side.
+"""SFT step at tiny: the old path (TRL's SFTTrainer, whole padded batches, new memory NaN-filled) vs the kit's
+(length groups of ``klear_lib.training.sft`` without the fill, ``klear_lib.training.overhead``), side by side.
 
-Both variants train the same model copy on the same batches (drawn by the trainer's own sampler, as the SFT stage
+Both variants train copies of one model on the same batches (drawn by the trainer's own sampler, as the SFT stage
 draws them): one optimizer step = forward + backward + AdamW. Reported: seconds per step and their paired ratio, the
 padding share of the positions each computes, and model FLOP utilisation (MFU): the FLOPs the real tokens need
 (matmuls and causal attention, forward + backward = 3 x forward) per second, over the fp32 matmul peak measured
@@ -68,8 +69,10 @@ def trainers(cfg, out: Path):
     return made
 
 
-def step(trainer, batch) -> None:
-    """One optimizer step of ``trainer`` on ``batch`` (the Trainer's own training_step, then AdamW)."""
+def step(trainer, batch, fill: bool) -> None:
+    """One optimizer step of ``trainer`` on ``batch`` (the Trainer's own training_step, then AdamW), with torch's
+    deterministic NaN fill of new memory on or off (``full_determinism`` turns it on)."""
+    torch.utils.deterministic.fill_uninitialized_memory = fill
     num_items = (batch["labels"][:, 1:] != -100).sum()
     trainer.training_step(trainer.model, dict(batch), num_items)
     trainer.optimizer.step()
@@ -92,7 +95,8 @@ def main(argv=None) -> None:
         batches = [next(loader) for _ in range(args.reps + 1)]
         epoch = [b["attention_mask"].sum(1).tolist() for b in made["padded"].get_train_dataloader()]
         queue = {name: iter(batches) for name in made}
-        times = perf.interleave({name: (lambda n=name: step(made[n], next(queue[n]))) for name in made},
+        times = perf.interleave({name: (lambda n=name: step(made[n], next(queue[n]), n == "padded"))
+                                 for name in made},
                                 reps=args.reps)
     peak = matmul_peak(args.threads)
     config = made["padded"].model.config
@@ -108,7 +112,7 @@ def main(argv=None) -> None:
                              notes=f"{flops / 1e9:.1f} GFLOP of real tokens per step; matmul peak {peak:.0f} GFLOP/s"))
     stats = perf.summary(perf.paired_ratios(times, "padded", "grouped"))
     rows.append(perf.row(BENCH, "step_s.ratio.padded", stats["median"], "x", "grouped",
-                         f"speed-up of length groups; {perf.iqr_note(stats)}; target >= 2"))
+                         f"speed-up of length groups without NaN fill; {perf.iqr_note(stats)}; target >= 2"))
     whole = [[list(range(len(ls)))] for ls in epoch]
     grouped = [length_groups(ls, cfg.group_overhead) for ls in epoch]
     flat = [n for ls in epoch for n in ls]

@@ -5,12 +5,15 @@ import csv
 
 import pytest
 import torch
+from transformers import ProgressCallback
+from transformers.utils.notebook import NotebookProgressCallback
 from trl import SFTTrainer
 
 from klear_lib.configs import get_config
 from klear_lib.configs.base import with_overrides
 from klear_lib.models import load
 from klear_lib.seeding import py_rng
+from klear_lib.training import overhead
 from klear_lib.training.checkpoints import MARKER, check
 from klear_lib.training.sft import (
     LengthGroupedSFTTrainer,
@@ -85,8 +88,8 @@ def _mixed_rows(n=24):
 
 def test_length_groups_cover_each_row_once_and_trade_padding_for_calls():
     lengths = [5, 40, 41, 6, 39, 7, 80]
-    for overhead in (0, 10, 10**6):
-        groups = length_groups(lengths, overhead)
+    for cost in (0, 10, 10**6):
+        groups = length_groups(lengths, cost)
         assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
     assert padding_share(lengths, length_groups(lengths, 0)) == 0.0  # free calls: each length alone
     assert length_groups(lengths, 10**6) == [[6, 2, 1, 4, 5, 3, 0]]  # dear calls: one batch, longest first
@@ -129,3 +132,28 @@ def test_grouped_and_plain_training_end_at_the_same_weights(ci_model_path, tmp_p
     assert [r["step"] for r in steps[0]] == [r["step"] for r in steps[1]]
     for a, b in zip(*steps):
         assert float(b["loss"]) == pytest.approx(float(a["loss"]), rel=1e-5)
+
+
+def test_lean_training_skips_nan_fill_and_progress_tables_and_trains_the_same_weights(ci_model_path, tmp_path,
+                                                                                     monkeypatch):
+    """``overhead.lean``: no NaN-filled allocations while training (restored after) and a plain step bar; the
+    weights are bit for bit those of a run that fills."""
+    assert torch.utils.deterministic.fill_uninitialized_memory
+    seen = []
+    monkeypatch.setattr(overhead.NoNaNFill, "on_step_end", lambda self, *a, **k: seen.append(
+        torch.utils.deterministic.fill_uninitialized_memory), raising=False)
+    lean_run = train_sft(CFG, ci_model_path, _mixed_rows(), tmp_path / "lean")
+    assert seen and not any(seen) and torch.utils.deterministic.fill_uninitialized_memory
+    monkeypatch.setattr(overhead.NoNaNFill, "on_train_begin", lambda self, *a, **k: None)
+    filled = train_sft(CFG, ci_model_path, _mixed_rows(), tmp_path / "filled")
+    for a, b in zip(load(lean_run)[0].parameters(), load(filled)[0].parameters()):
+        assert torch.equal(a, b)
+
+
+def test_lean_swaps_the_default_progress_callback_for_a_step_bar(ci_model_path, tmp_path):
+    model, tokenizer = load(ci_model_path)
+    trainer = overhead.lean(SFTTrainer(model=model, args=trl_args(CFG, tmp_path), processing_class=tokenizer,
+                                       train_dataset=sft_dataset(_rows(8))))
+    kinds = [type(cb) for cb in trainer.callback_handler.callbacks]
+    assert overhead.StepBar in kinds and overhead.NoNaNFill in kinds
+    assert ProgressCallback not in kinds and NotebookProgressCallback not in kinds

@@ -50,6 +50,7 @@ from klear_lib.data.schema import ABILITIES, RowError, parse_code_tests
 from klear_lib.losses.policy import PER_TOKEN, clip_diagnostics, sft_nll_loss
 from klear_lib.seeding import stable_seed
 from klear_lib.training.checkpoints import CheckpointMarker, last_complete
+from klear_lib.training.overhead import lean
 from klear_lib.training.rewards import make_reward_func
 from klear_lib.training.run_record import RunRecord
 
@@ -449,8 +450,9 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     callbacks = [CheckpointMarker(), *record]  # resume trusts only checkpoints the marker vouches for
     dtype = "bfloat16" if rl_cfg.bf16 else "float32"
     args.model_init_kwargs = {**(args.model_init_kwargs or {}), "dtype": dtype}
-    return GPPOTrainer(str(model_path), reward_funcs=[reward_func], args=args, train_dataset=Dataset.from_list(rows),
-                       processing_class=tokenizer, callbacks=callbacks)
+    return lean(GPPOTrainer(str(model_path), reward_funcs=[reward_func], args=args,
+                                      train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                                      callbacks=callbacks))
 
 
 def _parser() -> argparse.ArgumentParser:

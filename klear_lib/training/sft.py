@@ -27,6 +27,7 @@ from klear_lib.configs.sft import SFTConfig
 from klear_lib.configs.trl import SFT_FIELDS, trl_kwargs
 from klear_lib.models import load
 from klear_lib.training.checkpoints import CheckpointMarker, last_complete
+from klear_lib.training.overhead import lean
 from klear_lib.training.run_record import SFT_KEYS, RunRecord
 
 log = logging.getLogger(__name__)
@@ -138,9 +139,10 @@ def train_sft(cfg: SFTConfig, model_path: str, rows: list[dict], output_dir: Pat
     record = [RunRecord(record_path, None, config_hash(cfg), SFT_KEYS)] if record_path else []
     callbacks = [CheckpointMarker(), *record, *([StopAt(stop_at_step)] if stop_at_step else [])]
     grouped = {"overhead": cfg.group_overhead} if cfg.length_grouping else {}
-    trainer = (LengthGroupedSFTTrainer if grouped else SFTTrainer)(model=model, args=args, **grouped, train_dataset=sft_dataset(rows, cfg.max_rows),
-                         processing_class=tokenizer, callbacks=callbacks)
-    trainer.train(resume_from_checkpoint=resume)
+    trainer = (LengthGroupedSFTTrainer if grouped else SFTTrainer)(
+        model=model, args=args, train_dataset=sft_dataset(rows, cfg.max_rows), processing_class=tokenizer,
+        callbacks=callbacks, **grouped)
+    lean(trainer).train(resume_from_checkpoint=resume)
     if stop_at_step is not None and trainer.state.global_step < trainer.state.max_steps:
         return output_dir
     trainer.save_model(str(final))
