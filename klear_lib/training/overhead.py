@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import torch
 from transformers import ProgressCallback, TrainerCallback
-from transformers.utils.notebook import NotebookProgressCallback
+
+try:  # transformers' notebook bar imports IPython, which an install without the notebooks extra lacks
+    from transformers.utils.notebook import NotebookProgressCallback
+except ImportError:
+    NotebookProgressCallback = None
 
 
 class StepBar(ProgressCallback):
@@ -41,7 +45,7 @@ def lean(trainer):
     """``trainer`` with ``StepBar`` for its default progress callback and, under ``full_determinism``,
     ``NoNaNFill``."""
     for default in (NotebookProgressCallback, ProgressCallback):
-        if trainer.pop_callback(default) is not None:
+        if default is not None and trainer.pop_callback(default) is not None:
             trainer.add_callback(StepBar)
             break
     if trainer.args.full_determinism:
