@@ -25,7 +25,7 @@ from klear_lib.configs import get_config
 from klear_lib.data import load_split
 from klear_lib.models import load
 from klear_lib.models.factory import load_or_build
-from klear_lib.training.sft import LengthGroupedSFTTrainer, length_groups, sft_dataset, trl_args
+from klear_lib.training.sft import LengthGroupedSFTTrainer, length_groups, padded_positions, sft_dataset, trl_args
 
 BENCH = "sft_step"
 
@@ -117,7 +117,7 @@ def main(argv=None) -> None:
     grouped = [length_groups(ls, cfg.group_overhead) for ls in epoch]
     flat = [n for ls in epoch for n in ls]
     for name, groups in (("padded", whole), ("grouped", grouped)):
-        padded = sum(len(g) * max(ls[i] for i in g) for ls, gs in zip(epoch, groups) for g in gs)
+        padded = sum(padded_positions(ls, gs) for ls, gs in zip(epoch, groups))
         share = 1 - sum(flat) / padded
         rows.append(perf.row(BENCH, f"padding_share.{name}", share, "share",
                              notes=f"one epoch: {len(epoch)} batches, {len(flat)} rows; target <= 0.05 (grouped); "

@@ -66,9 +66,14 @@ def length_groups(lengths: Sequence[int], overhead: int) -> list[list[int]]:
     return groups[::-1]
 
 
+def padded_positions(lengths: Sequence[int], groups: Sequence[Sequence[int]]) -> int:
+    """Positions computed when each group of rows is padded to its longest row."""
+    return sum(len(g) * max(lengths[i] for i in g) for g in groups)
+
+
 def padding_share(lengths: Sequence[int], groups: Sequence[Sequence[int]]) -> float:
     """Share of the positions computed that are padding when each group is padded to its longest row."""
-    positions = sum(len(g) * max(lengths[i] for i in g) for g in groups)
+    positions = padded_positions(lengths, groups)
     return 1 - sum(lengths) / positions if positions else 0.0
 
 
