@@ -42,14 +42,27 @@ def test_conditions_map_to_their_config_overrides():
     assert rl.rl_config("ci", t6.condition("a0.05")).sft_alpha == 0.05
     assert rl.EXPERIMENTS["fig4"].condition("unfiltered").rows == rl.UNFILTERED
     assert not t6.condition(rl.START).train
+    grpo, beta = rl.rl_config("ci", fig2.condition("grpo")), rl.rl_config("ci", fig2.condition("gppo_b0.25"))
+    assert (grpo.loss_type, grpo.clip_low, grpo.clip_high) == ("clip_higher", 0.2, 0.2)  # DGPO's symmetric clip
+    assert (beta.loss_type, beta.beta_low, beta.beta_high) == ("gppo", 0.25, 1.0)
+    assert fig2.external[0].better == "grpo" and ("grpo", "gppo") in fig2.pairs
     default = rl.rl_config("ci", fig2.condition("gppo"))  # the recipe itself: shared by Fig. 5 and Table 6
     assert rl.rl_config("ci", fig5.condition("filtered")) == default == rl.rl_config("ci", t6.condition("a0.1"))
+
+
+def test_tiny_reads_every_tiny_aime_problem_and_a_capped_tiny_lcb_in_calls_of_their_own():
+    calls = rl.eval_calls("tiny", ["tiny_aime", "tiny_lcb"], seed=2)
+    assert [c[0] for c in calls] == [["tiny_aime"], ["tiny_lcb"]]
+    assert "max_problems" not in calls[0][1] and calls[1][1]["max_problems"] == 100
+    assert all(c[1]["seed"] == 2 for c in calls)  # one sampling seed for every condition of a seed
+    assert rl.eval_calls("ci", ["tiny_aime", "tiny_lcb"], seed=0) == [(["tiny_aime", "tiny_lcb"],
+                                                                       rl.eval_overrides("ci", 0))]
 
 
 def test_scales_set_steps_curves_and_the_papers_full_settings():
     fig2, fig3 = rl.EXPERIMENTS["fig2"].condition("gppo"), rl.EXPERIMENTS["fig3"].condition("soft")
     tiny2, tiny3 = rl.rl_config("tiny", fig2), rl.rl_config("tiny", fig3)
-    assert (tiny2.max_steps, tiny2.save_steps, tiny2.updates_per_step) == (30, 10, 8)
+    assert (tiny2.max_steps, tiny2.save_steps, tiny2.updates_per_step) == (30, 15, 8)
     assert (tiny3.max_steps, tiny3.save_steps, tiny3.updates_per_step) == (10, 5, 4)
     full2, full3 = rl.rl_config("full", fig2), rl.rl_config("full", fig3)
     assert (full2.max_steps, full2.learning_rate, full2.updates_per_step) == (250, 1e-6, 8)
@@ -143,7 +156,8 @@ def test_prepare_evaluates_the_start_once_per_seed_on_what_its_runs_read_there(m
     todo = [(fig2.condition("gppo"), 0), (fig3.condition("soft"), 0), (fig2.condition("cispo"), 0),
             (t6.condition(rl.START), 1)]
     rl.prepare("tiny", todo, "sft-ckpt")
-    assert calls == [(rl.START_STAGE, "sft-ckpt", ("tiny_aime", "tiny_lcb"), 0, False),
+    assert calls == [(rl.START_STAGE, "sft-ckpt", ("tiny_aime",), 0, False),  # tiny_lcb: a call of its own
+                     (rl.START_STAGE, "sft-ckpt", ("tiny_lcb",), 0, False),
                      (rl.START_STAGE, "sft-ckpt", ("tiny_aime",), 1, False)]
     assert rl.start_benchmarks("tiny", fig2.condition("gppo")) == ("tiny_aime",)  # tiny_lcb only at the end
     assert rl.start_benchmarks("tiny", t6.condition(rl.START)) == ("tiny_aime",)

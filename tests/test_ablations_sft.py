@@ -16,16 +16,18 @@ from klear_lib.results import load_reported
 
 # --- statistics and the verdict rule -------------------------------------------------------------------------
 
-def test_t_critical_values():
-    assert stats.t_crit95(2) == pytest.approx(4.303)
-    assert stats.t_crit95(4.9) == pytest.approx(2.776)  # Welch df rounds down (conservative)
-    assert stats.t_crit95(1000) == pytest.approx(1.9623, abs=1e-3)
-    assert stats.t_crit95(0.5) == math.inf
+def test_t_critical_values_are_exact_at_any_real_df():
+    assert stats.t_crit95(2) == pytest.approx(4.303, abs=5e-4)  # the printed tables, to their 3 decimals
+    assert stats.t_crit95(4) == pytest.approx(2.776, abs=5e-4)
+    assert stats.t_crit95(1000) == pytest.approx(1.9623, abs=1e-4)
+    assert stats.t_crit95(4) > stats.t_crit95(4.9) > stats.t_crit95(5)  # Welch's df is not rounded down
+    assert stats.t_crit95(4.9) == pytest.approx(2.5864, abs=1e-4)
+    assert stats.t_crit95(0.0) == math.inf
 
 
 def test_t_interval_over_seeds():
     mean, low, high = stats.t_interval([1.0, 2.0, 3.0])
-    assert mean == 2.0 and high - mean == pytest.approx(4.303 / math.sqrt(3))
+    assert mean == 2.0 and high - mean == pytest.approx(stats.t_crit95(2) / math.sqrt(3))
     assert low == pytest.approx(2 * mean - high)
     assert stats.t_interval([0.4]) == (0.4, -math.inf, math.inf)
     with pytest.raises(ValueError):
@@ -34,7 +36,8 @@ def test_t_interval_over_seeds():
 
 def test_welch_interval_matches_hand_computation():
     diff, low, high = stats.welch_interval([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])  # se = sqrt(2/3), df = 4
-    assert diff == -3.0 and high - diff == pytest.approx(2.776 * math.sqrt(2 / 3))
+    assert diff == -3.0 and high - diff == pytest.approx(stats.t_crit95(4) * math.sqrt(2 / 3))
+    assert stats.welch_df([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(4.0)
     assert stats.welch_interval([1.0, 1.0], [0.0, 0.0]) == (1.0, 1.0, 1.0)
     assert stats.welch_interval([0.5], [0.1, 0.2])[1:] == (-math.inf, math.inf)
 
@@ -87,7 +90,7 @@ def test_aggregate_t_interval_seed_values_and_definition_order():
     first = aime.iloc[0]
     assert first["n_seeds"] == 3 and first["seeds"] == (0, 1, 2) and first["values"] == (0.5, 0.55, 0.6)
     assert first["mean"] == pytest.approx(0.55)
-    assert first["ci_high"] - first["mean"] == pytest.approx(4.303 * 0.05 / math.sqrt(3))
+    assert first["ci_high"] - first["mean"] == pytest.approx(stats.t_crit95(2) * 0.05 / math.sqrt(3))
 
 
 def test_verdicts_per_pair_with_the_papers_difference():

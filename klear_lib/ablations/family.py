@@ -30,6 +30,20 @@ from klear_lib.configs.base import resolve
 from klear_lib.paths import results_dir
 
 EVAL_KEEP = ["benchmark", "metric", "k", "mean", "stderr", "ci_low", "ci_high", "n_problems", "n_samples"]
+NOT_IN_PAPER = "(beyond the paper)"  # paper_setting of a condition the paper does not run
+
+
+@dataclass(frozen=True)
+class ExternalClaim:
+    """A claim another paper makes about two of an experiment's conditions (DGPO: GRPO beats GPPO), tested on the
+    same runs; its numbers are rows of ``results/reported.csv`` under ``table``."""
+
+    better: str
+    worse: str
+    table: str                                # "DGPO"
+    settings: tuple[str, str]                 # its model_or_setting of ``better``, of ``worse``
+    benchmark: str                            # its benchmark in reported.csv
+    claim: str
 
 
 @dataclass(frozen=True)
@@ -43,6 +57,16 @@ class Experiment:
     conditions: tuple
     comparisons: tuple[tuple[str, str], ...]
     primary: tuple[str, ...]                  # benchmarks the experiment-level verdict reads
+    external: tuple[ExternalClaim, ...] = ()  # other papers' claims on these conditions
+
+    @property
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """Every claimed pair (better, worse): the paper's comparisons, then the external claims'."""
+        return self.comparisons + tuple((c.better, c.worse) for c in self.external)
+
+    def external_claim(self, better: str, worse: str) -> ExternalClaim | None:
+        """The external claim on (better, worse), or None when the pair is the paper's."""
+        return next((c for c in self.external if (c.better, c.worse) == (better, worse)), None)
 
     def condition(self, label: str):
         """The condition called ``label``; unknown labels raise ``KeyError`` listing the known ones."""
@@ -176,7 +200,7 @@ class Family:
         path = Path(path or self.csv(preset))
         conds = self.conditions_for(exp, preset) if conditions is None else tuple(conditions)
         ids = {(c, s): tables.run_id(self.table, self.fields(c, s)) + (self.condition_hash(preset, c),)
-               for c in conds for s in seeds}
+               for s in seeds for c in conds}  # seed-major: a cut sweep leaves whole paired seeds
         stored = tables.read(self.table, path)
         held: dict[tuple, set] = {}
         for rid, bench in zip(tables.run_ids(self.table, stored, ("config_hash",)), stored.get("benchmark", [])):

@@ -25,7 +25,7 @@ import pandas as pd
 from klear_lib import plots, tables
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import table
-from klear_lib.ablations.family import Experiment, Family, RunRows, result_rows
+from klear_lib.ablations.family import NOT_IN_PAPER, Experiment, ExternalClaim, Family, RunRows, result_rows
 from klear_lib.configs import config_hash, get_config, rl_stage_name, to_dict
 from klear_lib.data import load_split
 from klear_lib.paths import runs_dir
@@ -70,6 +70,7 @@ class Scale:
     curve_every: int | None = None                       # RL steps between held-out points (sets save_steps)
     curve_primary_only: bool = False                     # points before the last: only the primary benchmarks
     eval: dict = field(default_factory=dict)             # eval config overrides
+    eval_per_benchmark: dict = field(default_factory=dict)  # benchmark -> further eval overrides (its own call)
     benchmarks: dict = field(default_factory=dict)       # miniature benchmark -> the benchmarks evaluated instead
     torch_threads: int | None = None                     # pinned per run (None: the process's count)
 
@@ -83,14 +84,17 @@ def _steps(math: int, code: int, code_extra: dict | None = None) -> dict:
 SCALES = {
     # ci: a smoke test of the whole path (the ci RL preset: 2 steps, a checkpoint per step); one seed, first pairs.
     "ci": Scale(seeds=1, reduced=True),
-    # tiny: a quarter of the main run's 120 math steps and half its 20 code steps; a held-out point every 10 math /
-    # 5 code steps; eval on 100 problems, k=4, transformers backend (no vLLM start-up per checkpoint; perf.csv).
-    # Fig. 2's secondary benchmark (tiny_lcb) is read at the last step only: a tiny_lcb point costs ~75 s
-    # (generation plus sandboxed tests) against ~17 s for tiny_aime (measured 2026-11-29), and 4 points per run
-    # doubled Fig. 2's cost.
-    "tiny": Scale(seeds=3, per_experiment=_steps(math=30, code=10, code_extra={"save_steps": 5}), curve_every=10,
+    # tiny: a quarter of the main run's 120 math steps and half its 20 code steps; a held-out point every 15 math /
+    # 5 code steps; transformers backend (no vLLM start-up per checkpoint; perf.csv). Every condition of a seed is
+    # read on the same problems with the same sampling seed (common random numbers): all 200 tiny_aime problems
+    # at k=4, whose sampling noise (within-problem binomial, the part that does not cancel between two models on
+    # the same problems) is ~0.7 points against 1.8-3.2 points between seeds (docs/design.md, "Verdicts");
+    # tiny_lcb keeps 100 problems at k=4 (~75 s a point: generation plus sandboxed tests) and Fig. 2 reads it at
+    # the last step only.
+    "tiny": Scale(seeds=3, per_experiment=_steps(math=30, code=10, code_extra={"save_steps": 5}), curve_every=15,
                   curve_primary_only=True,
-                  eval={"k_math": 4, "k_code": 4, "max_problems": 100, "backend": "transformers"}),
+                  eval={"k_math": 4, "k_code": 4, "backend": "transformers"},
+                  eval_per_benchmark={"tiny_lcb": {"max_problems": 100}}),
     "full": Scale(
         seeds=1,                                  # UNVERIFIED: the paper shows one run per setting
         per_experiment={
@@ -123,14 +127,27 @@ def _cond(exp: str, label: str, overrides: dict, reward: str, rows: str, benchma
                      train)
 
 
+# Fig. 2's arena: the paper's three losses, then two arms beyond the paper. "grpo" is DGPO's baseline, GRPO with
+# the symmetric clip ε_l = ε_h = 0.2 (docs/paper.md §8); "gppo_b0.25" is GPPO with β_low = 0.25, the default of
+# the authors' later general-β code and the low end of their advice (docs/paper.md §1.5).
+FIG2_ARMS = (("gppo", {"loss_type": "gppo"}, "GPPO (end)"),
+             ("clip_higher", {"loss_type": "clip_higher"}, "GRPO w/ Clip-Higher (end)"),
+             ("cispo", {"loss_type": "cispo"}, "CISPO (range low)"),  # Fig. 2 gives CISPO as a range: its low end
+             ("grpo", {"loss_type": "clip_higher", "clip_high": 0.2}, NOT_IN_PAPER),
+             ("gppo_b0.25", {"loss_type": "gppo", "beta_low": 0.25}, NOT_IN_PAPER))
+DGPO_CLAIM = ("GRPO with the symmetric clip beats GPPO on math (DGPO, arXiv 2603.14389, avg@32 on "
+              "R1-Distill-Qwen-1.5B; docs/paper.md §8)")
+
+
 def _fig2() -> Experiment:
-    """GPPO vs GRPO with clip-higher vs CISPO, math RL; held-out math and code (the paper's Fig. 2a-b)."""
-    paper = {"gppo": "GPPO (end)", "clip_higher": "GRPO w/ Clip-Higher (end)",
-             "cispo": "CISPO (range low)"}  # Fig. 2 gives CISPO only as a range; its low end stands in
-    conds = tuple(_cond("fig2", loss, {"loss_type": loss}, "math", "math_rl", MATH + CODE, paper[loss], CLAIM2)
-                  for loss in ("gppo", "clip_higher", "cispo"))
+    """GPPO vs GRPO with clip-higher vs CISPO, math RL; held-out math and code (the paper's Fig. 2a-b); with the
+    DGPO baseline and a β_low < 1 arm, and DGPO's claim that GRPO beats GPPO."""
+    conds = tuple(_cond("fig2", label, over, "math", "math_rl", MATH + CODE, paper, CLAIM2)
+                  for label, over, paper in FIG2_ARMS)
+    dgpo = ExternalClaim("grpo", "gppo", "DGPO", ("GRPO (R1-Distill-Qwen-1.5B)", "GPPO (R1-Distill-Qwen-1.5B)"),
+                         "math_avg@32", DGPO_CLAIM)
     return Experiment("fig2", "Figure 2", CLAIM2, conds,
-                      (("gppo", "clip_higher"), ("gppo", "cispo"), ("cispo", "clip_higher")), MATH)
+                      (("gppo", "clip_higher"), ("gppo", "cispo"), ("cispo", "clip_higher")), MATH, (dgpo,))
 
 
 def _pair(exp: str, table_: str, claim: str, reward: str, arms: Sequence[tuple]) -> Experiment:
@@ -178,9 +195,20 @@ def rl_config(preset: str, condition: Condition, seed: int = 0):
     return get_config(rl_stage_name(condition.reward), preset, **rl_overrides(preset, condition, seed))
 
 
-def eval_overrides(preset: str, seed: int = 0) -> dict:
-    """The eval config overrides of every RL ablation run."""
-    return {**RL.get_scale(preset).eval, "seed": seed}
+def eval_overrides(preset: str, seed: int = 0, benchmark: str | None = None) -> dict:
+    """The eval config overrides of every RL ablation run (of its reading of ``benchmark``, where the scale sets
+    that benchmark's own)."""
+    scale = RL.get_scale(preset)
+    return {**scale.eval, **scale.eval_per_benchmark.get(benchmark, {}), "seed": seed}
+
+
+def eval_calls(preset: str, benchmarks: Sequence[str], seed: int) -> list[tuple[list[str], dict]]:
+    """``benchmarks`` grouped by their eval overrides: one (benchmarks, overrides) per ``eval_stage`` call."""
+    calls: dict[str, tuple[list[str], dict]] = {}
+    for bench in benchmarks:
+        over = eval_overrides(preset, seed, bench)
+        calls.setdefault(json.dumps(over, sort_keys=True), ([], over))[0].append(bench)
+    return list(calls.values())
 
 
 def condition_hash(preset: str, condition: Condition) -> str:
@@ -190,6 +218,9 @@ def condition_hash(preset: str, condition: Condition) -> str:
     payload = {"condition": rule, "benchmarks": RL.benchmarks_at(condition, preset),
                "rl": config_hash(rl_config(preset, condition)) if condition.train else None,
                "eval": config_hash(get_config("eval", preset, **eval_overrides(preset))),
+               **({"eval_per_benchmark": {b: config_hash(get_config("eval", preset, **eval_overrides(preset, 0, b)))
+                                          for b in sorted(scale.eval_per_benchmark)}}
+                  if scale.eval_per_benchmark else {}),
                "sft": config_hash(get_config("sft", preset)), "data": config_hash(get_config("data", preset)),
                "model": config_hash(get_config("model", preset)), "curve_every": scale.curve_every,
                **({"curve_primary_only": True} if scale.curve_primary_only else {})}
@@ -217,8 +248,8 @@ def evaluate(preset: str, condition: Condition, seed: int, path: Path, stage: st
     """``eval_stage`` rows of one checkpoint on ``benchmarks`` (default: the condition's); samples are reused per
     stage and path."""
     bench = RL.benchmarks_at(condition, preset) if benchmarks is None else benchmarks
-    return eval_stage(preset, stage, path, bench, write_csv=False,
-                      **eval_overrides(preset, seed))
+    return pd.concat([eval_stage(preset, stage, path, group, write_csv=False, **over)
+                      for group, over in eval_calls(preset, bench, seed)], ignore_index=True)
 
 
 def record_path(preset: str, condition: Condition, seed: int) -> Path:
@@ -280,7 +311,8 @@ def prepare(preset: str, todo: Sequence[tuple[Condition, int]], init: Path) -> N
         need.setdefault(int(seed), set()).update(start_benchmarks(preset, condition))
     with torch_threads(RL.get_scale(preset).torch_threads):
         for seed, benchmarks in sorted(need.items()):
-            eval_stage(preset, START_STAGE, init, sorted(benchmarks), write_csv=False, **eval_overrides(preset, seed))
+            for group, over in eval_calls(preset, sorted(benchmarks), seed):
+                eval_stage(preset, START_STAGE, init, group, write_csv=False, **over)
 
 
 def records(preset: str, runs: pd.DataFrame) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from klear_lib.ablations.family import Experiment, Family, result_rows
+from klear_lib.ablations.family import NOT_IN_PAPER, Experiment, Family, result_rows
 from klear_lib.configs import config_hash, get_config, to_dict
 from klear_lib.data import load_split, sft_subset
 from klear_lib.data.teachers import without_checks
@@ -90,7 +90,6 @@ CLAIM2 = ("easy prompts: only-correct traces beat mixed; hard prompts: mixed (co
 CLAIM3 = "the strongest teacher gives the best student on the same prompts (docs/paper.md §3 Table 3)"
 CLAIM4 = "math: the top-1/top-2 sources beat mixing in lower-ranked ones at a fixed budget (docs/paper.md §3 Table 4)"
 CLAIM5 = "code: the top-1/top-2 sources beat mixing in lower-ranked ones at a fixed budget (docs/paper.md §3 Table 5)"
-NOT_IN_PAPER = "(beyond the paper)"  # paper_setting of a condition the paper does not run
 # Miniature teacher pairs (math, code) by rank, standing in for the paper's teachers, strongest first.
 TEACHER_PAIRS = {"rank1": ("reflective", "code_reflective", "DeepSeek-R1-0528"),
                  "rank2": ("careful", "code_stepwise", "DeepSeek-R1-0120"),

@@ -120,7 +120,8 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def clip_diagnostics(loss_type: str, logp, old_logp, advantages, mask, **hyper) -> dict[str, float]:
-    """Token fractions of the four cases, the clipped fraction and the share of |F·A| on clipped tokens.
+    """Token fractions of the four cases, the clipped fraction, the share of |F·A| on clipped tokens, the largest
+    |F·A| on clipped tokens and on the rest, and the norms of dL/dlog π on clipped tokens and on all.
 
     "Clipped" means the loss's clip is active (F differs from δ): for GPPO/clip-higher the cases
     ``adv_pos_ratio_high`` and ``adv_neg_ratio_low`` (and dual-clipped tokens), for CISPO all four.
@@ -137,6 +138,15 @@ def clip_diagnostics(loss_type: str, logp, old_logp, advantages, mask, **hyper) 
     weight = (coef * adv).abs() * mask
     out["clip_frac"] = masked_mean(clipped.to(ratio.dtype), mask).item()
     out["clipped_grad_share"] = ((weight * clipped).sum() / weight.sum().clamp(min=1e-12)).item()
+    # DGPO's argument (docs/paper.md §8) is about the gradient that clipped tokens keep: its largest per-token size
+    # beside the rest's, and its norm, all w.r.t. log π (dL/dlog π = -F·A / Σ mask; a parameter-space norm would
+    # need a backward pass of its own)
+    rest = (mask > 0) & ~clipped
+    out["max_fa_clipped"] = (weight * clipped).max().item() if clipped.any() else 0.0
+    out["max_fa_rest"] = (weight * rest).max().item() if rest.any() else 0.0
+    norm = mask.sum().clamp(min=1.0)
+    out["clipped_logp_grad_norm"] = ((weight * clipped).pow(2).sum().sqrt() / norm).item()
+    out["logp_grad_norm"] = (weight.pow(2).sum().sqrt() / norm).item()
     out["ratio_mean"] = masked_mean(ratio, mask).item()
     return out
 

@@ -37,6 +37,10 @@ RECORD_KEYS = {
     "frac_adv_neg_ratio_high": "gppo/frac_adv_neg_ratio_high",
     "clip_frac": "gppo/clip_frac",
     "clipped_grad_share": "gppo/clipped_grad_share",
+    "max_fa_clipped": "gppo/max_fa_clipped",
+    "max_fa_rest": "gppo/max_fa_rest",
+    "clipped_logp_grad_norm": "gppo/clipped_logp_grad_norm",
+    "logp_grad_norm": "gppo/logp_grad_norm",
     "ratio_mean": "gppo/ratio_mean",
 }
 RECORD_COLUMNS = ["step", "rl_step", *RECORD_KEYS, "config_hash"]
