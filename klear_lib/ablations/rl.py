@@ -94,7 +94,8 @@ SCALES = {
     "tiny": Scale(seeds=3, per_experiment=_steps(math=30, code=10, code_extra={"save_steps": 5}), curve_every=15,
                   curve_primary_only=True,
                   eval={"k_math": 4, "k_code": 4, "backend": "transformers"},
-                  eval_per_benchmark={"tiny_lcb": {"max_problems": 100}}),
+                  eval_per_benchmark={"tiny_lcb": {"max_problems": 100}},
+                  torch_threads=1),  # a run's numbers do not depend on how many run at once (WORKERS)
     "full": Scale(
         seeds=1,                                  # UNVERIFIED: the paper shows one run per setting
         per_experiment={
