@@ -154,6 +154,36 @@ def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "fi
     return fig
 
 
+VERDICT_COLORS = {"replicated": "tab:green", "opposite": "tab:red", "no effect of the paper's size": "tab:blue",
+                  "underpowered": "tab:gray"}
+
+
+def claims_power(claims: pd.DataFrame, title: str = ""):
+    """One row per claim run (``klear_lib.ablations.claims`` rows): the claimed |Δ| (open diamond), the minimum
+    detectable effect at the seeds run (bar, coloured by the decision) and our |Δ| with its interval folded onto
+    the claimed side (line): a bar past the diamond is a claim the seeds could not have seen."""
+    df = claims[claims["n_seeds"] > 0].reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(7.5, 0.8 + 0.24 * max(len(df), 1)))
+    ys = range(len(df))[::-1]
+    for y, r in zip(ys, df.to_dict("records")):
+        sign = 1 if r["paper_diff_pts"] >= 0 else -1  # read every claim on its own side of 0
+        ax.barh(y, min(r["mde_pts"], 40), height=0.6, color=VERDICT_COLORS.get(r["verdict"], "tab:gray"), alpha=0.45)
+        lo, hi = sorted((sign * r["ci_low_pts"], sign * r["ci_high_pts"]))
+        ax.plot([max(lo, -40), min(hi, 40)], [y, y], color="black", lw=1)
+        ax.plot(sign * r["ours_diff_pts"], y, "o", color="black", ms=3)
+        ax.plot(abs(r["paper_diff_pts"]), y, "D", mfc="none", color="tab:orange", ms=5)
+    ax.axvline(0, color="black", lw=0.5)
+    ax.set_yticks(list(ys), [f"{r['table']} {r['better']}>{r['worse']} @{r['benchmark']} ({r['n_seeds']}s)"
+                             for r in df.to_dict("records")], fontsize=6)
+    ax.set_xlabel("points: bar = MDE (80% power, α = 0.05); ◇ = claimed |Δ|; ● and line = ours, 95% CI", fontsize=7)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c, alpha=0.45) for c in VERDICT_COLORS.values()]
+    ax.legend(handles, VERDICT_COLORS.keys(), fontsize=6, loc="lower right")
+    ax.set_title(title, fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
 def save(fig, name: str) -> Path:
     """Save ``fig`` as ``results/figures/<name>.png`` and return the path."""
     FIGURES.mkdir(parents=True, exist_ok=True)

@@ -97,7 +97,9 @@ def test_ci_runs_the_first_pair_only_and_tiny_runs_all(family):
 def test_tiny_reads_secondary_benchmarks_at_the_last_curve_point_only():
     gppo, soft = rl.EXPERIMENTS["fig2"].condition("gppo"), rl.EXPERIMENTS["fig3"].condition("soft")
     assert rl.curve_benchmarks("tiny", gppo, last=False) == ("tiny_aime",)
-    assert rl.curve_benchmarks("tiny", gppo, last=True) == ("tiny_aime", "tiny_lcb")
+    assert rl.curve_benchmarks("tiny", gppo, last=True) == ("tiny_aime",)  # tiny: Fig. 2 reads its primary only
+    assert rl.curve_benchmarks("ci", gppo, last=True) == ("tiny_aime", "tiny_lcb")
+    assert rl.curve_benchmarks("tiny", rl.EXPERIMENTS["fig3"].condition("soft"), last=True) == ("tiny_lcb",)
     assert rl.curve_benchmarks("tiny", soft, last=False) == ("tiny_lcb",)  # the primary benchmark is kept
     assert rl.curve_benchmarks("ci", gppo, last=False) == ("tiny_aime", "tiny_lcb")
     assert rl.curve_benchmarks("full", gppo, last=False) == ("aime24", "aime25", "lcb_v5")  # curve_primary_only off
@@ -146,6 +148,33 @@ def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkey
     assert calls == [] and starts == ["ci"]
     rl.RL.run_experiment("ci", "fig2", seeds=[1], path=path, retrain=True)
     assert sorted(c[:2] for c in calls) == [("clip_higher", 1), ("gppo", 1)] and prepared[-1] == (2, "sft-ckpt")
+
+
+@pytest.mark.parametrize("effect, seeds_run", [(0.30, 3), (0.0, 7)])
+def test_run_to_decision_adds_seeds_until_the_claim_is_decided_or_capped(monkeypatch, tmp_path, effect, seeds_run):
+    # gppo beats clip_higher by ``effect`` with seed noise 0.01: 0.30 is replicated at the first look (3 seeds);
+    # no effect stays "underpowered" (no paper size is given), so seeds go 3 -> 5 -> 7, the cap
+    calls = []
+
+    def fake_run(preset, cond, seed, context):
+        calls.append((cond.label, seed))
+        h = rl.condition_hash(preset, cond)
+        noise = 0.01 * ((seed * 7919 + len(cond.label)) % 5 - 2)
+        mean = 0.3 + noise + (effect if cond.label == "gppo" else 0.0)
+        rows = [_row(cond.experiment, cond.label, seed, b, mean, h) for b in rl.RL.benchmarks_at(cond, preset)]
+        return F.RunRows(rows, R.curve_rows(pd.DataFrame(rows[:1]), cond.experiment, cond.label, seed, 2, h))
+
+    scale = dataclasses.replace(rl.SCALES["ci"], seeds=3, cap_seeds={"fig2": 7}, seed_step=2)
+    monkeypatch.setitem(rl.SCALES, "ci", scale)
+    monkeypatch.setattr(rl, "RL", dataclasses.replace(rl.RL, run=fake_run, prepare=None))
+    monkeypatch.setattr(rl, "start_checkpoint", lambda preset: "sft-ckpt")
+    runs = rl.RL.run_to_decision("ci", "fig2", path=tmp_path / "t.csv")
+    assert sorted(set(runs["seed"])) == list(range(seeds_run))
+    assert sorted(calls) == sorted((c, s) for c in ("clip_higher", "gppo") for s in range(seeds_run))  # once each
+    calls.clear()
+    again = rl.RL.run_to_decision("ci", "fig2", path=tmp_path / "t.csv")
+    assert calls == [], calls
+    pd.testing.assert_frame_equal(again, runs)  # resumes from the stored rows
 
 
 def test_prepare_evaluates_the_start_once_per_seed_on_what_its_runs_read_there(monkeypatch):

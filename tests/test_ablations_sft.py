@@ -10,6 +10,7 @@ import pytest
 
 from klear_lib import tables
 from klear_lib.ablations import sft, stats, table
+from klear_lib.ablations import verdicts as V
 from klear_lib.ablations.verdicts import claim_verdict
 from klear_lib.results import load_reported
 
@@ -59,6 +60,51 @@ def test_verdict_rejects_a_bad_sign():
         stats.verdict(0.1, 0.0, 0.2, claimed_sign=0)
 
 
+@pytest.mark.parametrize("interval, paper, expected", [
+    ((0.10, 0.05, 0.20), 0.03, "replicated"),
+    ((-0.10, -0.20, -0.05), 0.03, "opposite"),
+    ((0.001, -0.01, 0.02), 0.03, "no effect of the paper's size"),  # the interval sits inside ±3 points
+    ((0.001, -0.01, 0.04), 0.03, "underpowered"),                   # it reaches past +3 points
+    ((0.001, -0.04, 0.02), -0.03, "underpowered"),                  # the size is |paper Δ|, whatever its sign
+    ((0.0, -0.01, 0.01), float("nan"), "underpowered"),             # no size to rule out
+    ((0.3, -math.inf, math.inf), 0.03, "underpowered"),
+])
+def test_decision_rule(interval, paper, expected):
+    assert stats.decide(*interval, paper_effect=paper) == expected
+
+
+def test_paired_comparison_uses_the_common_seeds_and_beats_welch_when_seeds_share_a_shift():
+    # a seed effect (+0.1 on seed 1) moves both arms alike: paired sees a constant +0.02, Welch sees noise
+    a, b = [0.30, 0.40, 0.32, 0.50], [0.28, 0.38, 0.30, 0.9]
+    got = stats.compare(a[:3], [0, 1, 2], b, [0, 1, 2, 7])  # seed 7 ran on one side only: left out
+    assert got["test"] == "paired" and got["n"] == 3 and got["df"] == 2
+    assert got["diff"] == pytest.approx(0.02)
+    assert got["low"] == pytest.approx(0.02, abs=1e-9) and got["high"] == pytest.approx(0.02, abs=1e-9)
+    welch = stats.compare(a[:3], [0, 1, 2], b[:3], [3, 4, 5])  # no common seed: Welch
+    assert welch["test"] == "welch" and welch["low"] < 0 < welch["high"]
+    assert welch["df"] == pytest.approx(stats.welch_df(a[:3], b[:3]))
+
+
+def test_power_mde_and_seeds_needed_agree():
+    sd = 0.02
+    assert stats.mde(sd, 1) == math.inf
+    m10 = stats.mde(sd, 10)
+    assert m10 == pytest.approx((stats.t_quantile(0.975, 9) + stats.t_quantile(0.8, 9)) * sd / math.sqrt(10))
+    n = stats.seeds_needed(sd, m10)
+    assert n == 10 and stats.mde(sd, n - 1) > m10  # the fewest seeds that reach it
+    assert stats.mde(sd, 10, paired_design=False) < m10 * 1.01  # same sd: two arms get more df
+    assert stats.seeds_needed(sd, 0.0) is None and stats.seeds_needed(float("nan"), 0.01) is None
+    assert stats.seeds_needed(sd, 1e-6, cap=1000) is None
+
+
+def test_experiment_decision_combines_pairs():
+    assert V.experiment_decision(["replicated", "replicated"]) == "replicated"
+    assert V.experiment_decision(["replicated", "underpowered"]) == "underpowered"
+    assert V.experiment_decision(["opposite", "underpowered"]) == "opposite"
+    assert V.experiment_decision(["replicated", "no effect of the paper's size"]) == "mixed"
+    assert V.experiment_decision([]) == "underpowered"
+
+
 def test_claim_verdict_combines_pairs():
     assert claim_verdict(["replicated", "replicated"]) == "replicated"
     assert claim_verdict(["replicated", "inconclusive"]) == "inconclusive"
@@ -97,13 +143,15 @@ def test_verdicts_per_pair_with_the_papers_difference():
     pairs = sft.SFT.verdicts(sft.SFT.aggregate(_table2_runs()), reported=load_reported())
     aime = pairs[pairs["benchmark"] == "tiny_aime"].set_index("better")
     assert aime.loc["easy/only_correct", "verdict"] == "replicated"
-    assert aime.loc["hard/mixed", "verdict"] == "not replicated"
+    assert aime.loc["hard/mixed", "verdict"] == "opposite"
     assert aime.loc["easy/only_correct", "paper_diff_pts"] == pytest.approx(45.00 - 40.22)
+    assert (aime["test"] == "paired").all() and (aime["df"] == 2).all() and (aime["source"] == "paper").all()
+    assert aime.loc["easy/only_correct", "sd_diff"] == pytest.approx(0.0, abs=1e-12)  # +0.30 on every seed
     lcb = pairs[pairs["benchmark"] == "tiny_lcb"]
-    assert set(lcb["verdict"]) == {"inconclusive"} and set(lcb["note"]) == {"both at 0"}
+    assert set(lcb["verdict"]) == {"underpowered"} and set(lcb["note"]) == {"both at 0"}
     claims = sft.SFT.experiment_verdicts(pairs)
-    assert claims.set_index("experiment").loc["table2", ["replicated", "not_replicated", "verdict"]].tolist() == [
-        1, 1, "inconclusive"]
+    assert claims.set_index("experiment").loc["table2", ["replicated", "opposite", "verdict"]].tolist() == [
+        1, 1, "mixed"]
 
 
 def test_contrast_is_a_difference_with_an_interval_and_no_verdict():

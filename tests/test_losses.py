@@ -182,3 +182,59 @@ def test_extreme_ratios_stay_finite():
         assert torch.isfinite(per_token).all() and torch.isfinite(logp.grad).all()
         logp.grad = None
     assert math.isfinite(gppo_loss(logp, old_logp, torch.tensor([1.0]), torch.ones(1, 2))[0].item())
+
+
+# --- DGPO's argument (docs/paper.md §8): do the gradients GPPO keeps on clipped tokens blow up as π -> 0? -------
+
+def _logit_grad(loss_fn, p_token: float, p_old: float = 0.3, adv: float = -1.0, vocab: int = 8, **hyper):
+    """The gradient w.r.t. the logits and w.r.t. the token's probability of one token's loss at probability
+    ``p_token`` (sampled at ``p_old``), the other tokens sharing the rest evenly."""
+    rest = (1.0 - p_token) / (vocab - 1)
+    probs = torch.tensor([p_token] + [rest] * (vocab - 1), dtype=torch.float64)
+    logits = probs.log().clone().requires_grad_(True)
+    logp = torch.log_softmax(logits, dim=0)[0].reshape(1, 1)
+    loss = loss_fn(logp, torch.tensor([[math.log(p_old)]], dtype=torch.float64),
+                   torch.tensor([adv], dtype=torch.float64), **hyper)
+    (g_logits,) = torch.autograd.grad(loss.sum(), logits)
+    p = torch.tensor([[p_token]], dtype=torch.float64, requires_grad=True)  # the same loss as a function of π
+    (g_prob,) = torch.autograd.grad(loss_fn(p.log(), torch.tensor([[math.log(p_old)]], dtype=torch.float64),
+                                            torch.tensor([adv], dtype=torch.float64), **hyper).sum(), p)
+    return g_logits.norm().item(), g_prob.abs().item()
+
+
+@pytest.mark.parametrize("beta_low", [1.0, 0.25])
+def test_gppo_gradient_on_a_vanishing_clipped_token_is_bounded_in_the_logits(beta_low):
+    # A < 0 and δ = π / π_old -> 0: the clipped-low case, where GPPO keeps F = β_low·(1 - ε_l)
+    bound = beta_low * (1 - EL) * math.sqrt(2)  # |F·A|·||e_t - π||, and ||e_t - π|| <= √2
+    logit_norms, prob_grads = [], []
+    for p in (1e-2, 1e-4, 1e-6, 1e-8):  # |log δ| stays under the ±20 clamp (δ >= 3e-8)
+        g_logits, g_prob = _logit_grad(gppo_per_token, p, beta_low=beta_low)
+        logit_norms.append(g_logits)
+        prob_grads.append(g_prob)
+    assert all(math.isfinite(g) and g <= bound + 1e-12 for g in logit_norms)
+    e_minus_pi = math.sqrt(1 + 1 / 7)  # ||e_t - π|| as π_t -> 0 and the 7 others share 1
+    assert logit_norms[-1] == pytest.approx(beta_low * (1 - EL) * e_minus_pi, rel=1e-6)
+    # what does diverge is the derivative w.r.t. the probability itself, β_low(1-ε_l)|A| / π: DGPO's quantity,
+    # which a softmax policy never follows (its parameters reach π through the logits)
+    assert prob_grads == pytest.approx([beta_low * (1 - EL) / p for p in (1e-2, 1e-4, 1e-6, 1e-8)], rel=1e-6)
+    # clip-higher keeps nothing on this token, CISPO keeps the same bounded (1 - ε_l)
+    assert _logit_grad(ppo_clip_per_token, 1e-8)[0] == 0.0
+    assert _logit_grad(cispo_per_token, 1e-8)[0] == pytest.approx((1 - EL) * e_minus_pi, rel=1e-6)
+
+
+def test_past_the_log_ratio_clamp_a_clipped_token_keeps_no_gradient():
+    # |log δ| > 20 (δ < 2e-9): the ±20 clamp (upstream verl's; the Klear fork has none) stops the gradient
+    assert _logit_grad(gppo_per_token, 1e-12)[0] == 0.0
+
+
+def test_diagnostics_report_the_largest_clipped_gradient_beside_the_rest():
+    names = ["pos_high", "neg_low", "pos_inside", "neg_far"]
+    logp, old_logp, adv = _tokens(names)
+    mask = torch.ones(len(names), 1, dtype=torch.float64)
+    _, d = gppo_loss(logp, old_logp, adv, mask)
+    # |F·A|: pos_high 1.28 and neg_low 0.8 are clipped; pos_inside 0.77 and neg_far 12 are not
+    assert d["max_fa_clipped"] == pytest.approx(1.28) and d["max_fa_rest"] == pytest.approx(12.0)
+    assert d["clipped_logp_grad_norm"] == pytest.approx(math.hypot(1.28, 0.8) / 4)
+    assert d["logp_grad_norm"] == pytest.approx(math.sqrt(1.28 ** 2 + 0.8 ** 2 + 0.77 ** 2 + 144) / 4)
+    _, ppo = ppo_clip_loss(logp, old_logp, adv, mask)
+    assert ppo["max_fa_clipped"] == 0.0 and ppo["clipped_logp_grad_norm"] == 0.0

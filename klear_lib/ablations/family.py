@@ -24,6 +24,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from klear_lib import tables
+from klear_lib.ablations import stats as S
 from klear_lib.ablations import table as T
 from klear_lib.ablations import verdicts as V
 from klear_lib.configs.base import resolve
@@ -146,6 +147,7 @@ class Family:
     side: tables.Table | None = None          # a second table the runs add to (RL curves), beside the first
     side_suffix: str = ""                     # its file: "<table stem><side_suffix>.csv"
     stored_precision: bool = False            # True: a run's rows are returned as read back from the file
+    identity: Callable | None = None          # (preset, condition) -> what its runs are: equal values share runs
 
     def get_experiment(self, experiment: str | Experiment) -> Experiment:
         """An experiment by id (or itself); unknown ids raise ``KeyError`` listing the known ones."""
@@ -214,6 +216,47 @@ class Family:
         mine = [rid in wanted for rid in tables.run_ids(self.table, stored, ("config_hash",))]
         return stored[mine].reset_index(drop=True)
 
+    def seed_plan(self, experiment: str | Experiment, preset: str) -> tuple[int, int, int]:
+        """(first seeds, cap, step) of ``run_to_decision``: the scale's ``min_seeds`` for the experiment (at least
+        its default count), its ``cap_seeds`` (default: the first seeds, i.e. no sequential seeds) and its
+        ``seed_step``."""
+        exp, scale = self.get_experiment(experiment), self.get_scale(preset)
+        first = max(scale.seeds, getattr(scale, "min_seeds", {}).get(exp.id, 0))
+        return first, max(first, getattr(scale, "cap_seeds", {}).get(exp.id, first)), getattr(scale, "seed_step", 1)
+
+    def undecided(self, runs: pd.DataFrame, preset: str, reported: pd.DataFrame | None,
+                  metric: str = "avg@k") -> list[dict]:
+        """The verdict rows of ``runs`` (one experiment) on its primary benchmarks that are "underpowered"."""
+        exp = self.get_experiment(runs["experiment"].iloc[0])
+        pairs = self.verdicts(self.aggregate(runs), metric, reported)
+        return [r for r in pairs.to_dict("records") if r["benchmark"] in self.primary_readings(exp, preset)
+                and r["verdict"] == S.UNDERPOWERED]
+
+    def primary_readings(self, experiment: str | Experiment, preset: str | None) -> tuple[str, ...]:
+        """The experiment's primary benchmarks as ``preset``'s scale reads them (as named without a preset)."""
+        exp = self.get_experiment(experiment)
+        mapping = self.get_scale(preset).benchmarks if preset else {}
+        return tuple(m for b in exp.primary for m in mapping.get(b, (b,)))
+
+    def run_to_decision(self, preset: str, experiment: str | Experiment, retrain: bool = False,
+                        path: Path | str | None = None, workers: int = 1, reported: pd.DataFrame | None = None,
+                        metric: str = "avg@k") -> pd.DataFrame:
+        """``run_experiment`` on seeds 0..first-1 (``seed_plan``), then ``step`` more seeds at a time while any of
+        the experiment's claims on its primary benchmarks is "underpowered", up to the cap. Every look reads the
+        stored rows, so a killed sequence resumes where it stopped. The looks inflate the false-positive rate
+        above the nominal 5% (a sequential design without a spending rule; docs/design.md, "Verdicts"): the cap
+        bounds how often one looks. Returns the rows of every seed run, in table order."""
+        exp = self.get_experiment(experiment)
+        first, cap, step = self.seed_plan(exp, preset)
+        seeds = list(range(first))
+        runs = self.run_experiment(preset, exp, seeds, retrain=retrain, path=path, workers=workers)
+        while len(seeds) < cap and self.undecided(runs, preset, reported, metric):
+            new = list(range(len(seeds), min(cap, len(seeds) + step)))
+            self.run_experiment(preset, exp, new, retrain=retrain, path=path, workers=workers)
+            seeds += new
+            runs = self.run_experiment(preset, exp, seeds, path=path)  # all stored now: no run
+        return runs
+
     def _context(self, preset: str, seeds: list[int], path: Path, todo: list[tuple]):
         """The context the due runs share (``setup``), once ``prepare`` has done their shared work here."""
         context = self.setup(preset, seeds, path)
@@ -253,14 +296,15 @@ class Family:
                  reported: pd.DataFrame | None = None) -> pd.DataFrame:
         """One row per (experiment, claimed pair, benchmark) present in ``summary`` (from ``aggregate``).
 
-        "replicated": the claimed-better condition is ahead and Welch's 95% interval over seeds excludes 0;
-        "not replicated": behind with the interval excluding 0; "inconclusive" otherwise. ``paper_diff_pts`` is
-        the paper's own difference on the analogous benchmark (``results/reported.csv``), in points.
+        The pairs are the paper's comparisons, then other papers' claims on the same runs (``Experiment.external``).
+        Each difference is paired by seed (or Welch's where the seeds differ) with its power, and the decision
+        (``stats.decide``) reads it against the claimed size: ``paper_diff_pts``, the paper's own difference on the
+        analogous benchmark (``results/reported.csv``, in points), or the external claim's.
         """
         cells, out = V.by_cell(summary[summary["metric"] == metric]), []
         for exp in self.experiments.values():
             benches = sorted({b for (e, _, b) in cells if e == exp.id})
-            for better, worse in exp.comparisons:
+            for better, worse in exp.pairs:
                 for bench in benches:
                     b, w = cells.get((exp.id, better, bench)), cells.get((exp.id, worse, bench))
                     if b and w:
@@ -274,7 +318,8 @@ class Family:
         exp, cells = self.get_experiment(experiment), V.by_cell(summary[summary["metric"] == metric])
         rows = [V.comparison_row(exp, cells[(e, c, bench)], cells[(e, b, bench)])
                 for (e, c, bench) in cells if e == exp.id and c == a and (e, b, bench) in cells]
-        return pd.DataFrame(rows, columns=V.VERDICT_COLUMNS).drop(columns=["paper_diff_pts", "verdict"])
+        return pd.DataFrame(rows, columns=V.VERDICT_COLUMNS).drop(
+            columns=["source", "paper_diff_pts", "seeds_needed", "verdict"])
 
     def experiment_verdicts(self, pairs: pd.DataFrame) -> pd.DataFrame:
         """Per experiment present in ``pairs``, on its primary benchmarks: counts of pairwise verdicts and one
@@ -283,13 +328,13 @@ class Family:
         for exp in self.experiments.values():
             if exp.id not in set(pairs["experiment"]):
                 continue
-            sel = pairs[(pairs["experiment"] == exp.id) & pairs["benchmark"].isin(exp.primary)]["verdict"].tolist()
+            mine = pairs[(pairs["experiment"] == exp.id) & pairs["benchmark"].isin(exp.primary)]
+            sel = mine[mine["source"] == V.PAPER]["verdict"].tolist()  # the paper's claims only
             out.append({"experiment": exp.id, "table": exp.table, "primary": "+".join(exp.primary),
-                        "pairs": len(sel), "replicated": sel.count("replicated"),
-                        "not_replicated": sel.count("not replicated"), "inconclusive": sel.count("inconclusive"),
-                        "verdict": V.claim_verdict(sel), "claim": exp.claim})
-        return pd.DataFrame(out, columns=["experiment", "table", "primary", "pairs", "replicated", "not_replicated",
-                                          "inconclusive", "verdict", "claim"])
+                        "pairs": len(sel), **{c.replace(" ", "_").replace("'", ""): sel.count(c) for c in S.DECISIONS},
+                        "verdict": V.experiment_decision(sel), "claim": exp.claim})
+        counts = [c.replace(" ", "_").replace("'", "") for c in S.DECISIONS]
+        return pd.DataFrame(out, columns=["experiment", "table", "primary", "pairs", *counts, "verdict", "claim"])
 
     def side_by_side(self, summary: pd.DataFrame, reported: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:
         """Our mean ± 95% CI (in %) per condition and benchmark beside the paper's value of the same setting."""

@@ -13,6 +13,7 @@ checkpoint, which every run with a seed evaluates, is evaluated once before any 
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -25,7 +26,15 @@ import pandas as pd
 from klear_lib import plots, tables
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import table
-from klear_lib.ablations.family import NOT_IN_PAPER, Experiment, ExternalClaim, Family, RunRows, result_rows
+from klear_lib.ablations.family import (
+    NOT_IN_PAPER,
+    Experiment,
+    ExternalClaim,
+    Family,
+    RunRows,
+    mapped_benchmarks,
+    result_rows,
+)
 from klear_lib.configs import config_hash, get_config, rl_stage_name, to_dict
 from klear_lib.data import load_split
 from klear_lib.paths import runs_dir
@@ -69,10 +78,14 @@ class Scale:
     per_experiment: dict = field(default_factory=dict)   # experiment -> RL overrides (steps, lengths)
     curve_every: int | None = None                       # RL steps between held-out points (sets save_steps)
     curve_primary_only: bool = False                     # points before the last: only the primary benchmarks
+    primary_only: tuple[str, ...] = ()                   # experiments whose runs read their primary benchmarks only
     eval: dict = field(default_factory=dict)             # eval config overrides
     eval_per_benchmark: dict = field(default_factory=dict)  # benchmark -> further eval overrides (its own call)
     benchmarks: dict = field(default_factory=dict)       # miniature benchmark -> the benchmarks evaluated instead
     torch_threads: int | None = None                     # pinned per run (None: the process's count)
+    min_seeds: dict = field(default_factory=dict)        # experiment -> seeds run before the first look
+    cap_seeds: dict = field(default_factory=dict)        # experiment -> most seeds ``run_to_decision`` runs
+    seed_step: int = 2                                   # seeds added per look
 
 
 def _steps(math: int, code: int, code_extra: dict | None = None) -> dict:
@@ -89,13 +102,19 @@ SCALES = {
     # read on the same problems with the same sampling seed (common random numbers): all 200 tiny_aime problems
     # at k=4, whose sampling noise (within-problem binomial, the part that does not cancel between two models on
     # the same problems) is ~0.7 points against 1.8-3.2 points between seeds (docs/design.md, "Verdicts");
-    # tiny_lcb keeps 100 problems at k=4 (~75 s a point: generation plus sandboxed tests) and Fig. 2 reads it at
-    # the last step only.
+    # tiny_lcb keeps 100 problems at k=4. Fig. 2 reads tiny_aime only: at one thread a tiny_lcb point (generation
+    # plus sandboxed tests) was ~100 s of a ~480 s run, and 50 runs (5 arms x 10 seeds) are the sweep's bulk; held-
+    # out code after math RL is read by the main job (notebook 03, rl_math on tiny_lcb).
     "tiny": Scale(seeds=3, per_experiment=_steps(math=30, code=10, code_extra={"save_steps": 5}), curve_every=15,
-                  curve_primary_only=True,
+                  curve_primary_only=True, primary_only=("fig2",),
                   eval={"k_math": 4, "k_code": 4, "backend": "transformers"},
                   eval_per_benchmark={"tiny_lcb": {"max_problems": 100}},
-                  torch_threads=1),  # a run's numbers do not depend on how many run at once (WORKERS)
+                  torch_threads=1,  # a run's numbers do not depend on how many run at once (WORKERS)
+                  # seeds until a claim leaves "underpowered": Fig. 2 (the GPPO dispute) starts at 10 paired seeds,
+                  # the rest at 3, two more a look, all capped at 10. At 10 paired seeds the minimum detectable
+                  # effect is about 1.0x the sd of the per-seed differences, ~2-3 points for math RL
+                  # (docs/design.md, "Verdicts"): the size of the paper's RL effects (0.9-3.3 points).
+                  min_seeds={"fig2": 10}, cap_seeds=dict.fromkeys(("fig2", "fig3", "fig4", "fig5", "table6"), 10)),
     "full": Scale(
         seeds=1,                                  # UNVERIFIED: the paper shows one run per setting
         per_experiment={
@@ -181,6 +200,14 @@ EXPERIMENTS = {e.id: e for e in (
            ("unfiltered", {"filter_zero_adv": False}, "math_rl", "unfiltered (range high)"))),  # no end value given
     _table6(),
 )}
+
+
+def rl_benchmarks(scale: Scale, condition: Condition) -> tuple[str, ...]:
+    """The benchmarks a run of ``condition`` is read on: its own, or its experiment's primary ones where the scale
+    says so (``Scale.primary_only``); each as the scale maps it (at full: the paper's benchmarks)."""
+    names = EXPERIMENTS[condition.experiment].primary if condition.experiment in scale.primary_only else None
+    cond = condition if names is None else dataclasses.replace(condition, benchmarks=tuple(names))
+    return mapped_benchmarks(scale, cond)
 
 
 def rl_overrides(preset: str, condition: Condition, seed: int = 0) -> dict:
@@ -352,5 +379,11 @@ def describe(preset: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def run_identity(preset: str, condition: Condition) -> str:
+    """What a condition's runs are, seed aside: its RL config and rows (two conditions with the same train once,
+    ``rl_stage`` reusing the checkpoint), or the start checkpoint."""
+    return f"{config_hash(rl_config(preset, condition))}|{condition.rows}" if condition.train else START
+
+
 RL = Family(FAMILY, "RL", EXPERIMENTS, SCALES, condition_hash, run_condition, setup, prepare=prepare,
-            side=R.CURVES, side_suffix="_curves")
+            side=R.CURVES, side_suffix="_curves", identity=run_identity, benchmarks=rl_benchmarks)

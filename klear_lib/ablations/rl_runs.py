@@ -29,6 +29,9 @@ CURVES = Table("RL curve", tuple(CURVE_COLUMNS), tuple(CURVE_KEY), run_key=tuple
 DYNAMICS = ["reward_mean", "accuracy", "entropy", "grad_norm", "response_length"]
 CLIPPING = ["frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg_ratio_low", "frac_adv_neg_ratio_high",
             "clipped_grad_share"]
+# DGPO's argument in the runs: the largest per-token |F·A| on clipped tokens beside the rest's, and the norms of
+# dL/dlog π (run records written since the columns exist; older records lack them)
+GRADIENTS = ["max_fa_clipped", "max_fa_rest", "clipped_logp_grad_norm", "logp_grad_norm"]
 
 
 def checkpoints(final: Path, updates_per_step: int, max_steps: int) -> list[tuple[int, Path]]:
@@ -82,6 +85,26 @@ def heldout_wide(curves: pd.DataFrame) -> pd.DataFrame:
     """Held-out curve rows of one metric as one column per benchmark (for ``plots.condition_curves``)."""
     return curves.pivot_table(index=["experiment", "condition", "seed", "rl_step"], columns="benchmark",
                               values="mean", sort=False).reset_index()
+
+
+def gradient_extremes(records_: pd.DataFrame) -> pd.DataFrame:
+    """Per (experiment, condition): over its seeds, the mean of each run's clipped-token share and of its largest
+    |F·A| on clipped tokens and on the rest, the largest of all, and the clipped tokens' share of the log-prob
+    gradient norm. Each logged value is a mean over one update's micro-batches of their largest."""
+    if not set(GRADIENTS) <= set(records_.columns):
+        return pd.DataFrame(columns=["experiment", "condition", "seeds", "clip_frac", "max_fa_clipped",
+                                     "max_fa_rest", "worst_fa_clipped", "worst_fa_rest", "clipped_norm_share"])
+    rows = []
+    for (exp, label), rec in records_.groupby(["experiment", "condition"], sort=False):
+        per_run = rec.groupby("seed").agg(clip_frac=("clip_frac", "mean"), max_fa_clipped=("max_fa_clipped", "max"),
+                                          max_fa_rest=("max_fa_rest", "max"),
+                                          clipped=("clipped_logp_grad_norm", "mean"), total=("logp_grad_norm", "mean"))
+        rows.append({"experiment": exp, "condition": label, "seeds": len(per_run),
+                     "clip_frac": per_run["clip_frac"].mean(), "max_fa_clipped": per_run["max_fa_clipped"].mean(),
+                     "max_fa_rest": per_run["max_fa_rest"].mean(), "worst_fa_clipped": per_run["max_fa_clipped"].max(),
+                     "worst_fa_rest": per_run["max_fa_rest"].max(),
+                     "clipped_norm_share": (per_run["clipped"] / per_run["total"]).mean()})
+    return pd.DataFrame(rows)
 
 
 def dynamics(records_: pd.DataFrame, columns: Sequence[str], fraction: float = 0.1) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from klear_lib.ablations.stats import t_interval
@@ -22,7 +23,7 @@ GROUP = ["experiment", "condition", "benchmark", "metric", "k", "config_hash"]
 ABLATION = Table("ablation", tuple(COLUMNS), tuple(KEY), run_key=tuple(RUN_KEY), required=("config_hash",),
                  checks=(MEAN_IN_CI,), types=tuple((c, int) for c in ("seed", "k", "n_problems", "n_samples",
                                                                        "n_train")) + (("config_hash", str),))
-SUMMARY_COLUMNS = GROUP + ["n_seeds", "mean", "ci_low", "ci_high", "seeds", "values"]
+SUMMARY_COLUMNS = GROUP + ["n_seeds", "mean", "ci_low", "ci_high", "eval_se", "seeds", "values"]
 # ``flat(aggregate(...))``, rows in definition order (``<family>_summary.csv``)
 SUMMARY = Table("ablation summary", tuple(SUMMARY_COLUMNS), tuple(GROUP), sort=False)
 
@@ -30,13 +31,15 @@ SUMMARY = Table("ablation summary", tuple(SUMMARY_COLUMNS), tuple(GROUP), sort=F
 def aggregate(df: pd.DataFrame, order: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
     """Mean over seeds with a 95% t-interval, one row per (experiment, condition, benchmark, metric, k, hash).
 
-    Columns: the group keys, ``n_seeds``, ``mean``, ``ci_low``, ``ci_high`` (±inf with one seed), ``seeds`` and
-    ``values`` (tuples, per seed, in seed order). Rows follow ``order`` of (experiment, condition), then the rest.
+    Columns: the group keys, ``n_seeds``, ``mean``, ``ci_low``, ``ci_high`` (±inf with one seed), ``eval_se`` (one
+    run's evaluation standard error, root mean square over the runs), ``seeds`` and ``values`` (tuples, per seed,
+    in seed order). Rows follow ``order`` of (experiment, condition), then the rest.
     """
     out = []
     for key, grp in df.sort_values("seed").groupby(GROUP, sort=True):
         mean, low, high = t_interval(grp["mean"].astype(float).tolist())
         out.append({**dict(zip(GROUP, key)), "n_seeds": len(grp), "mean": mean, "ci_low": low, "ci_high": high,
+                    "eval_se": float(np.sqrt(np.mean(np.square(grp["stderr"].astype(float))))),
                     "seeds": tuple(int(s) for s in grp["seed"]),
                     "values": tuple(float(v) for v in grp["mean"])})
     res = pd.DataFrame(out, columns=SUMMARY_COLUMNS)

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
-from klear_lib.ablations.stats import verdict, welch_interval
+from klear_lib.ablations import stats as S
 from klear_lib.results import ANALOGUE
 from klear_lib.tables import Table
 
-VERDICT_COLUMNS = ["experiment", "benchmark", "metric", "better", "worse", "mean_better", "mean_worse", "diff",
-                   "ci_low", "ci_high", "n_seeds", "paper_diff_pts", "verdict", "note"]
+VERDICT_COLUMNS = ["experiment", "benchmark", "metric", "better", "worse", "source", "mean_better", "mean_worse",
+                   "diff", "ci_low", "ci_high", "test", "df", "n_seeds", "sd_seed", "eval_se", "sd_diff", "mde",
+                   "paper_diff_pts", "seeds_needed", "verdict", "note"]
 # ``<family>_verdicts.csv``: one row per claimed pair and benchmark, in definition order
 VERDICTS = Table("verdict", tuple(VERDICT_COLUMNS), ("experiment", "benchmark", "metric", "better", "worse"),
                  sort=False)
@@ -27,25 +29,64 @@ def analogue(bench: str) -> str:
     return ANALOGUE.get(bench, bench)
 
 
-def paper_value(reported: pd.DataFrame | None, exp, label: str, bench: str) -> float:
-    """The paper's value (points) of condition ``label`` on the benchmark our ``bench`` stands for, or NaN."""
+FLOOR = "both at 0"  # the note on a pair whose runs all score 0 (a floor effect, not a measurement)
+PAPER = "paper"  # ``source`` of a claim the paper makes (else the external claim's table, e.g. "DGPO")
+
+
+def _lookup(reported: pd.DataFrame | None, table: str, setting: str, bench: str) -> float:
     if reported is None:
         return float("nan")
-    sel = reported[(reported["table"] == exp.table) & (reported["benchmark"] == analogue(bench))
-                   & (reported["model_or_setting"] == exp.condition(label).paper_setting)]
+    sel = reported[(reported["table"] == table) & (reported["benchmark"] == bench)
+                   & (reported["model_or_setting"] == setting)]
     return float(sel["value"].iloc[0]) if len(sel) else float("nan")
 
 
+def paper_value(reported: pd.DataFrame | None, exp, label: str, bench: str) -> float:
+    """The paper's value (points) of condition ``label`` on the benchmark our ``bench`` stands for, or NaN."""
+    return _lookup(reported, exp.table, exp.condition(label).paper_setting, analogue(bench))
+
+
+def claimed_diff(reported: pd.DataFrame | None, exp, better: str, worse: str, bench: str) -> tuple[str, float]:
+    """(source, claimed difference in points) of the pair (better, worse) on the benchmark ``bench`` stands for:
+    the paper's, or an external claim's on its own benchmark."""
+    ext = exp.external_claim(better, worse)
+    if ext is None:
+        return PAPER, paper_value(reported, exp, better, bench) - paper_value(reported, exp, worse, bench)
+    b, w = (_lookup(reported, ext.table, s, ext.benchmark) for s in ext.settings)
+    return ext.table, b - w
+
+
 def comparison_row(exp, better: dict, worse: dict, reported: pd.DataFrame | None = None) -> dict:
-    """The verdict row of one claimed pair on one benchmark (two ``aggregate`` rows): Welch difference over seeds."""
-    diff, low, high = welch_interval(better["values"], worse["values"])
-    floor = max(better["values"]) == 0 and max(worse["values"]) == 0
+    """The verdict row of one claimed pair on one benchmark (two ``aggregate`` rows): the difference over seeds
+    (paired by seed where both ran the same seeds, else Welch; ``stats.compare``), its power and the decision.
+
+    ``sd_seed``: the spread of one condition's per-seed values (root mean of the two variances); ``eval_se``: one
+    run's evaluation standard error (root mean square over both conditions' runs); ``sd_diff``: the spread the
+    test uses; ``mde``: the difference it detects with 80% power at these seeds; ``seeds_needed``: seeds per arm
+    to detect the claimed |Δ| at that spread (blank where it cannot be estimated).
+    """
     bench, b, w = better["benchmark"], better["condition"], worse["condition"]
+    c = S.compare(better["values"], better["seeds"], worse["values"], worse["seeds"])
+    floor = max(better["values"]) == 0 and max(worse["values"]) == 0
+    source, claimed = claimed_diff(reported, exp, b, w, bench)
+    var = [np.var(x["values"], ddof=1) if len(x["values"]) > 1 else np.nan for x in (better, worse)]
+    se = [x.get("eval_se", np.nan) for x in (better, worse)]
+    need = S.seeds_needed(c["sd"], claimed / 100, paired_design=c["test"] == "paired")
     return {"experiment": exp.id, "benchmark": bench, "metric": better["metric"], "better": b, "worse": w,
-            "mean_better": better["mean"], "mean_worse": worse["mean"], "diff": diff, "ci_low": low,
-            "ci_high": high, "n_seeds": min(better["n_seeds"], worse["n_seeds"]),
-            "paper_diff_pts": paper_value(reported, exp, b, bench) - paper_value(reported, exp, w, bench),
-            "verdict": verdict(diff, low, high, +1), "note": "both at 0" if floor else ""}
+            "source": source, "mean_better": c["mean_a"], "mean_worse": c["mean_b"], "diff": c["diff"],
+            "ci_low": c["low"], "ci_high": c["high"], "test": c["test"], "df": c["df"], "n_seeds": c["n"],
+            "sd_seed": float(np.sqrt(np.mean(var))), "eval_se": float(np.sqrt(np.mean(np.square(se)))),
+            "sd_diff": c["sd"], "mde": c["mde"], "paper_diff_pts": claimed,
+            "seeds_needed": np.nan if need is None else need,
+            "verdict": decision(c, claimed, floor), "note": FLOOR if floor else ""}
+
+
+def decision(compared: dict, claimed_pts: float, floor: bool) -> str:
+    """``stats.decide`` on a comparison (``stats.compare``) against the claimed size in points; two conditions
+    that both score 0 everywhere measured nothing, so they are "underpowered" whatever the interval says."""
+    if floor:
+        return S.UNDERPOWERED
+    return S.decide(compared["diff"], compared["low"], compared["high"], claimed_pts / 100)
 
 
 def by_cell(summary: pd.DataFrame) -> dict[tuple, dict]:
@@ -58,6 +99,17 @@ def by_cell(summary: pd.DataFrame) -> dict[tuple, dict]:
                              f"{row['config_hash']}): aggregate the rows of one configuration")
         cells[key] = row
     return cells
+
+
+def experiment_decision(labels: Sequence[str]) -> str:
+    """One decision from the pairs' decisions (``stats.decide``): all alike -> that one; any "opposite" and no
+    "replicated" -> "opposite"; otherwise (a mix, or no pair) "underpowered" when any pair is, else "mixed"."""
+    labels = list(labels)
+    if labels and len(set(labels)) == 1:
+        return labels[0]
+    if S.OPPOSITE in labels and S.REPLICATED not in labels:
+        return S.OPPOSITE
+    return S.UNDERPOWERED if not labels or S.UNDERPOWERED in labels else "mixed"
 
 
 def claim_verdict(labels: Sequence[str]) -> str:
