@@ -28,6 +28,28 @@ from klear_lib.training.sft import train_sft
 
 log = logging.getLogger(__name__)
 RL_SPLITS = {"math": "math_rl", "code": "code_rl"}
+# RL seeds of the main job (notebook 03): each trains math RL then code RL from the one SFT checkpoint, so the
+# headline gain is a mean over seeds. UNVERIFIED at full: the paper reports one run, and one 8B run is its cost.
+MAIN_RL_SEEDS = {"ci": 2, "tiny": 3, "full": 1}
+
+
+def seed_stage(stage: str, seed: int, main_seed: int = 0) -> str:
+    """The stage label of ``stage`` trained with RL seed ``seed``: the pipeline's own name for the main seed
+    (notebook 04 evaluates it), ``<stage>-s<seed>`` for the others."""
+    return stage if seed == main_seed else f"{stage}-s{seed}"
+
+
+def rl_seeds(preset: str, init: str | Path, seeds, main_seed: int = 0, **overrides) -> dict[int, dict[str, Path]]:
+    """Math RL then code RL from ``init`` for every seed: {seed: {"rl_math": path, "rl_code": path}}. The main
+    seed's stages are the pipeline's own (registered); the others are named ``rl_math-s<seed>`` (their run
+    records ``results/<preset>/runs/rl_math-s<seed>.csv``)."""
+    out = {}
+    for seed in seeds:
+        name = {r: None if seed == main_seed else seed_stage(f"rl_{r}", seed, main_seed) for r in ("math", "code")}
+        math = rl_stage(preset, init, "math", name=name["math"], **{**overrides, "seed": seed})
+        out[seed] = {"rl_math": math,
+                     "rl_code": rl_stage(preset, math, "code", name=name["code"], **{**overrides, "seed": seed})}
+    return out
 
 
 def rows_fingerprint(rows: list[dict]) -> str:
@@ -104,13 +126,21 @@ def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None,
     by the checkpoint: a rerun resumes, and another checkpoint under the same stage name never reuses them.
     """
     cfg = get_config("eval", preset, **overrides)
-    out = artifacts.artifact_dir(preset, "eval", config_hash(cfg))  # sample files are keyed by model inside
     rows = []
-    for name in benchmarks or cfg.benchmarks:
-        samples = evaluate(str(model_path), get_spec(name), load_rows(name, preset, cfg.max_problems), cfg, out,
-                           stage=stage)
+    for name, samples in stage_samples(preset, stage, model_path, benchmarks, **overrides).items():
         rows += summarize(samples, stage=stage, benchmark=name, seed=cfg.seed, config_hash=config_hash(cfg),
                           model=checkpoint_label(str(model_path)))
     if write_csv:
         tables.upsert_file(EVAL, rows, eval_csv(preset))
     return pd.DataFrame(rows)
+
+
+def stage_samples(preset: str, stage: str, model_path: str | Path, benchmarks=None,
+                  **overrides) -> dict[str, pd.DataFrame]:
+    """The judged samples of one checkpoint per benchmark (default: the preset's), generated where missing and
+    stored as ``eval_stage`` stores them."""
+    cfg = get_config("eval", preset, **overrides)
+    out = artifacts.artifact_dir(preset, "eval", config_hash(cfg))  # sample files are keyed by model inside
+    return {name: evaluate(str(model_path), get_spec(name), load_rows(name, preset, cfg.max_problems), cfg, out,
+                           stage=stage)
+            for name in benchmarks or cfg.benchmarks}

@@ -28,6 +28,10 @@ REPORTED = Table("reported", tuple(REPORTED_COLUMNS), ("table", "model_or_settin
 # Notebook 04's gains of each stage over the one before (``evaluation.stage_gains``), in the order computed.
 EVAL_GAINS = Table("eval gains", ("benchmark", "before", "after", "gain", "ci_low", "ci_high", "n_problems",
                                   "significant"), ("benchmark", "before", "after"), sort=False)
+# Notebook 03's gains of the RL stages over RL seeds (``evaluation.seed_gains``): the main job's headline.
+EVAL_SEED_GAINS = Table("eval seed gains", ("benchmark", "before", "after", "n_seeds", "gain", "ci_low", "ci_high",
+                                            "seed_ci_low", "seed_ci_high", "n_problems", "per_seed", "significant"),
+                        ("benchmark", "before", "after"), sort=False, types=(("per_seed", str),))
 # Our miniature benchmarks and their paper analogues (for side-by-side tables).
 ANALOGUE = {"tiny_aime": "aime24", "tiny_lcb": "lcb_v5"}
 PAPER_MODEL_OF_STAGE = {"sft": "Klear-Reasoner-8B-SFT", "rl_code": "Klear-Reasoner-8B (32K)",

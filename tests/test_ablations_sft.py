@@ -14,7 +14,6 @@ from klear_lib.ablations import verdicts as V
 from klear_lib.ablations.verdicts import claim_verdict
 from klear_lib.results import load_reported
 
-
 # --- statistics and the verdict rule -------------------------------------------------------------------------
 
 def test_t_critical_values_are_exact_at_any_real_df():

@@ -5,6 +5,7 @@ import json
 import logging
 import shutil
 
+import pandas as pd
 import pytest
 
 from klear_lib import tables
@@ -237,3 +238,20 @@ def test_vllm_child_runs_the_engine_core_in_process_unless_told_otherwise(monkey
     assert vllm_env()["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"  # repeatable scheduling (generation module doc)
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
     assert vllm_env()["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
+
+
+def test_seed_gains_average_the_rl_seeds_over_the_problems_they_share():
+    from klear_lib.evaluation.harness import seed_gains
+    sft = _samples({0: [False, False], 1: [True, False], 2: [False, False], 3: [True, True]})
+    # seed 0 lifts problem 0 by a whole problem, seed 1 lifts problems 0 and 2 by half a problem each
+    rl = {0: _samples({0: [True, True], 1: [True, False], 2: [False, False], 3: [True, True]}),
+          1: _samples({0: [True, False], 1: [True, False], 2: [True, False], 3: [True, True]})}
+    samples = {("sft", "b"): sft, ("rl_math", "b"): rl[0], ("rl_math-s1", "b"): rl[1]}
+    stages = {0: {"rl_math": "rl_math"}, 1: {"rl_math": "rl_math-s1"}}
+    got = seed_gains(samples, stages, seed=0, pairs=(("sft", "rl_math"),)).iloc[0]
+    assert got["n_seeds"] == 2 and got["n_problems"] == 4 and got["per_seed"] == "0.2500;0.2500"
+    assert got["gain"] == pytest.approx(0.25)
+    assert got["seed_ci_low"] == pytest.approx(0.25) == got["seed_ci_high"]  # both seeds gain the same
+    assert 0 <= got["ci_low"] < 0.25 < got["ci_high"] <= 1  # problems resampled too: the interval opens up
+    pairs = (("sft", "rl_code"),)  # no such stage: no row
+    assert seed_gains(samples, stages, seed=0, pairs=pairs).empty

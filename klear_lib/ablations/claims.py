@@ -132,10 +132,9 @@ def build_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict 
     merged.loc[ran, "verdict"] = [V.decision({"diff": d, "low": lo, "high": hi}, p, note == V.FLOOR)
                                   for d, lo, hi, p, note in merged.loc[ran, ["diff", "pair_ci_low", "pair_ci_high",
                                                                              "paper_diff_pts", "note"]].values]
-    merged.loc[ran, "seeds_needed"] = [S.seeds_needed(sd, p / 100, paired_design=t == "paired") for sd, p, t in
-                                       merged.loc[ran, ["sd_diff", "paper_diff_pts", "test"]].values]
-    merged["seeds_needed"] = pd.array([None if pd.isna(n) else int(n) for n in merged["seeds_needed"]],
-                                      dtype="Int64")
+    merged["seeds_needed"] = pd.array([S.seeds_needed(sd, p / 100, paired_design=t == "paired") if r else None
+                                       for r, sd, p, t in zip(ran, merged["sd_diff"], merged["paper_diff_pts"],
+                                                              merged["test"])], dtype="Int64")
     merged["verdict"] = merged["verdict"].fillna(NOT_RUN)
     merged["n_seeds"] = merged["n_seeds"].fillna(0).astype(int)
     return merged[COLUMNS]

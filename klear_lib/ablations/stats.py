@@ -91,7 +91,8 @@ def compare(a: Sequence[float], seeds_a: Sequence[int], b: Sequence[float], seed
     """mean(a) - mean(b) with its 95% interval, the test used and its df, the spread and the power figures.
 
     Paired over the seeds both sides ran when there are at least two (a side's runs on other seeds are left out:
-    a sweep cut short leaves them unpaired); Welch over all runs otherwise. Keys: ``test`` ("paired" | "welch"), ``diff``, ``low``, ``high``, ``df``,
+    a sweep cut short leaves them unpaired); Welch over all runs otherwise. Keys: ``test`` ("paired" | "welch" |
+    "one seed": a side has one run, no interval), ``diff``, ``low``, ``high``, ``df``,
     ``n`` (pairs, or the smaller side), ``sd`` (of the per-seed differences; for Welch √(s_a² + s_b²)), ``mde``
     (at ``n``) and ``mean_a``/``mean_b`` (over the runs the test used).
     """
@@ -108,7 +109,8 @@ def compare(a: Sequence[float], seeds_a: Sequence[int], b: Sequence[float], seed
     diff, low, high = welch_interval(a_, b_)
     n = int(min(a_.size, b_.size))
     sd = math.sqrt(a_.var(ddof=1) + b_.var(ddof=1)) if n >= 2 else math.nan
-    return {"test": "welch", "diff": diff, "low": low, "high": high, "df": welch_df(a_, b_), "n": n, "sd": sd,
+    return {"test": "welch" if n >= 2 else "one seed", "diff": diff, "low": low, "high": high,
+            "df": welch_df(a_, b_), "n": n, "sd": sd,
             "mde": mde(sd, n, paired_design=False), "mean_a": float(a_.mean()), "mean_b": float(b_.mean())}
 
 
@@ -117,7 +119,7 @@ def mde(sd: float, n: int, paired_design: bool = True, alpha: float = ALPHA, pow
     n - 1 (paired) or 2(n - 1) (two arms, equal variances); inf below 2 seeds, NaN without an ``sd``."""
     if n < 2:
         return math.inf
-    if not sd == sd:  # NaN
+    if math.isnan(sd):
         return math.nan
     df = n - 1 if paired_design else 2 * (n - 1)
     return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * sd / math.sqrt(n)
@@ -127,7 +129,7 @@ def seeds_needed(sd: float, effect: float, paired_design: bool = True, cap: int 
     """The fewest seeds per arm (>= 2) whose ``mde`` is at most |``effect``|; None when ``sd`` or ``effect`` is
     unknown or zero-effect, or when even ``cap`` seeds do not reach it."""
     effect = abs(effect)
-    if not (sd == sd and effect == effect) or effect == 0:
+    if math.isnan(sd) or math.isnan(effect) or effect == 0:
         return None
     if sd == 0:
         return 2
@@ -154,7 +156,7 @@ def decide(diff: float, low: float, high: float, paper_effect: float, claimed_si
     if hi < 0:
         return OPPOSITE
     size = abs(paper_effect)
-    if size == size and size > 0 and -size < lo and hi < size:
+    if not math.isnan(size) and size > 0 and -size < lo and hi < size:
         return NO_EFFECT
     return UNDERPOWERED
 

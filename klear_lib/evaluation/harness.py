@@ -21,17 +21,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 from transformers import AutoTokenizer
 
 from klear_lib import artifacts
+from klear_lib.ablations.stats import t_interval
 from klear_lib.evaluation import metrics
 from klear_lib.evaluation.benchmarks import BenchmarkSpec, samples_per_problem
 from klear_lib.evaluation.generation import chat_prompts, generate
 from klear_lib.rewards import judge
 from klear_lib.rewards.format import THINK_OPEN
-from klear_lib.seeding import stable_seed
+from klear_lib.seeding import np_rng, stable_seed
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +199,9 @@ def _verdicts(samples: pd.DataFrame) -> dict:
 
 
 STAGE_PAIRS = (("base", "sft"), ("sft", "rl_math"), ("rl_math", "rl_code"), ("sft", "rl_code"))
+SEED_PAIRS = STAGE_PAIRS[1:]  # the RL stages, which the main job trains over seeds
+SEED_GAIN_COLUMNS = ["benchmark", "before", "after", "n_seeds", "gain", "ci_low", "ci_high", "seed_ci_low",
+                     "seed_ci_high", "n_problems", "per_seed", "significant"]
 
 
 def stage_gains(samples: dict, seed: int, pairs=STAGE_PAIRS) -> pd.DataFrame:
@@ -217,3 +222,41 @@ def stage_gains(samples: dict, seed: int, pairs=STAGE_PAIRS) -> pd.DataFrame:
                          "significant": gain["ci_low"] > 0 or gain["ci_high"] < 0})
     return pd.DataFrame(rows, columns=["benchmark", "before", "after", "gain", "ci_low", "ci_high", "n_problems",
                                        "significant"])
+
+
+def seed_gains(samples: dict, stages: dict, seed: int, pairs=SEED_PAIRS) -> pd.DataFrame:
+    """avg@k gain of each later stage over an earlier one, over RL seeds and problems.
+
+    ``samples``: (stage label, benchmark) -> samples; ``stages``: RL seed -> {stage: its label for that seed} (a
+    stage missing there, the SFT start, has one label for all seeds). Per seed the gain is the mean per-problem
+    difference on the problems every seed answered (common random numbers: the same problems and sampling seed).
+    ``gain`` is its mean over seeds; ``ci_low``/``ci_high`` a percentile bootstrap resampling seeds and problems
+    together (both sources of noise); ``seed_ci_low``/``seed_ci_high`` the t-interval over seeds alone (the seed as
+    the unit; infinite with one seed); ``per_seed`` the seeds' gains, ';'-joined in seed order.
+    """
+    rows = []
+    seeds = sorted(stages)
+    benchmarks = dict.fromkeys(name for (_, name) in samples)
+    for before, after in pairs:
+        for name in benchmarks:
+            labels = [(stages[s].get(before, before), stages[s].get(after, after)) for s in seeds]
+            if not all((b, name) in samples and (a, name) in samples for b, a in labels):
+                continue
+            verdicts = [(_verdicts(samples[(b, name)]), _verdicts(samples[(a, name)])) for b, a in labels]
+            shared = sorted(set.intersection(*(set(b) & set(a) for b, a in verdicts)))
+            if not shared:
+                continue
+            diff = np.stack([metrics.per_problem_rates([a[i] for i in shared])
+                             - metrics.per_problem_rates([b[i] for i in shared]) for b, a in verdicts])
+            rng = np_rng(stable_seed(seed, before, after, name, "seed_gain"), "bootstrap")
+            si = rng.integers(0, len(seeds), size=(2000, len(seeds)))
+            pi = rng.integers(0, len(shared), size=(2000, len(shared)))
+            boot = np.array([diff[s][:, p].mean() for s, p in zip(si, pi)])
+            per_seed = diff.mean(axis=1)
+            _, t_low, t_high = t_interval(per_seed)
+            low, high = (float(q) for q in np.quantile(boot, [0.025, 0.975]))
+            rows.append({"benchmark": name, "before": before, "after": after, "n_seeds": len(seeds),
+                         "gain": float(per_seed.mean()), "ci_low": low, "ci_high": high, "seed_ci_low": t_low,
+                         "seed_ci_high": t_high, "n_problems": len(shared),
+                         "per_seed": ";".join(f"{g:.4f}" for g in per_seed), "significant": low > 0 or high < 0})
+    return pd.DataFrame(rows, columns=SEED_GAIN_COLUMNS)
