@@ -48,14 +48,18 @@ def results_section(preset: str = "tiny") -> str:
 
 
 def claims_section(preset: str = "tiny") -> str:
-    """The paper's claims (Tables 2-6, Figures 2-5) with its difference, ours and the verdict, from claims.csv."""
+    """The claims (Tables 2-6, Figures 2-5, DGPO's) with the claimed difference, ours, the power and the decision,
+    from claims.csv."""
     path = C.claims_csv(preset)
     if not path.exists():
         return f"_No `results/{preset}/claims.csv` yet: run `make ablations`._"
     claims = tables.read(C.CLAIMS, path)
     counts = claims["verdict"].value_counts().sort_index()
-    note = (f"Generated from `results/{preset}/claims.csv` (paper numbers from `results/reported.csv`). Δ = claimed "
-            "better minus claimed worse, in points (avg@k); 95% Welch interval over seeds; "
+    note = (f"Generated from `results/{preset}/claims.csv` (claimed numbers from `results/reported.csv`: the paper's, "
+            "and DGPO's where marked). Δ = claimed better minus claimed worse, in points (avg@k), with the statistic "
+            "the claimed value is; 95% interval over seeds, paired by seed; MDE = the difference those seeds detect "
+            "with 80% power; seeds for paper Δ = seeds per arm that would detect the claimed size at our spread "
+            "(docs/design.md, \"Verdicts\"); "
             + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".")
     return note + "\n\n" + markdown_table(C.readme_table(claims))
 
