@@ -13,8 +13,10 @@ from klear_lib import tables
 from klear_lib.ablations import claims as C
 from klear_lib.ablations import stability
 from klear_lib.data.sources import SOURCES
-from klear_lib.paths import REPO
-from klear_lib.results import EVAL, eval_csv, load_reported, side_by_side
+from klear_lib.paths import REPO, results_dir
+from klear_lib.results import EVAL, EVAL_SEED_GAINS, eval_csv, load_reported, side_by_side
+
+SEED_SUFFIX = r"-s\d+$"  # stage labels of the main job's further RL seeds (klear_lib.pipeline.seed_stage)
 
 
 def replace_section(text: str, name: str, body: str) -> str:
@@ -40,11 +42,35 @@ def results_section(preset: str = "tiny") -> str:
     path = eval_csv(preset)
     if not path.exists():
         return f"_No `results/{preset}/eval.csv` yet: run `make reproduce`._"
-    table = side_by_side(tables.read(EVAL, path), load_reported())
+    rows = tables.read(EVAL, path)
+    table = side_by_side(rows[~rows["stage"].str.contains(SEED_SUFFIX, regex=True)], load_reported())
     table["ours_pct"] = table["ours_pct"].round(1)
     note = (f"Ours: `results/{preset}/eval.csv` (miniature benchmarks, avg@k in %, bootstrap 95% CI over "
-            "problems). Paper: `results/reported.csv` (Table 1, the analogous real benchmark and model).")
+            "problems; the main RL seed, the others below). Paper: `results/reported.csv` (Table 1, the analogous "
+            "real benchmark and model).")
     return note + "\n\n" + markdown_table(table)
+
+
+def seed_gains_section(preset: str = "tiny") -> str:
+    """The main job's gain of each RL stage over RL seeds and problems (notebook 03, ``eval_seed_gains.csv``)."""
+    path = results_dir(preset) / "eval_seed_gains.csv"
+    if not path.exists():
+        return f"_No `results/{preset}/eval_seed_gains.csv` yet: run `make reproduce`._"
+    df = tables.read(EVAL_SEED_GAINS, path)
+
+    def pts(lo, hi):
+        return f"[{100 * lo:+.1f}, {100 * hi:+.1f}]".replace("inf", "∞")
+    table = pd.DataFrame({"benchmark": df["benchmark"], "gain of": df["after"] + " over " + df["before"],
+                          "seeds": df["n_seeds"], "mean gain pts": (100 * df["gain"]).map(lambda v: f"{v:+.1f}"),
+                          "95% CI (seeds × problems)": [pts(lo, hi) for lo, hi in zip(df["ci_low"], df["ci_high"])],
+                          "95% CI (seeds)": [pts(lo, hi) for lo, hi in zip(df["seed_ci_low"], df["seed_ci_high"])],
+                          "per seed pts": [" ".join(f"{100 * float(g):+.1f}" for g in str(v).split(";"))
+                                           for v in df["per_seed"]]})
+    note = (f"Generated from `results/{preset}/eval_seed_gains.csv` (notebook 03): each RL stage's avg@k gain over "
+            "the stage before, in points, the mean over RL seeds trained from the one SFT model and read on the same "
+            "problems with the same sampling seed; intervals from a bootstrap over seeds and problems together, "
+            "and a t-interval over seeds alone.")
+    return f"{note}\n\n{markdown_table(table)}"
 
 
 def claims_section(preset: str = "tiny") -> str:
@@ -100,7 +126,8 @@ def sources_section(preset: str = "tiny") -> str:
     return f"{note}\n\n{markdown_table(pd.DataFrame(recs))}"
 
 
-SECTIONS = {"results": results_section, "claims": claims_section, "stability": stability_section,
+SECTIONS = {"results": results_section, "seed_gains": seed_gains_section, "claims": claims_section,
+            "stability": stability_section,
             "sources": sources_section}
 
 

@@ -55,3 +55,24 @@ def test_readme_sources_table_follows_the_registry():
     text = (REPO / "README.md").read_text()
     body = text.split("<!-- sources:start -->")[1].split("<!-- sources:end -->")[0]
     assert body.strip() == sources_section().strip(), "README 'Real data' table is stale: run `make readme`"
+
+
+def test_seed_gains_section_reads_the_stored_gains_and_the_results_section_the_main_seed(monkeypatch, tmp_path):
+    from klear_lib import report, tables
+    from klear_lib.results import EVAL, EVAL_SEED_GAINS
+
+    monkeypatch.setattr(report, "results_dir", lambda preset: tmp_path)
+    monkeypatch.setattr(report, "eval_csv", lambda preset: tmp_path / "eval.csv")
+    assert "run `make reproduce`" in report.seed_gains_section("tiny")
+    tables.write(EVAL_SEED_GAINS, pd.DataFrame([{
+        "benchmark": "tiny_aime", "before": "sft", "after": "rl_math", "n_seeds": 3, "gain": 0.021, "ci_low": -0.004,
+        "ci_high": 0.05, "seed_ci_low": -0.02, "seed_ci_high": 0.06, "n_problems": 200,
+        "per_seed": "0.0184;0.0300;0.0146", "significant": False}]), tmp_path / "eval_seed_gains.csv")
+    text = report.seed_gains_section("tiny")
+    assert "| tiny_aime | rl_math over sft | 3 | +2.1 | [-0.4, +5.0] | [-2.0, +6.0] | +1.8 +3.0 +1.5 |" in text
+    row = {"benchmark": "tiny_aime", "metric": "avg@k", "k": 16, "mean": 0.06, "stderr": 0.01, "ci_low": 0.04,
+           "ci_high": 0.08, "n_problems": 200, "n_samples": 3200, "seed": 0, "config_hash": "h", "model": "m"}
+    tables.write(EVAL, pd.DataFrame([{**row, "stage": "rl_math"}, {**row, "stage": "rl_math-s1"}]),
+                 tmp_path / "eval.csv")
+    text = report.results_section("tiny")
+    assert "| rl_math | tiny_aime |" in text and "rl_math-s1" not in text  # the other seeds: the section above
