@@ -163,7 +163,7 @@ def claims_power(claims: pd.DataFrame, title: str = ""):
     detectable effect at the seeds run (bar, coloured by the decision) and our |Δ| with its interval folded onto
     the claimed side (line): a bar past the diamond is a claim the seeds could not have seen."""
     df = claims[claims["n_seeds"] > 0].reset_index(drop=True)
-    fig, ax = plt.subplots(figsize=(7.5, 0.8 + 0.24 * max(len(df), 1)))
+    fig, ax = plt.subplots(figsize=(8.5, 0.8 + 0.24 * max(len(df), 1)))
     ys = range(len(df))[::-1]
     for y, r in zip(ys, df.to_dict("records")):
         sign = 1 if r["paper_diff_pts"] >= 0 else -1  # read every claim on its own side of 0
@@ -177,7 +177,7 @@ def claims_power(claims: pd.DataFrame, title: str = ""):
                              for r in df.to_dict("records")], fontsize=6)
     ax.set_xlabel("points: bar = MDE (80% power, α = 0.05); ◇ = claimed |Δ|; ● and line = ours, 95% CI", fontsize=7)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c, alpha=0.45) for c in VERDICT_COLORS.values()]
-    ax.legend(handles, VERDICT_COLORS.keys(), fontsize=6, loc="lower right")
+    ax.legend(handles, VERDICT_COLORS.keys(), fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(title, fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()

@@ -90,7 +90,7 @@ def expected(reported: pd.DataFrame | None = None, preset: str | None = None) ->
                         settings = tuple(exp.condition(label).paper_setting for label in (better, worse))
                     else:
                         paper, table, settings = ext.benchmark, ext.table, ext.settings
-                        pb, pw = (V._lookup(reported, ext.table, s, ext.benchmark) for s in ext.settings)
+                        pb, pw = (V.reported_value(reported, ext.table, s, ext.benchmark) for s in ext.settings)
                     rows.append({"claim_id": f"{exp.id}:{better}>{worse}@{bench}", "family": name,
                                  "table": exp.table, "experiment": exp.id, "benchmark": bench, "better": better,
                                  "worse": worse, "source": V.PAPER if ext is None else ext.table,

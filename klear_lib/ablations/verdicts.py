@@ -33,7 +33,8 @@ FLOOR = "both at 0"  # the note on a pair whose runs all score 0 (a floor effect
 PAPER = "paper"  # ``source`` of a claim the paper makes (else the external claim's table, e.g. "DGPO")
 
 
-def _lookup(reported: pd.DataFrame | None, table: str, setting: str, bench: str) -> float:
+def reported_value(reported: pd.DataFrame | None, table: str, setting: str, bench: str) -> float:
+    """The value (points) of ``setting`` on ``bench`` in table ``table`` of ``results/reported.csv``, or NaN."""
     if reported is None:
         return float("nan")
     sel = reported[(reported["table"] == table) & (reported["benchmark"] == bench)
@@ -43,7 +44,7 @@ def _lookup(reported: pd.DataFrame | None, table: str, setting: str, bench: str)
 
 def paper_value(reported: pd.DataFrame | None, exp, label: str, bench: str) -> float:
     """The paper's value (points) of condition ``label`` on the benchmark our ``bench`` stands for, or NaN."""
-    return _lookup(reported, exp.table, exp.condition(label).paper_setting, analogue(bench))
+    return reported_value(reported, exp.table, exp.condition(label).paper_setting, analogue(bench))
 
 
 def claimed_diff(reported: pd.DataFrame | None, exp, better: str, worse: str, bench: str) -> tuple[str, float]:
@@ -52,7 +53,7 @@ def claimed_diff(reported: pd.DataFrame | None, exp, better: str, worse: str, be
     ext = exp.external_claim(better, worse)
     if ext is None:
         return PAPER, paper_value(reported, exp, better, bench) - paper_value(reported, exp, worse, bench)
-    b, w = (_lookup(reported, ext.table, s, ext.benchmark) for s in ext.settings)
+    b, w = (reported_value(reported, ext.table, s, ext.benchmark) for s in ext.settings)
     return ext.table, b - w
 
 
