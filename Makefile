@@ -38,15 +38,17 @@ reproduce: setup
 	done
 	$(MAKE) --no-print-directory readme PRESET=$(PRESET)
 
-# Every ablation at tiny, 3 seeds each: the SFT data ablations (Tables 2-5), the RL ablations and the claims table
-# (Figs. 2-5, Table 6), the stability map (issue 8); stored rows with a matching config hash are reused.
+# Every ablation at tiny: the SFT data ablations (Tables 2-5, 3 seeds), the RL ablations and the claims table
+# (Figs. 2-5, Table 6, seeds until decided), the stability map (issue 8); stored rows with a matching config hash
+# are reused. SEEDS=stored redraws the tables and figures from the seeds stored in full, training nothing.
 ABLATIONS := 05_sft_ablations 06_rl_ablations 07_stability_map
+SEEDS ?=
 ablations: setup
 	mkdir -p results/tiny/notebooks
 	@for nb in $(ABLATIONS); do \
 	  echo "== $$nb (PRESET=tiny)"; start=$$(date +%s); \
 	  $(BIN)/papermill notebooks/$$nb.ipynb results/tiny/notebooks/$$nb.ipynb \
-	    -p PRESET tiny -p RETRAIN False -p WORKERS $(WORKERS) \
+	    -p PRESET tiny -p RETRAIN False -p WORKERS $(WORKERS) $(if $(SEEDS),-p SEEDS $(SEEDS)) \
 	    -k python3 --no-progress-bar || exit 1; \
 	  echo "== $$nb done in $$(( $$(date +%s) - start )) s"; \
 	done

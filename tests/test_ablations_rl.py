@@ -175,6 +175,15 @@ def test_run_to_decision_adds_seeds_until_the_claim_is_decided_or_capped(monkeyp
     again = rl.RL.run_to_decision("ci", "fig2", path=tmp_path / "t.csv")
     assert calls == [], calls
     pd.testing.assert_frame_equal(again, runs)  # resumes from the stored rows
+    # seeds="stored": the seeds held in full, nothing trains; a seed missing one arm's rows is not one of them
+    pd.testing.assert_frame_equal(rl.RL.run_experiment("ci", "fig2", "stored", path=tmp_path / "t.csv"), runs)
+    stored = tables.read(rl.RL.table, tmp_path / "t.csv")
+    cut = stored[~((stored["seed"] == 1) & (stored["condition"] == "gppo"))]
+    tables.write(rl.RL.table, cut, tmp_path / "cut.csv")
+    assert rl.RL.stored_seeds("ci", "fig2", tmp_path / "cut.csv") == [s for s in range(seeds_run) if s != 1]
+    assert calls == []
+    with pytest.raises(ValueError, match="no seed of fig3"):
+        rl.RL.stored_seeds("ci", "fig3", tmp_path / "t.csv")
 
 
 def test_prepare_evaluates_the_start_once_per_seed_on_what_its_runs_read_there(monkeypatch):

@@ -94,6 +94,9 @@ def result_rows(scores: pd.DataFrame, experiment: str, label: str, seed: int, cf
              "n_train": int(n_train), "config_hash": cfg_hash} for r in scores.to_dict("records")]
 
 
+STORED = "stored"  # seeds="stored": the seeds a stored table holds in full (``Family.stored_seeds``)
+
+
 def resolve_seeds(seeds: int | Sequence[int] | None, default: int) -> list[int]:
     """None -> ``default`` seeds; an int n -> 0..n-1; a list -> itself."""
     if seeds is None:
@@ -197,16 +200,14 @@ class Family:
         """Every condition (default: ``conditions_for``) x seed of ``experiment``, ``workers`` runs at a time; rows
         stored in ``path`` under the condition's current hash for every benchmark are reused unless ``retrain``
         (checkpoints and samples in the artifact store are reused either way). Each finished run is written at
-        once. Returns the rows of these runs under the current hashes, in table order."""
-        exp, seeds = self.get_experiment(experiment), self.resolve_seeds(seeds, preset)
-        path = Path(path or self.csv(preset))
+        once. ``seeds="stored"``: the seeds stored in full (``stored_seeds``), so nothing trains. Returns the rows
+        of these runs under the current hashes, in table order."""
+        exp, path = self.get_experiment(experiment), Path(path or self.csv(preset))
         conds = self.conditions_for(exp, preset) if conditions is None else tuple(conditions)
-        ids = {(c, s): tables.run_id(self.table, self.fields(c, s)) + (self.condition_hash(preset, c),)
-               for s in seeds for c in conds}  # seed-major: a cut sweep leaves whole paired seeds
-        stored = tables.read(self.table, path)
-        held: dict[tuple, set] = {}
-        for rid, bench in zip(tables.run_ids(self.table, stored, ("config_hash",)), stored.get("benchmark", [])):
-            held.setdefault(rid, set()).add(bench)
+        seeds = self.stored_seeds(preset, exp, path, conds) if seeds == STORED else self.resolve_seeds(seeds, preset)
+        ids = {(c, s): self._run_key(preset, c, s) for s in seeds for c in conds}  # seed-major: a cut sweep
+        stored = tables.read(self.table, path)                                      # leaves whole paired seeds
+        held = self._held(stored)
         todo = [(c, s) for (c, s), rid in ids.items()
                 if retrain or not set(self.benchmarks_at(c, preset)) <= held.get(rid, set())]
         stored = run_missing(todo, partial(self.run, preset), partial(self._save, path), stored,
@@ -215,6 +216,35 @@ class Family:
         wanted = set(ids.values())
         mine = [rid in wanted for rid in tables.run_ids(self.table, stored, ("config_hash",))]
         return stored[mine].reset_index(drop=True)
+
+    def _run_key(self, preset: str, condition, seed: int) -> tuple:
+        """A run's key in the stored table: its fields and its condition's current hash."""
+        return tables.run_id(self.table, self.fields(condition, seed)) + (self.condition_hash(preset, condition),)
+
+    def _held(self, stored: pd.DataFrame) -> dict[tuple, set]:
+        """Run key -> the benchmarks ``stored`` holds rows of."""
+        held: dict[tuple, set] = {}
+        for rid, bench in zip(tables.run_ids(self.table, stored, ("config_hash",)), stored.get("benchmark", [])):
+            held.setdefault(rid, set()).add(bench)
+        return held
+
+    def stored_seeds(self, preset: str, experiment: str | Experiment, path: Path | str | None = None,
+                     conditions: Sequence | None = None) -> list[int]:
+        """The seeds for which every condition (default: ``conditions_for``) of ``experiment`` at ``preset`` is
+        stored under its current hash, on every benchmark it reads: ``run_experiment`` on them trains nothing, so a
+        notebook re-executed on them redraws its tables and figures from the stored rows, where ``run_to_decision``
+        would go on adding seeds. Raises ValueError where no seed is stored in full."""
+        exp, path = self.get_experiment(experiment), Path(path or self.csv(preset))
+        conds = self.conditions_for(exp, preset) if conditions is None else tuple(conditions)
+        stored = tables.read(self.table, path)
+        held = self._held(stored)
+        seeds = [s for s in sorted({int(s) for s in stored.get("seed", [])})
+                 if all(set(self.benchmarks_at(c, preset)) <= held.get(self._run_key(preset, c, s), set())
+                        for c in conds)]
+        if not seeds:
+            raise ValueError(f"{path}: no seed of {exp.id} at {preset} has the rows of all its {len(conds)} "
+                             f"conditions under their current config hash; run them first (seeds=None)")
+        return seeds
 
     def seed_plan(self, experiment: str | Experiment, preset: str) -> tuple[int, int, int]:
         """(first seeds, cap, step) of ``run_to_decision``: the scale's ``min_seeds`` for the experiment (at least
