@@ -13,7 +13,7 @@ export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
 
 .PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval test-real refresh \
-        ablations stability clean-artifacts
+        ablations stability clean-artifacts setup-verl test-verl
 
 setup: .venv/.setup-done
 
@@ -102,6 +102,22 @@ test-real: setup
 	@test -n "$$KLEAR_BENCHMARKS" || { echo "make test-real reads the real data files: set KLEAR_BENCHMARKS to a" \
 	  "mirror folder (README, 'Real data')" >&2; exit 2; }
 	$(BIN)/pytest -q -p no:cacheprovider -m real tests
+
+# The verl plugin (docs/verl.md) in an environment of its own: verl 0.9 caps transformers below the kit's pins, so
+# the kit goes in without its dependencies (the plugin needs torch, packaging and verl). CPU torch from the same pin.
+VERL_BIN := .venv-verl/bin
+setup-verl: .venv-verl/.setup-done
+
+.venv-verl/.setup-done: pyproject.toml
+	test -x $(VERL_BIN)/python || python3 -m venv .venv-verl
+	$(VERL_BIN)/pip install -q --upgrade pip
+	$(VERL_BIN)/pip install -q torch==2.13.0
+	$(VERL_BIN)/pip install -q 'verl==0.9.1' pytest==9.2.0
+	$(VERL_BIN)/pip install -q --no-deps -e .
+	touch $@
+
+test-verl: setup-verl
+	$(VERL_BIN)/pytest -q -p no:cacheprovider tests/test_verl_plugin.py tests/test_losses.py
 
 # Every notebook end to end at PRESET=ci (outputs go to a scratch folder, never over the sources).
 test-notebooks: setup

@@ -12,7 +12,7 @@ import pytest
 from klear_lib.paths import REPO
 
 TEXT = {".py", ".md", ".ipynb", ".toml", ".yml", ".yaml", ".sh", ".csv", ".cfg", ".txt"}
-SKIP = {".git", ".venv", ".artifacts", "__pycache__", ".ipynb_checkpoints", "build", "dist"}
+SKIP = {".git", ".venv", ".venv-verl", ".artifacts", "__pycache__", ".ipynb_checkpoints", "build", "dist"}
 MD = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.md)\b")
 SECTION = re.compile(r"(docs/(?:paper|design|stack)\.md) §(\d+(?:\.\d+)?)(?:[-–](\d+(?:\.\d+)?))?"
                      r"(?: (Table \d|Fig(?:s?\.|ures?)))?")

@@ -136,6 +136,63 @@ def test_sft_term_adds_alpha_nll_on_correct_rollouts(ci_model_path, tmp_path):
         trainer._compute_loss(trainer.model, {k: v for k, v in batch.items() if k != "is_correct"})
 
 
+# ---- the edges (issue 27): empty masks, zero advantages, log-ratios past ±20, near-zero probabilities --------
+def _gppo_trainer(ci_model_path, tmp_path, policy_loss="gppo"):
+    return _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, policy_loss=policy_loss, sft_alpha=0.0,
+                    filter_zero_adv=False)
+
+
+@pytest.mark.parametrize("edge", ["empty_mask", "zero_advantages"])
+def test_no_signal_gives_zero_loss_and_zero_gradients(ci_model_path, tmp_path, edge):
+    trainer = _gppo_trainer(ci_model_path, tmp_path)
+    batch = _batch(trainer.model.config.vocab_size, off_policy=True)
+    if edge == "empty_mask":
+        batch["completion_mask"] = torch.zeros_like(batch["completion_mask"])
+        batch["num_items_in_batch"] = torch.tensor(0)
+    else:
+        batch["advantages"] = torch.zeros(4)
+    loss, grads = _loss_and_grads(trainer, batch)
+    assert loss.item() == 0.0 and all(torch.equal(g, torch.zeros_like(g)) for g in grads.values())
+    assert all(math.isfinite(v[-1]) for v in trainer._metrics["train"].values())
+
+
+def test_log_ratios_past_the_clamp_keep_the_paper_gradient_through_the_model(ci_model_path, tmp_path):
+    """Old log-probs 30 nats away: A>0 tokens are clipped high (δ = e^30), A<0 ones clipped low (δ = e^-30). GPPO's
+    parameter gradient must be that of -Σ F·A·log π / N with the table's F (1+ε_h, 1-ε_l); clip-higher's is 0."""
+    trainer = _gppo_trainer(ci_model_path, tmp_path)
+    batch = _batch(trainer.model.config.vocab_size, off_policy=False)
+    logps, _ = trainer._policy_logps(trainer.model, batch)
+    positive = (batch["advantages"] > 0).unsqueeze(1)
+    batch["old_per_token_logps"] = torch.where(positive, logps - 30.0, logps + 30.0).detach()
+    loss, grads = _loss_and_grads(trainer, batch)
+    assert math.isfinite(loss.item())
+    trainer.model.zero_grad()
+    f = torch.where(positive, 1.28, 0.8)
+    logps, _ = trainer._policy_logps(trainer.model, batch)
+    reference = -(f * batch["advantages"].unsqueeze(1) * logps * batch["completion_mask"]).sum()
+    (reference / trainer._dapo_normalizer(batch, "train")).backward()
+    for name, p in trainer.model.named_parameters():
+        assert torch.allclose(grads[name], p.grad, atol=1e-6, rtol=1e-4), name
+    clip_higher = _gppo_trainer(ci_model_path, tmp_path, policy_loss="clip_higher")
+    _, grads = _loss_and_grads(clip_higher, batch)
+    assert all(torch.equal(g, torch.zeros_like(g)) for g in grads.values())
+
+
+def test_near_zero_token_probabilities_stay_finite(ci_model_path, tmp_path):
+    """Logits scaled 300x: most sampled tokens get log π in the hundreds below 0 (π far below float32's tiny), and
+    the old policy is the unscaled one, so the log-ratios are far past the clamp too."""
+    trainer = _gppo_trainer(ci_model_path, tmp_path)
+    batch = _batch(trainer.model.config.vocab_size, off_policy=False)
+    batch["old_per_token_logps"] = trainer._policy_logps(trainer.model, batch)[0].detach()
+    with torch.no_grad():
+        trainer.model.get_output_embeddings().weight.mul_(300.0)
+    logps, _ = trainer._policy_logps(trainer.model, batch)
+    assert logps[batch["completion_mask"].bool()].min() < -100
+    loss, grads = _loss_and_grads(trainer, batch)
+    assert math.isfinite(loss.item()) and all(torch.isfinite(g).all() for g in grads.values())
+    assert any(g.abs().sum() > 0 for g in grads.values())
+
+
 # ---- zero-advantage filtering and oversampling -----------------------------------------------------------
 def test_select_groups_keeps_informative_first_and_pads_at_zero_weight():
     metric = torch.tensor([1., 1., 0., 1., -1., -1., 2., 0.])  # groups of 2: [1,1] [0,1] [-1,-1] [2,0]

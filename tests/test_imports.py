@@ -7,8 +7,12 @@ import subprocess
 import sys
 
 from klear_lib.paths import REPO
+from klear_lib.versions import installed_version
 
 PACKAGE = REPO / "klear_lib"
+# Plugins for an optional framework import it at the top (that is what registers them) and refuse to import without
+# it, by design: they are checked only where their framework is installed (tests/test_verl_plugin.py covers the rest).
+OPTIONAL = {"klear_lib.integrations.verl_plugin": "verl"}
 
 
 def module_names() -> list[str]:
@@ -16,7 +20,7 @@ def module_names() -> list[str]:
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(REPO).with_suffix("").parts
         names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    return names
+    return [n for n in names if n not in OPTIONAL or installed_version(OPTIONAL[n]) is not None]
 
 
 def function_level_imports() -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from klear_lib.losses.policy import (
+    LOSSES,
     cispo_loss,
     cispo_per_token,
     gppo_loss,
@@ -222,9 +223,119 @@ def test_gppo_gradient_on_a_vanishing_clipped_token_is_bounded_in_the_logits(bet
     assert _logit_grad(cispo_per_token, 1e-8)[0] == pytest.approx((1 - EL) * e_minus_pi, rel=1e-6)
 
 
-def test_past_the_log_ratio_clamp_a_clipped_token_keeps_no_gradient():
-    # |log δ| > 20 (δ < 2e-9): the ±20 clamp (upstream verl's; the Klear fork has none) stops the gradient
-    assert _logit_grad(gppo_per_token, 1e-12)[0] == 0.0
+def test_past_the_log_ratio_clamp_a_clipped_token_keeps_the_paper_gradient():
+    # |log δ| > 20 (δ < 2e-9): the ±20 clamp on the ratio must not silence the kept gradient (it did before issue 27)
+    e_minus_pi = math.sqrt(1 + 1 / 7)
+    for p in (1e-12, 1e-30, 1e-200):
+        assert _logit_grad(gppo_per_token, p)[0] == pytest.approx((1 - EL) * e_minus_pi, rel=1e-6)
+        assert _logit_grad(gppo_per_token, p, beta_low=0.25)[0] == pytest.approx(0.25 * (1 - EL) * e_minus_pi, rel=1e-6)
+        assert _logit_grad(cispo_per_token, p)[0] == pytest.approx((1 - EL) * e_minus_pi, rel=1e-6)
+        assert _logit_grad(ppo_clip_per_token, p)[0] == 0.0
+
+
+# --- the edges (issue 27): log-ratios past the ±20 clamp, near-zero probabilities, empty masks, zero advantages ---
+
+def _f_at(per_token_fn, log_ratio: float, adv: float, dtype=torch.float64, **kw) -> tuple[float, float]:
+    """(F from autograd, loss value) for one token with log δ = ``log_ratio``, both log-probs real (<= 0): the
+    current one tiny for a negative log-ratio, the old one tiny for a positive one."""
+    new, old = (-1.0, -1.0 - log_ratio) if log_ratio > 0 else (-1.0 + log_ratio, -1.0)
+    logp = torch.tensor([[new]], dtype=dtype, requires_grad=True)
+    loss = per_token_fn(logp, torch.tensor([[old]], dtype=dtype), torch.tensor([adv], dtype=dtype), **kw)
+    loss.sum().backward()
+    return -logp.grad.item() / adv, loss.item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("log_ratio", [25.0, 60.0, 500.0, -25.0, -60.0, -500.0])
+def test_clipped_tokens_past_the_clamp_keep_the_paper_coefficient(log_ratio, dtype):
+    """The table's F on clipped tokens at any log-ratio (the official code overflows to NaN past ~88 in float32)."""
+    adv = 1.0 if log_ratio > 0 else -1.0  # A>0 with δ huge: clipped high; A<0 with δ tiny: clipped low
+    bound = 1 + EH if log_ratio > 0 else 1 - EL
+    for fn, expected in ((gppo_per_token, bound), (cispo_per_token, bound), (ppo_clip_per_token, 0.0)):
+        f, value = _f_at(fn, log_ratio, adv, dtype)
+        assert f == pytest.approx(expected, abs=1e-6) and math.isfinite(value), fn.__name__
+    assert _f_at(gppo_per_token, log_ratio, adv, dtype, beta_low=0.5, beta_high=2.0)[0] == pytest.approx(
+        2.0 * (1 + EH) if log_ratio > 0 else 0.5 * (1 - EL), abs=1e-6)
+    # CISPO clips both signs: the other sign of A gets the same bound
+    assert _f_at(cispo_per_token, log_ratio, -adv, dtype)[0] == pytest.approx(bound, abs=1e-6)
+
+
+@pytest.mark.parametrize("loss", ["gppo", "clip_higher"])
+def test_past_the_clamp_the_unclipped_gradient_is_cut_on_purpose(loss):
+    """The one deliberate departure from the paper: where F = δ and |log δ| > 20 the clamp gives 0, not δ."""
+    fn = PER_TOKEN[loss]
+    f, value = _f_at(fn, 25.0, -1.0)  # A<0, δ = e^25: the paper's F = δ ≈ 7e10, an exploding step
+    assert f == 0.0 and value == pytest.approx(math.exp(20.0))  # the value at the clamp, finite
+    assert _f_at(fn, 25.0, -1.0, dual_clip=10.0) == (0.0, pytest.approx(10.0))  # verl's dual clip agrees: F = 0
+    f, _ = _f_at(fn, -25.0, 1.0)  # A>0, δ = e^-25: the paper's F = δ ≈ 1.4e-11
+    assert f == 0.0
+    assert _f_at(fn, 19.0, -1.0)[0] == pytest.approx(math.exp(19.0), rel=1e-9)  # inside the clamp: F = δ as the table
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_near_zero_probabilities_through_the_softmax_stay_finite(dtype):
+    """A token the current policy gives ~e^-100 (far past the clamp): the kept gradient w.r.t. the logits is the
+    table's F times (e_t - π), in float32 as in float64."""
+    logits = torch.tensor([-100.0] + [0.0] * 7, dtype=dtype, requires_grad=True)
+    logp = torch.log_softmax(logits, dim=0)[0].reshape(1, 1)
+    old = torch.tensor([[math.log(0.3)]], dtype=dtype)
+    for fn, f in ((gppo_per_token, 1 - EL), (cispo_per_token, 1 - EL), (ppo_clip_per_token, 0.0)):
+        (grad,) = torch.autograd.grad(fn(logp, old, torch.tensor([-1.0], dtype=dtype)).sum(), logits,
+                                      retain_graph=True)
+        assert torch.isfinite(grad).all(), fn.__name__
+        assert grad.norm().item() == pytest.approx(f * math.sqrt(1 + 1 / 7), rel=1e-5), fn.__name__
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_masked_out_infinite_logprobs_do_not_poison_the_loss(loss):
+    """Padding may carry log π = -inf (and old log π = -inf): the masked token-mean ignores it, value and gradient."""
+    logp, old_logp, adv = _tokens(["pos_high", "neg_low", "pos_inside"])
+    logp_pad = torch.cat([logp, torch.full((3, 1), -math.inf, dtype=torch.float64)], dim=1)
+    old_pad = torch.cat([old_logp, torch.tensor([[-math.inf], [0.0], [-math.inf]], dtype=torch.float64)], dim=1)
+    mask = torch.tensor([[1.0, 0.0]] * 3, dtype=torch.float64)
+    padded, _ = LOSSES[loss](logp_pad, old_pad, adv, mask)
+    plain, _ = LOSSES[loss](logp, old_logp, adv, torch.ones(3, 1, dtype=torch.float64))
+    assert padded.item() == pytest.approx(plain.item())
+    (grad_padded,) = torch.autograd.grad(padded, logp)
+    (grad_plain,) = torch.autograd.grad(plain, logp)
+    assert torch.isfinite(grad_padded).all() and torch.allclose(grad_padded, grad_plain)
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_empty_mask_gives_zero_loss_and_zero_gradient(loss):
+    logp, old_logp, adv = _tokens(sorted(CASES))
+    value, diagnostics = LOSSES[loss](logp, old_logp, adv, torch.zeros_like(logp))
+    value.backward()
+    assert value.item() == 0.0 and torch.equal(logp.grad, torch.zeros_like(logp))
+    assert all(math.isfinite(v) for v in diagnostics.values())
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_zero_advantages_give_zero_loss_and_zero_gradient(loss):
+    """All-zero advantages (a group whose rewards are all equal) carry no signal, whatever δ, even past the clamp."""
+    logp = torch.tensor([[-1.0, -1.0, -80.0, -0.5]], dtype=torch.float64, requires_grad=True)
+    old_logp = torch.tensor([[-1.0, -60.0, -1.0, -0.2]], dtype=torch.float64)
+    hyper = {} if loss == "cispo" else {"dual_clip": 10.0}
+    value, diagnostics = LOSSES[loss](logp, old_logp, torch.zeros(1, dtype=torch.float64), torch.ones_like(logp),
+                                      **hyper)
+    value.backward()
+    assert value.item() == 0.0 and torch.equal(logp.grad, torch.zeros_like(logp))
+    assert diagnostics["clip_frac"] == 0.0 and diagnostics["logp_grad_norm"] == 0.0
+
+
+def test_only_high_keeps_the_gradient_on_the_high_side_only():
+    """The official ``only_high`` variant: F = 1+ε_h on clipped-high tokens, 0 on clipped-low ones (PPO's constant
+    bound), δ elsewhere; its value is clip-higher PPO's."""
+    names = sorted(CASES)
+    got = dict(zip(names, _autograd_f(gppo_per_token, names, clip_low=EL, clip_high=EH, only_high=True)))
+    assert got == pytest.approx(dict(PAPER_F["gppo"], neg_low=0.0), abs=1e-9)
+    logp, old_logp, adv = _tokens(names)
+    assert torch.equal(gppo_per_token(logp, old_logp, adv, only_high=True, dual_clip=10.0),
+                       ppo_clip_per_token(logp, old_logp, adv, dual_clip=10.0))
+    coef = gradient_coefficients("gppo", torch.exp(logp.detach() - old_logp), adv, only_high=True)
+    assert coef.squeeze(1).tolist() == pytest.approx([got[n] for n in names], abs=1e-9)
+    with pytest.raises(ValueError, match="beta_low"):
+        gppo_per_token(logp, old_logp, adv, only_high=True, beta_low=0.25)
 
 
 def test_diagnostics_report_the_largest_clipped_gradient_beside_the_rest():

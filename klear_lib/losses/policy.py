@@ -18,13 +18,18 @@ otherwise                     δ           δ                    δ
 ============================  ==========  ===================  ======================
 
 With the optional dual clip c (official scripts, not the paper), clip-higher and GPPO give F = 0 for A<0, δ > c.
+
+Beyond the ±20 clamp on log δ (upstream verl's; the Klear fork has none) the clipped cases keep the table's F: their
+gradient comes from ``unit_with_grad``, which does not go through the clamp. Only the unclipped F = δ is cut to 0
+there, on purpose: for A>0, δ < e^-20 the paper's F is below 2.1e-9; for A<0, δ > e^20 it is above 4.8e8, a gradient
+that verl's always-on dual clip zeroes too and that no trust region should pass on.
 """
 from __future__ import annotations
 
 import torch
 
-# Upstream verl clamps the log-ratio to ±20 before exp; the Klear fork does not (docs/paper.md §8). It only
-# matters for absurd ratios.
+# Upstream verl clamps the log-ratio to ±20 before exp; the Klear fork does not (docs/paper.md §8). A guard against
+# overflow, kept deliberately: past it only the unclipped F = δ differs from the paper (module docstring).
 LOG_RATIO_CLAMP = 20.0
 
 
@@ -36,6 +41,20 @@ def _adv2d(advantages: torch.Tensor) -> torch.Tensor:
 def importance_ratio(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
     """δ = exp(logp - old_logp), ``(B, T)``, with verl's ±20 clamp on the log-ratio."""
     return torch.exp(torch.clamp(logp - old_logp, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
+
+
+def unit_with_grad(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
+    """1 in value with gradient ∇log π, ``(B, T)``: the δ/sg(δ) of Eq. 11, also past the clamp.
+
+    Inside the ±20 clamp it is δ/sg(δ), as the official code writes it (so runs there are bit for bit what they
+    were); past it the clamped δ is a constant and would give no gradient, so exp(ℓ - sg(ℓ)) takes over, exactly 1
+    for any finite ℓ and free of overflow. A log-prob of -inf (a token the policy cannot emit, e.g. padding under a
+    mask) gives 1 with no gradient instead of NaN, so it cannot poison a masked sum.
+    """
+    logp = logp.masked_fill(~torch.isfinite(logp.detach()), 0.0)  # unchanged wherever δ is inside the clamp
+    inside = (logp - old_logp).detach().abs() < LOG_RATIO_CLAMP  # False for NaN too
+    ratio = importance_ratio(logp, torch.where(inside, old_logp, logp.detach()))  # 1 (and unused) past the clamp
+    return torch.where(inside, ratio / ratio.detach(), torch.exp(logp - logp.detach()))
 
 
 def clip_cases(ratio: torch.Tensor, adv: torch.Tensor, clip_low: float, clip_high: float) -> dict:
@@ -60,19 +79,24 @@ def _dual_clip(per_token: torch.Tensor, adv: torch.Tensor, dual_clip: float | No
 
 
 def gppo_per_token(logp, old_logp, advantages, *, clip_low=0.2, clip_high=0.28, dual_clip=None,
-                   beta_low=1.0, beta_high=1.0) -> torch.Tensor:
+                   beta_low=1.0, beta_high=1.0, only_high=False) -> torch.Tensor:
     """GPPO per-token loss ``(B, T)`` = -min(δA, clip(δ, (1-ε_l)δ/sg(δ), (1+ε_h)δ/sg(δ))·A) (Eq. 11).
 
     General form (Appendix A.2, Eq. 17): clipped-low (A<0) tokens use β_low·(1-ε_l)·δ/sg(δ)·A, clipped-high
     (A>0) tokens β_high·(1+ε_h)·δ/sg(δ)·A, others δ·A; β = 1 is exactly Eq. 11. The forward value equals
-    clip-higher PPO for β = 1; only the backward pass differs. NOTE(paper): the official scripts add verl's dual
-    clip with c = 10 (``dual_clip=10``); the paper has none, hence the default ``None``.
+    clip-higher PPO for β = 1; only the backward pass differs. ``only_high``: the official code's variant that
+    keeps the constant PPO bound (1-ε_l)·A on the low side (value as PPO, F = 0 there) and GPPO's on the high side.
+    NOTE(paper): the official scripts add verl's dual clip with c = 10 (``dual_clip=10``); the paper has none,
+    hence the default ``None``.
     """
+    if only_high and beta_low != 1.0:
+        raise ValueError(f"only_high keeps no gradient on the low side, so beta_low={beta_low} would be ignored")
     adv = _adv2d(advantages)
     ratio = importance_ratio(logp, old_logp)
-    grad_keeper = ratio / ratio.detach()  # value 1, gradient ∇log π
+    grad_keeper = unit_with_grad(logp, old_logp)  # value 1, gradient ∇log π, even past the clamp
     cases = clip_cases(ratio, adv, clip_low, clip_high)
-    objective = torch.where(cases["adv_neg_ratio_low"], beta_low * (1 - clip_low) * grad_keeper * adv, ratio * adv)
+    low = (1 - clip_low) * adv if only_high else beta_low * (1 - clip_low) * grad_keeper * adv
+    objective = torch.where(cases["adv_neg_ratio_low"], low, ratio * adv)
     objective = torch.where(cases["adv_pos_ratio_high"], beta_high * (1 + clip_high) * grad_keeper * adv, objective)
     return _dual_clip(-objective, adv, dual_clip)
 
@@ -95,17 +119,18 @@ def cispo_per_token(logp, old_logp, advantages, *, clip_low=0.2, clip_high=0.28)
     adv = _adv2d(advantages)
     ratio = importance_ratio(logp, old_logp)
     weight = torch.clamp(ratio, 1 - clip_low, 1 + clip_high).detach()
-    return -weight * (ratio / ratio.detach()) * adv
+    return -weight * unit_with_grad(logp, old_logp) * adv
 
 
 def gradient_coefficients(loss_type: str, ratio, adv, *, clip_low=0.2, clip_high=0.28, dual_clip=None,
-                          beta_low=1.0, beta_high=1.0) -> torch.Tensor:
+                          beta_low=1.0, beta_high=1.0, only_high=False) -> torch.Tensor:
     """Analytic F ``(B, T)`` of docs/paper.md §1.4 (dL/dlogπ = -F·A), detached; used for diagnostics."""
     ratio, adv = ratio.detach(), _adv2d(adv).detach()
     cases = clip_cases(ratio, adv, clip_low, clip_high)
     if loss_type == "cispo":
         return torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * torch.ones_like(adv)
     low_f, high_f = (beta_low * (1 - clip_low), beta_high * (1 + clip_high)) if loss_type == "gppo" else (0.0, 0.0)
+    low_f = 0.0 if only_high else low_f
     coef = torch.where(cases["adv_neg_ratio_low"], torch.full_like(ratio, low_f), ratio * torch.ones_like(adv))
     coef = torch.where(cases["adv_pos_ratio_high"], torch.full_like(ratio, high_f), coef)
     if dual_clip is not None:
@@ -114,8 +139,12 @@ def gradient_coefficients(loss_type: str, ratio, adv, *, clip_low=0.2, clip_high
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Σ values·mask / max(Σ mask, 1): the token-mean of Eq. 7/11 over one batch."""
-    return (values * mask).sum() / mask.sum().clamp(min=1.0)
+    """Σ values·mask / max(Σ mask, 1): the token-mean of Eq. 7/11 over one batch; 0 for an empty mask.
+
+    Masked-out positions are dropped before the product, so a NaN or inf there (padding) cannot leak in as 0·NaN.
+    """
+    mask = mask.to(values.dtype)
+    return torch.where(mask > 0, values, 0.0).mul(mask).sum() / mask.sum().clamp(min=1.0)
 
 
 @torch.no_grad()
@@ -156,9 +185,10 @@ def _with_diagnostics(loss_type, per_token, logp, old_logp, advantages, mask, hy
 
 
 def gppo_loss(logp, old_logp, advantages, mask, *, clip_low=0.2, clip_high=0.28, dual_clip=None,
-              beta_low=1.0, beta_high=1.0):
+              beta_low=1.0, beta_high=1.0, only_high=False):
     """GPPO (Eq. 11 / Eq. 17): ``(token-mean loss, diagnostics)``; see ``gppo_per_token``."""
-    hyper = dict(clip_low=clip_low, clip_high=clip_high, dual_clip=dual_clip, beta_low=beta_low, beta_high=beta_high)
+    hyper = dict(clip_low=clip_low, clip_high=clip_high, dual_clip=dual_clip, beta_low=beta_low, beta_high=beta_high,
+                 only_high=only_high)
     per_token = gppo_per_token(logp, old_logp, advantages, **hyper)
     return _with_diagnostics("gppo", per_token, logp, old_logp, advantages, mask, hyper)
 

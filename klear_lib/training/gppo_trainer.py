@@ -23,6 +23,8 @@ Use it on any model like ``GRPOTrainer``::
     args = GPPOConfig(output_dir="out", policy_loss="gppo", num_generations=8, per_device_train_batch_size=8,
                       steps_per_generation=8, oversample=2, sft_alpha=0.1)
     trainer = GPPOTrainer("Qwen/Qwen3-8B-Base", reward_funcs=[my_reward], args=args, train_dataset=ds)
+
+A complete script with a reward of your own, outside the kit's pipeline: ``examples/train_gppo_trl.py``.
 """
 from __future__ import annotations
 
