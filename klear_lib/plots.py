@@ -13,15 +13,34 @@ import pandas as pd  # noqa: E402
 from klear_lib.paths import FIGURES  # noqa: E402
 
 
+# Human names of run-record columns, for panel titles and axes (a column not listed keeps its own name).
+LABELS = {"step": "optimizer step", "rl_step": "RL step", "loss": "loss (nats / token)",
+          "mean_token_accuracy": "token accuracy", "learning_rate": "learning rate", "reward_mean": "mean reward",
+          "accuracy": "training accuracy (share correct)", "entropy": "entropy (nats / token)",
+          "grad_norm": "gradient norm", "clip_frac": "clipped-token share", "response_length": "response length (tokens)",
+          # the four clipping cases (klear_lib.losses.policy.clip_cases), as shares of the response tokens
+          "frac_adv_pos_ratio_high": "A > 0, ratio > 1 + ε_high", "frac_adv_pos_ratio_low": "A > 0, ratio < 1 − ε_low",
+          "frac_adv_neg_ratio_low": "A < 0, ratio < 1 − ε_low", "frac_adv_neg_ratio_high": "A < 0, ratio > 1 + ε_high",
+          "clipped_grad_share": "clipped tokens' share of |F·A|"}
+
+
+def label(column: str) -> str:
+    """``column``'s human name (``LABELS``)."""
+    return LABELS.get(column, column.replace("_", " "))
+
+
 def training_curves(record: str | Path | pd.DataFrame, columns: Sequence[str], *, x: str = "step",
                     title: str = "", smooth: int = 1):
-    """One panel per column of a run record against ``x`` (rolling mean over ``smooth`` rows)."""
+    """One panel per column of a run record against ``x``: rows sharing an ``x`` (an RL step's several updates)
+    are averaged first, so the curve shows progress rather than the updates' saw-tooth; then a rolling mean over
+    ``smooth`` points."""
     df = pd.read_csv(record) if not isinstance(record, pd.DataFrame) else record
+    df = df.groupby(x, as_index=False)[list(columns)].mean()
     fig, axes = plt.subplots(1, len(columns), figsize=(3.2 * len(columns), 2.6), squeeze=False)
     for ax, col in zip(axes[0], columns):
         ax.plot(df[x], df[col].rolling(smooth, min_periods=1).mean())
-        ax.set_title(col, fontsize=9)
-        ax.set_xlabel(x, fontsize=8)
+        ax.set_title(label(col), fontsize=9)
+        ax.set_xlabel(label(x), fontsize=8)
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
@@ -48,47 +67,75 @@ def stage_bars(eval_rows: pd.DataFrame, metric: str = "avg@k", title: str = ""):
 
 
 def ablation_bars(summary: pd.DataFrame, metric: str = "avg@k", title: str = ""):
-    """Bars per condition (in row order) grouped by benchmark: mean over seeds, 95% t-interval whiskers (none
-    when infinite, i.e. one seed) and one dot per seed, from ``klear_lib.ablations.table.aggregate`` rows."""
+    """Bars per condition (in row order) grouped by benchmark, in %: mean over seeds, 95% t-interval whiskers
+    (none when infinite, i.e. one seed) and one dot per seed, from ``klear_lib.ablations.table.aggregate`` rows.
+    A benchmark on which every run scored 0 gets no panel space; the title says which."""
     df = summary[summary["metric"] == metric]
+    empty = sorted(b for b, g in df.groupby("benchmark") if (g["mean"] == 0).all()
+                   and all(max(v, default=0) == 0 for v in g["values"] if isinstance(v, tuple)))
+    df = df[~df["benchmark"].isin(empty)]
     benches, conds = sorted(df["benchmark"].unique()), list(dict.fromkeys(df["condition"]))
-    fig, ax = plt.subplots(figsize=(1.6 + 0.45 * len(conds) * len(benches), 2.8))
+    ks = df.drop_duplicates("benchmark").set_index("benchmark")["k"] if "k" in df else {}
+    fig, ax = plt.subplots(figsize=(1.6 + 0.45 * len(conds) * max(len(benches), 1), 3.0))
     width = 0.8 / max(len(conds), 1)
     for i, cond in enumerate(conds):
         sub = df[df["condition"] == cond].set_index("benchmark").reindex(benches)
         xs = [b + i * width for b in range(len(benches))]
-        err = [(sub["mean"] - sub["ci_low"]).where(sub["ci_low"] > -float("inf")),
-               (sub["ci_high"] - sub["mean"]).where(sub["ci_high"] < float("inf"))]
-        ax.bar(xs, sub["mean"], width, yerr=err, capsize=2, label=cond)
+        err = [100 * (sub["mean"] - sub["ci_low"]).where(sub["ci_low"] > -float("inf")),
+               100 * (sub["ci_high"] - sub["mean"]).where(sub["ci_high"] < float("inf"))]
+        ax.bar(xs, 100 * sub["mean"], width, yerr=err, capsize=2, label=cond)
         for x, vals in zip(xs, sub["values"]):
             if isinstance(vals, tuple):
-                ax.scatter([x] * len(vals), vals, s=6, color="black", zorder=3)
-    ax.set_xticks([b + width * (len(conds) - 1) / 2 for b in range(len(benches))], benches)
-    ax.set_ylabel(f"{metric} (mean over seeds)")
-    ax.set_title(title, fontsize=10)
+                ax.scatter([x] * len(vals), [100 * v for v in vals], s=6, color="black", zorder=3)
+    ax.set_xticks([b + width * (len(conds) - 1) / 2 for b in range(len(benches))],
+                  [f"{b}\n{metric.replace('@k', f'@{int(ks[b])}')}" if b in ks else b for b in benches])
+    ax.set_ylabel(f"{metric} (%): mean over seeds", fontsize=8)
+    note = "whiskers: 95% t-interval over seeds; dots: one seed each"
+    if empty:
+        note += f"; {', '.join(empty)} left out: 0 for every run"
+    ax.set_title(f"{title}\n{note}" if title else note, fontsize=9)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     return fig
 
 
 def condition_curves(df: pd.DataFrame, columns: Sequence[str], *, x: str = "rl_step", by: str = "condition",
-                     title: str = "", smooth: int = 1):
+                     title: str = "", smooth: int = 1, band: bool = False, scale: float = 1.0,
+                     ylabel: str | None = None, panel_titles: dict | None = None):
     """One panel per column, one line per ``by`` value: the mean over seeds at each ``x`` (rolling mean over
-    ``smooth`` points), each seed as a thin line; from run records or held-out curve rows (long ``df`` with a
-    ``seed`` column)."""
-    fig, axes = plt.subplots(1, len(columns), figsize=(3.2 * len(columns), 2.7), squeeze=False)
+    ``smooth`` points), each seed as a thin line and, with ``band``, the 95% t-interval over seeds as a shaded
+    band; from run records or held-out curve rows (long ``df`` with a ``seed`` column). Values are multiplied by
+    ``scale`` (100: fractions drawn as %); ``panel_titles`` maps a column to its panel's title (default: its
+    human name, ``label``). Few distinct ``x`` values (held-out checkpoints) are each ticked."""
+    from klear_lib.ablations.stats import t_interval
+
+    fig, axes = plt.subplots(1, len(columns), figsize=(3.4 * len(columns), 2.9), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, col in zip(axes[0], columns):
         for i, (name, grp) in enumerate(df.groupby(by, sort=False)):
             color = colors[i % len(colors)]
             for _, seed in grp.groupby("seed"):
-                per_x = seed.groupby(x)[col].mean().dropna()
-                ax.plot(per_x.index, per_x.rolling(smooth, min_periods=1).mean(), color=color, lw=0.5, alpha=0.4)
-            mean = grp.groupby(x)[col].mean().dropna()  # a benchmark read only at the last step: one marker
-            ax.plot(mean.index, mean.rolling(smooth, min_periods=1).mean(), color=color, lw=1.5, marker="o", ms=2.5,
+                per_x = seed.groupby(x)[col].mean().dropna() * scale
+                ax.plot(per_x.index, per_x.rolling(smooth, min_periods=1).mean(), color=color, lw=0.5, alpha=0.35)
+            per_seed = grp.groupby([x, "seed"])[col].mean().dropna() * scale
+            mean = per_seed.groupby(level=0).mean()  # a benchmark read only at the last step: one marker
+            ax.plot(mean.index, mean.rolling(smooth, min_periods=1).mean(), color=color, lw=1.6, marker="o", ms=2.5,
                     label=str(name))
-        ax.set_title(col, fontsize=9)
-        ax.set_xlabel(x, fontsize=8)
+            if band:
+                ci = [t_interval(v.to_numpy()) for _, v in per_seed.groupby(level=0)]
+                lo, hi = ([c[j] for c in ci] for j in (1, 2))
+                finite = [abs(v) != float("inf") for v in lo]
+                if any(finite):
+                    xs = [v for v, f in zip(mean.index, finite) if f]
+                    ax.fill_between(xs, [v for v, f in zip(lo, finite) if f], [v for v, f in zip(hi, finite) if f],
+                                    color=color, alpha=0.12, lw=0)
+        ax.set_title((panel_titles or {}).get(col, label(col)), fontsize=9)
+        ax.set_xlabel(label(x), fontsize=8)
+        if ylabel:
+            ax.set_ylabel(ylabel, fontsize=8)
+        steps = sorted(df[x].dropna().unique())
+        if len(steps) <= 12:
+            ax.set_xticks(steps)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
@@ -96,30 +143,43 @@ def condition_curves(df: pd.DataFrame, columns: Sequence[str], *, x: str = "rl_s
     return fig
 
 
-def stability_map(summary: pd.DataFrame, metric: str, *, title: str = "", fmt: str = "{:.2f}",
+def percent_format(values) -> str:
+    """A cell format for fractions drawn as %: enough decimals that the largest shows three significant digits
+    (0.0042 -> "0.420%", 0.37 -> "37.0%")."""
+    top = max((abs(float(v)) for v in values if pd.notna(v)), default=1.0) * 100
+    digits = 1 if top >= 10 else 2 if top >= 1 else 3
+    return "{:.%df}%%" % digits
+
+
+def stability_map(summary: pd.DataFrame, metric: str, *, title: str = "", fmt: str | None = None,
                   vmin: float | None = None, vmax: float | None = None):
     """Heat map of ``metric`` per loss (rows, in order of appearance) × learning rate (columns), one panel per
-    updates-per-step setting, each cell annotated; from ``klear_lib.ablations.stability.aggregate`` rows."""
+    updates-per-step setting, each cell annotated; from ``klear_lib.ablations.stability.aggregate`` rows. The
+    metrics are fractions, drawn as % with ``percent_format`` digits unless ``fmt`` is given (applied as is)."""
     settings = sorted(summary["updates_per_step"].unique())
     losses = list(dict.fromkeys(summary["loss"]))
     lrs = sorted(summary["learning_rate"].unique())
     fig, axes = plt.subplots(1, len(settings), figsize=(1.8 + 1.1 * len(lrs) * len(settings), 1.2 + 0.4 * len(losses)),
                              squeeze=False, layout="constrained")
+    scale = 1.0 if fmt else 100.0
+    fmt = fmt or percent_format(summary[metric])
+    summary = summary.assign(**{metric: summary[metric].astype(float) * scale})
     values = summary[metric].astype(float)
-    vmin = float(values.min()) if vmin is None else vmin
-    vmax = max(float(values.max()) if vmax is None else vmax, vmin + 1e-6)
+    vmin = float(values.min()) if vmin is None else vmin * scale
+    vmax = max(float(values.max()) if vmax is None else vmax * scale, vmin + 1e-6)
     for ax, updates in zip(axes[0], settings):
         sub = summary[summary["updates_per_step"] == updates].pivot(index="loss", columns="learning_rate",
                                                                    values=metric).reindex(index=losses, columns=lrs)
         image = ax.imshow(sub.to_numpy(dtype=float), aspect="auto", cmap="viridis", vmin=vmin, vmax=vmax)
         for (r, c), v in pd.DataFrame(sub.to_numpy(dtype=float)).stack().items():
-            ax.text(c, r, fmt.format(v), ha="center", va="center", fontsize=7, color="white")
+            bright = (v - vmin) / (vmax - vmin) > 0.6  # viridis turns light: dark text there
+            ax.text(c, r, fmt.format(v), ha="center", va="center", fontsize=7, color="black" if bright else "white")
         ax.set_xticks(range(len(lrs)), [f"{lr:g}" for lr in lrs], fontsize=7)
         ax.set_yticks(range(len(losses)), losses, fontsize=7)
         ax.set_xlabel("learning rate", fontsize=8)
         ax.set_title(f"{updates} updates / step", fontsize=9)
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8)
-    fig.suptitle(title or metric, fontsize=10)
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="%" if scale == 100 else None)
+    fig.suptitle(f"{title or label(metric)}{' (%)' if scale == 100 else ''}", fontsize=10)
     return fig
 
 
@@ -184,9 +244,88 @@ def claims_power(claims: pd.DataFrame, title: str = ""):
     return fig
 
 
+FOREST_LIMIT = 25.0  # points: intervals past it are cut and marked with an arrow, so one wide claim keeps the rest legible
+
+
+def _forest_limit(df: pd.DataFrame, cap: float) -> float:
+    """The half-width of a forest plot's x axis: every finite interval end, seed, claimed Δ and MDE, up to ``cap``."""
+    ends = pd.concat([df[c].abs() for c in ("ci_low_pts", "ci_high_pts", "paper_diff_pts", "mde_pts")])
+    seeds = [abs(float(v)) for s in df.get("seed_diffs_pts", []) for v in str(s or "").split(";") if v]
+    finite = [v for v in list(ends) + seeds if pd.notna(v) and v != float("inf")]
+    return min(cap, max(finite + [1.0]) * 1.08)
+
+
+def claims_forest(claims: pd.DataFrame, title: str = "", limit: float = FOREST_LIMIT):
+    """A forest plot of claims (``klear_lib.ablations.claims`` rows run), grouped by the paper's table or figure in
+    row order: per claim our Δ = better - worse in points (dot, coloured by the decision) with its 95% interval
+    (line; an arrow where it runs past ``limit``), the per-seed paired differences (small grey dots), the ±MDE band
+    around 0 (what the seeds could not tell from no effect) and the claimed Δ (diamond: filled where a table gives
+    it, hollow where it was read off a figure). The decision is written at the right."""
+    df = claims[claims["n_seeds"] > 0].reset_index(drop=True)
+    groups = list(dict.fromkeys(df["table"]))
+    limit = _forest_limit(df, limit)
+    height = 1.6 + 0.3 * max(len(df), 1) + 0.3 * len(groups)
+    fig, ax = plt.subplots(figsize=(8.0, height), layout="constrained")
+    y, ticks, labels = 0.0, [], []
+    for group in groups:
+        sub = df[df["table"] == group]
+        if len(groups) > 1:  # one group is the figure's title
+            ax.text(-limit, y, f"{group}", fontsize=8, fontweight="bold", va="center", ha="left")
+            y -= 0.8
+        for r in sub.to_dict("records"):
+            color = VERDICT_COLORS.get(r["verdict"], "tab:gray")
+            mde = min(float(r["mde_pts"]), limit)
+            ax.fill_between([-mde, mde], y - 0.35, y + 0.35, color=color, alpha=0.12, lw=0)
+            seeds = [float(v) for v in str(r.get("seed_diffs_pts") or "").split(";") if v not in ("", "nan")]
+            ax.scatter([min(max(v, -limit), limit) for v in seeds], [y - 0.18] * len(seeds), s=7, color="0.45",
+                       zorder=2, lw=0)
+            lo, hi = float(r["ci_low_pts"]), float(r["ci_high_pts"])
+            ax.plot([max(lo, -limit), min(hi, limit)], [y, y], color=color, lw=1.6, zorder=3)
+            for end, side in ((lo, -1), (hi, 1)):
+                if abs(end) > limit and (end > 0) == (side > 0):
+                    ax.plot(side * limit, y, marker=">" if side > 0 else "<", color=color, ms=5, zorder=3)
+            ax.plot(r["ours_diff_pts"], y, "o", color=color, ms=5, zorder=4)
+            read_off = r["paper_statistic"] != "table"
+            ax.plot(r["paper_diff_pts"], y, "D", color="tab:orange", mfc="none" if read_off else "tab:orange",
+                    ms=6, mew=1.4, zorder=5)
+            ax.text(1.01, y, r["verdict"], transform=ax.get_yaxis_transform(), fontsize=7, color=color,
+                    va="center")
+            ticks.append(y)
+            source = "" if r.get("source", "paper") == "paper" else f" [{r['source']}]"
+            labels.append(f"{r['better']} > {r['worse']}{source} · {r['benchmark']} ({r['n_seeds']} seeds)")
+            y -= 1.0
+        y -= 0.3
+    ax.axvline(0, color="black", lw=0.7)
+    ax.set_yticks(ticks, labels, fontsize=7)
+    ax.set_ylim(y + 0.5, 0.6)
+    ax.set_xlim(-limit, limit)
+    ax.set_xlabel("Δ = claimed better − claimed worse, points of avg@k (%), 95% interval over paired seeds",
+                  fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    handles = [plt.Line2D([], [], marker="o", color="black", lw=1.6, label="ours: mean Δ and 95% CI"),
+               plt.Line2D([], [], marker="o", color="0.45", lw=0, ms=3, label="ours: one seed's paired Δ"),
+               plt.Rectangle((0, 0), 1, 1, color="black", alpha=0.12, label="±MDE (80% power) at these seeds"),
+               plt.Line2D([], [], marker="D", color="tab:orange", lw=0, label="claimed Δ (from a table)"),
+               plt.Line2D([], [], marker="D", color="tab:orange", mfc="none", lw=0, label="claimed Δ (read off a figure)")]
+    fig.legend(handles=handles, fontsize=6.5, loc="outside lower center", ncol=3, frameon=False)
+    ax.set_title(title, fontsize=9)
+    return fig
+
+
+SMOKE_PRESETS = ("ci",)  # their figures check that the code draws, not what the study shows: kept out of its folder
+
+
+def figure_path(name: str) -> Path:
+    """Where figure ``name`` ("<preset>_<what>") lives: ``results/figures/<name>.png`` for the study's presets,
+    ``results/figures/<preset>/<name>.png`` for a smoke run's (``SMOKE_PRESETS``)."""
+    preset = name.split("_", 1)[0]
+    return (FIGURES / preset if preset in SMOKE_PRESETS else FIGURES) / f"{name}.png"
+
+
 def save(fig, name: str) -> Path:
-    """Save ``fig`` as ``results/figures/<name>.png`` and return the path."""
-    FIGURES.mkdir(parents=True, exist_ok=True)
-    path = FIGURES / f"{name}.png"
+    """Save ``fig`` at ``figure_path(name)`` and return the path (the figure is closed: notebooks display the file)."""
+    path = figure_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
     return path

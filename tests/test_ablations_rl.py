@@ -372,10 +372,54 @@ def test_claims_mark_missing_runs_not_run_and_carry_the_papers_numbers(tmp_path)
     rl_rows = got[got["family"] == "rl"]
     assert set(rl_rows["verdict"]) == {C.NOT_RUN} and rl_rows["ours_diff_pts"].isna().all()
     assert got.loc["fig3:soft>hard@tiny_lcb", "paper_diff_pts"] == pytest.approx(61.0 - 59.2)
+    assert hit["seed_diffs_pts"] == "30.00;30.00;30.00"  # the paired differences the interval rests on, in seed order
+    assert got.loc["table4:top2>top4@tiny_aime", "seed_diffs_pts"] == ""
     path = C.write_claims("ci", paths={"sft": tmp_path / "sft.csv", "rl": tmp_path / "rl.csv"},
                           path=tmp_path / "claims.csv")
     md = C.readme_table(tables.read(C.CLAIMS, path))
     assert (md.loc[md["verdict"] == C.NOT_RUN, "ours Δ pts"] == "—").all()
+
+
+def test_forest_plot_marks_each_claim_run_beside_the_claimed_difference(monkeypatch, tmp_path):
+    from klear_lib import plots
+    from klear_lib import report
+
+    base = {"family": "rl", "benchmark": "tiny_aime", "source": "paper", "paper_benchmark": "aime24", "test": "paired",
+            "df": 2.0, "seeds_needed": 5, "shares_runs": "", "claim": "", "paper_better": 50.0, "paper_worse": 48.0}
+    rows = [{**base, "claim_id": "fig2:gppo>cispo@tiny_aime", "table": "Figure 2", "experiment": "fig2",
+             "better": "gppo", "worse": "cispo", "paper_statistic": "final", "paper_diff_pts": 2.0,
+             "ours_diff_pts": -1.0, "ci_low_pts": -float("inf"), "ci_high_pts": 3.0, "mde_pts": 90.0, "n_seeds": 3,
+             "seed_diffs_pts": "-2.00;0.00;-1.00", "verdict": "underpowered"},
+            {**base, "claim_id": "table6:a0.1>a0@tiny_aime", "table": "Table 6", "experiment": "table6",
+             "better": "a0.1", "worse": "a0", "paper_statistic": "table", "paper_diff_pts": 1.2,
+             "ours_diff_pts": 4.0, "ci_low_pts": 2.0, "ci_high_pts": 6.0, "mde_pts": 1.5, "n_seeds": 3,
+             "seed_diffs_pts": "3.00;4.00;5.00", "verdict": "replicated"},
+            {**base, "claim_id": "fig3:soft>hard@tiny_lcb", "table": "Figure 3", "experiment": "fig3",
+             "better": "soft", "worse": "hard", "paper_statistic": "peak", "paper_diff_pts": 1.8, "n_seeds": 0,
+             "verdict": C.NOT_RUN}]
+    claims = pd.DataFrame(rows).reindex(columns=C.COLUMNS)
+    ax = plots.claims_forest(claims).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["gppo > cispo · tiny_aime (3 seeds)",
+                                                          "a0.1 > a0 · tiny_aime (3 seeds)"]  # the claim not run: no row
+    diamonds = [ln for ln in ax.lines if ln.get_marker() == "D"]
+    assert [d.get_xdata()[0] for d in diamonds] == [2.0, 1.2]
+    assert [d.get_markerfacecolor() for d in diamonds][0] == "none"  # read off a figure: hollow; a table: filled
+    assert diamonds[1].get_markerfacecolor() != "none"
+    lo, hi = ax.get_xlim()
+    assert lo == -hi and hi >= 6.0  # a symmetric axis that holds every finite end; the infinite one is an arrow
+    assert any(ln.get_marker() == "<" for ln in ax.lines)
+    assert sum(len(c.get_offsets()) for c in ax.collections if len(c.get_offsets()) == 3) == 6  # per-seed dots
+
+    monkeypatch.setattr(C, "claims_csv", lambda preset: tmp_path / "claims.csv")
+    monkeypatch.setattr(report, "REPO", tmp_path)
+    monkeypatch.setattr(plots, "FIGURES", tmp_path / "results" / "figures")
+    tables.write(C.CLAIMS, claims, tmp_path / "claims.csv")
+    paths = C.write_forests("ci")  # a smoke run's figures sit in their own folder
+    assert [p.relative_to(tmp_path).as_posix() for p in paths] == [
+        f"results/figures/ci/ci_claims_forest{s}.png" for s in ("", "_fig2", "_table6")]
+    assert plots.figure_path("tiny_claims_forest") == tmp_path / "results" / "figures" / "tiny_claims_forest.png"
+    text = report.claims_section("ci")
+    assert "![Every claim run at ci" in text and "[Table 6](results/figures/ci/ci_claims_forest_table6.png)" in text
 
 
 def test_claims_section_renders_the_stored_table(monkeypatch, tmp_path):
@@ -391,6 +435,31 @@ def test_claims_section_renders_the_stored_table(monkeypatch, tmp_path):
 
 
 # --- figures, and one real ci run ---------------------------------------------------------------------------------
+
+def test_figures_read_on_their_own():
+    from klear_lib import plots
+
+    # an RL record logs several updates per step: the curve averages them, one point per step
+    rec = pd.DataFrame({"rl_step": [1, 1, 2, 2], "accuracy": [0.0, 1.0, 0.5, 0.5]})
+    ax = plots.training_curves(rec, ["accuracy"], x="rl_step").axes[0]
+    assert list(ax.lines[0].get_ydata()) == [0.5, 0.5] and ax.get_xlabel() == "RL step"
+    assert ax.get_title() == "training accuracy (share correct)"
+    # held-out curves in %, with a band over seeds and a tick at each checkpoint
+    held = pd.DataFrame({"condition": ["a"] * 4, "seed": [0, 1, 0, 1], "rl_step": [0, 0, 15, 15],
+                         "tiny_aime": [0.05, 0.07, 0.10, 0.12]})
+    ax = plots.condition_curves(held, ["tiny_aime"], band=True, scale=100, ylabel="%").axes[0]
+    assert list(ax.lines[-1].get_ydata()) == pytest.approx([6.0, 11.0]) and list(ax.get_xticks()) == [0, 15]
+    assert len(ax.collections) == 1  # the band
+    # ablation bars in %, and a benchmark where every run scored 0 gets no panel space
+    rows = [_row("table2", c, s, b, 0.0 if b == "tiny_lcb" else 0.2 + 0.1 * (c == "x"))
+            for c in ("x", "y") for s in range(2) for b in ("tiny_aime", "tiny_lcb")]
+    ax = plots.ablation_bars(table.aggregate(pd.DataFrame(rows), [("table2", "x"), ("table2", "y")])).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["tiny_aime\navg@4"] and "tiny_lcb left out" in ax.get_title()
+    assert sorted(p.get_height() for p in ax.patches) == pytest.approx([20.0, 30.0])
+    # small fractions keep three significant digits as %
+    assert plots.percent_format([0.0042, 0.001]).format(0.42) == "0.420%"
+    assert plots.percent_format([0.37]).format(37.0) == "37.0%"
+
 
 def test_figures_draw_one_line_per_condition_and_one_panel_per_setting():
     from klear_lib import plots

@@ -307,7 +307,8 @@ def test_ablation_bars_draws_one_bar_per_condition_and_benchmark():
     from klear_lib import plots
 
     fig = plots.ablation_bars(sft.SFT.aggregate(_table2_runs()), title="Table 2")
-    assert len(fig.axes[0].patches) == 4 * 2
+    assert len(fig.axes[0].patches) == 4 * 1  # tiny_lcb is 0 for every run: said in the title, not drawn
+    assert "tiny_lcb left out: 0 for every run" in fig.axes[0].get_title()
 
 
 def test_claims_read_each_primary_benchmark_as_the_preset_maps_it():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,55 @@ def test_no_shell_magics_or_path_hacks(path):
         src = _src(cell)
         if cell["cell_type"] == "code":
             assert "!pip" not in src and "%cd" not in src and "sys.path" not in src
+
+
+# --- what a reader sees in the stored outputs ---------------------------------------------------------------------
+
+REPO = NOTEBOOKS[0].parent.parent if NOTEBOOKS else Path(".")
+STORED = NOTEBOOKS + sorted((REPO / "results").glob("*/notebooks/[0-9][0-9]_*.ipynb"))
+# An absolute path names one machine; a warning is noise the reader has to judge (klear_lib.versions filters the
+# tested stack's known ones where they are raised).
+ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(?:home|tmp|work|Users|root|usr|opt|var|mnt|private)/")
+WARNING = re.compile(r"\b[A-Z]\w*Warning\b|^WARNING\b|\bWARNING:", re.MULTILINE)
+# Stored tiny notebooks executed before the filters and the inline figures, each to be re-executed by its own run
+# (make reproduce: 02-04, training the main job again): listed so that the test fails once one is clean again.
+NOT_YET_CLEAN = {"results/tiny/notebooks/02_long_cot_sft.ipynb", "results/tiny/notebooks/03_gppo_rl.ipynb",
+                 "results/tiny/notebooks/04_evaluation.ipynb"}
+
+
+def _output_text(output) -> str:
+    if "text" in output:
+        return "".join(output["text"])
+    if output.get("output_type") == "error":
+        return "\n".join(output.get("traceback", []))
+    data = output.get("data", {})
+    return "".join(data.get("text/plain", [])) + "".join(data.get("text/html", []))
+
+
+def _dirty_lines(path) -> list[str]:
+    bad = []
+    for i, cell in enumerate(_cells(path)):
+        for out in cell.get("outputs", []):
+            for line in _output_text(out).splitlines():
+                if ABSOLUTE_PATH.search(line) or WARNING.search(line):
+                    bad.append(f"cell {i}: {line.strip()[:160]}")
+    return bad
+
+
+@pytest.mark.parametrize("path", STORED, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_stored_outputs_hold_no_warning_or_absolute_path(path):
+    name = path.relative_to(REPO).as_posix()
+    if name in NOT_YET_CLEAN:
+        pytest.xfail("executed before the warning filters; the next `make reproduce` stores it clean")
+    bad = _dirty_lines(path)
+    assert not bad, f"{name}: stored outputs a reader should not see:\n" + "\n".join(bad[:10])
+
+
+def test_the_output_check_catches_what_it_should(tmp_path):
+    outputs = [{"output_type": "stream", "name": "stderr", "text": ["/opt/x/trl/__init__.py:22: UserWarning: old\n"]},
+               {"output_type": "execute_result", "data": {"text/plain": ["PosixPath('/work/main/results/a.png')"]}},
+               {"output_type": "stream", "name": "stdout", "text": ["WARNING:vllm:Triton disabled\n"]},
+               {"output_type": "stream", "name": "stdout", "text": ["results/figures/tiny_a.png; 0.5 of 1/2 ~/x\n"]}]
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": [{"cell_type": "code", "source": [], "outputs": outputs}]}))
+    assert [line.split(":")[0] for line in _dirty_lines(path)] == ["cell 0"] * 3

@@ -1,12 +1,13 @@
 """The claims table: one row per claim tested in miniature — every claimed pair (better, worse) of Tables 2-6 and
 Figures 2-5, and other papers' claims on the same runs (DGPO's GRPO > GPPO), on its experiment's primary
 benchmarks as the preset reads them — with the claimed difference and which statistic of the paper it is, ours
-with its 95% interval over seeds (paired by seed), the power analysis (the spreads, the minimum detectable effect
+with its 95% interval over seeds (paired by seed) and the per-seed differences it rests on, the power analysis (the spreads, the minimum detectable effect
 at the seeds run, the seeds the claimed size would need) and the decision; a claim without stored runs under the
 current config is "not run" (no number).
 
 >>> from klear_lib.ablations import claims
 >>> path = claims.write_claims("tiny")   # results/tiny/claims.csv, read by klear_lib.report.claims_section
+>>> figures = claims.write_forests("tiny")   # results/figures/tiny_claims_forest*.png, from that file
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from klear_lib import tables
+from klear_lib import plots, tables
 from klear_lib.ablations import stats as S
 from klear_lib.ablations import verdicts as V
 from klear_lib.ablations.family import Family
@@ -29,11 +30,11 @@ NOT_RUN = "not run"
 COLUMNS = ["claim_id", "family", "table", "experiment", "benchmark", "better", "worse", "source", "paper_benchmark",
            "paper_statistic", "paper_better", "paper_worse", "paper_diff_pts", "ours_better_pct", "ours_worse_pct",
            "ours_diff_pts", "ci_low_pts", "ci_high_pts", "test", "df", "n_seeds", "sd_seed_pts", "eval_se_pts",
-           "sd_diff_pts", "mde_pts", "seeds_needed", "verdict", "shares_runs", "claim"]
+           "sd_diff_pts", "mde_pts", "seeds_needed", "verdict", "seed_diffs_pts", "shares_runs", "claim"]
 # ``claims.csv``: rows in definition order; a claim not run keeps its numbers blank (NaN when read)
 CLAIMS = tables.Table("claim", tuple(COLUMNS), ("claim_id",), float_format="%.4f", sort=False,
                       nullable=tuple(c for c in COLUMNS if c.endswith(("pts", "pct")))
-                      + ("test", "df", "seeds_needed", "shares_runs"))
+                      + ("test", "df", "seeds_needed", "seed_diffs_pts", "shares_runs"))
 
 
 def readings(family: Family, exp, preset: str | None = None) -> list[tuple[str, str]]:
@@ -108,8 +109,27 @@ def measured(preset: str, paths: dict | None = None, metric: str = "avg@k",
     for name, family in FAMILIES.items():
         rows = family.current_rows(preset, (paths or {}).get(name))
         if len(rows):
-            out.append(family.verdicts(family.aggregate(rows), metric, reported))
-    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=V.VERDICT_COLUMNS)
+            summary = family.aggregate(rows)
+            pairs = family.verdicts(summary, metric, reported)
+            pairs["seed_diffs"] = seed_diffs(pairs, summary)
+            out.append(pairs)
+    return (pd.concat(out, ignore_index=True) if out
+            else pd.DataFrame(columns=V.VERDICT_COLUMNS + ["seed_diffs"]))
+
+
+def seed_diffs(pairs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
+    """Per verdict row, the per-seed differences better - worse in points (';'-joined, seed order) that a paired
+    test used; '' for a Welch or one-seed comparison, which pairs no seeds (the figures draw them as dots)."""
+    cells = {(r["experiment"], r["condition"], r["benchmark"], r["metric"]): r for r in summary.to_dict("records")}
+    out = []
+    for r in pairs.to_dict("records"):
+        if r["test"] != "paired":
+            out.append("")
+            continue
+        b, w = (cells[(r["experiment"], c, r["benchmark"], r["metric"])] for c in (r["better"], r["worse"]))
+        pb, pw = S.paired(b["values"], b["seeds"], w["values"], w["seeds"])
+        out.append(";".join(f"{100 * (x - y):.2f}" for x, y in zip(pb, pw)))
+    return out
 
 
 def build_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict | None = None) -> pd.DataFrame:
@@ -119,7 +139,7 @@ def build_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict 
     pairs = measured(preset, paths, reported=reported).rename(columns={"ci_low": "pair_ci_low", "ci_high": "pair_ci_high"})
     merged = claims.merge(pairs[["experiment", "benchmark", "better", "worse", "mean_better", "mean_worse", "diff",
                                  "pair_ci_low", "pair_ci_high", "test", "df", "n_seeds", "sd_seed", "eval_se",
-                                 "sd_diff", "mde", "seeds_needed", "verdict", "note"]],
+                                 "sd_diff", "mde", "seeds_needed", "verdict", "note", "seed_diffs"]],
                           on=["experiment", "benchmark", "better", "worse"], how="left")
     for col, src in (("ours_better_pct", "mean_better"), ("ours_worse_pct", "mean_worse"),
                      ("ours_diff_pts", "diff"), ("ci_low_pts", "pair_ci_low"), ("ci_high_pts", "pair_ci_high"),
@@ -137,6 +157,7 @@ def build_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict 
                                                               merged["test"])], dtype="Int64")
     merged["verdict"] = merged["verdict"].fillna(NOT_RUN)
     merged["n_seeds"] = merged["n_seeds"].fillna(0).astype(int)
+    merged["seed_diffs_pts"] = merged["seed_diffs"].fillna("")
     return merged[COLUMNS]
 
 
@@ -149,6 +170,24 @@ def write_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict 
                  path: Path | str | None = None) -> Path:
     """Build the claims table and write it (rows in definition order, floats at fixed precision)."""
     return tables.write(CLAIMS, build_claims(preset, reported, paths), path or claims_csv(preset))
+
+
+def forest_name(preset: str, experiment: str | None = None) -> str:
+    """The figure stem of the claims' forest plot: all claims, or one experiment's (``tiny_claims_forest_fig2``)."""
+    return f"{preset}_claims_forest" + (f"_{experiment}" if experiment else "")
+
+
+def write_forests(preset: str, claims: pd.DataFrame | None = None) -> list[Path]:
+    """The forest plots of ``claims`` (default: the stored claims.csv): one of every claim run, then one per
+    experiment with a claim run, in ``results/figures/`` (``forest_name``)."""
+    claims = tables.read(CLAIMS, claims_csv(preset)) if claims is None else claims
+    ran = claims[claims["n_seeds"] > 0]
+    paths = [plots.save(plots.claims_forest(ran, f"{preset}: every claim run, our Δ beside the claimed one"),
+                        forest_name(preset))]
+    for exp, sub in ran.groupby("experiment", sort=False):
+        title = f"{preset}: {sub['table'].iloc[0]}, our Δ beside the claimed one"
+        paths.append(plots.save(plots.claims_forest(sub, title), forest_name(preset, exp)))
+    return paths
 
 
 def readme_table(claims: pd.DataFrame) -> pd.DataFrame:

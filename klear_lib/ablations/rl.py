@@ -358,12 +358,27 @@ def figures(preset: str, runs: pd.DataFrame, panels: Sequence[str] = ("heldout",
     """Figures of one experiment's runs, from stored files only: held-out avg@k per saved checkpoint
     ("heldout"), training dynamics ("dynamics") and clipping-case fractions ("clipping") from the run records."""
     exp = RL.get_experiment(runs["experiment"].iloc[0])
-    wide = R.heldout_wide(R.curves_of(runs, tables.read(R.CURVES, curves_csv(preset))))
-    data = {"heldout": (wide, [b for b in wide.columns if b not in R.CURVE_KEY], "held-out avg@k"),
-            "dynamics": (records(preset, runs), R.DYNAMICS, "training"),
-            "clipping": (records(preset, runs), R.CLIPPING, "clipping cases")}
-    return {p: plots.condition_curves(data[p][0], data[p][1], title=f"{exp.table} in miniature: {data[p][2]}")
-            for p in panels}
+    curves = R.curves_of(runs, tables.read(R.CURVES, curves_csv(preset)))
+    wide = R.heldout_wide(curves)
+    benches = [b for b in wide.columns if b not in R.CURVE_KEY]
+    seeds = runs["seed"].nunique()
+    sizes = runs.drop_duplicates("benchmark").set_index("benchmark")
+    read = {b: f"{b}: avg@{int(sizes.loc[b, 'k'])} on {int(sizes.loc[b, 'n_problems'])} problems" for b in benches
+            if b in sizes.index}
+    out = {}
+    for p in panels:
+        if p == "heldout":
+            out[p] = plots.condition_curves(
+                wide, benches, band=True, scale=100, ylabel="held-out avg@k (%)", panel_titles=read,
+                title=f"{exp.table} in miniature: held-out accuracy per saved checkpoint, mean and 95% CI over "
+                      f"{seeds} seeds (thin: one seed)")
+        else:
+            clipping = p == "clipping"
+            columns, what = (R.CLIPPING, "clipping cases") if clipping else (R.DYNAMICS, "training")
+            out[p] = plots.condition_curves(records(preset, runs), columns, scale=100 if clipping else 1,
+                                            ylabel="% of response tokens (last: of |F·A|)" if clipping else None,
+                                            title=f"{exp.table} in miniature: {what}, mean over {seeds} seeds")
+    return out
 
 
 def describe(preset: str) -> pd.DataFrame:
