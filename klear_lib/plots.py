@@ -48,19 +48,28 @@ def training_curves(record: str | Path | pd.DataFrame, columns: Sequence[str], *
 
 
 def stage_bars(eval_rows: pd.DataFrame, metric: str = "avg@k", title: str = ""):
-    """Grouped bars of ``metric`` per benchmark and stage, with 95% CI whiskers."""
+    """Grouped bars of ``metric`` in % per benchmark and stage, with 95% bootstrap-over-problems whiskers."""
+    from klear_lib.results import STAGE_ORDER
+
     df = eval_rows[eval_rows["metric"] == metric]
-    benches, stages = sorted(df["benchmark"].unique()), list(dict.fromkeys(df["stage"]))
-    fig, ax = plt.subplots(figsize=(1.2 + 1.6 * len(benches), 2.8))
+    rank = {s: i for i, s in enumerate(STAGE_ORDER)}
+    benches = sorted(df["benchmark"].unique())
+    stages = sorted(dict.fromkeys(df["stage"]), key=lambda s: rank.get(s, len(rank)))  # stable for the rest
+    ks = df.drop_duplicates("benchmark").set_index("benchmark")["k"]
+    sizes = df.drop_duplicates("benchmark").set_index("benchmark").get("n_problems", {})
+    fig, ax = plt.subplots(figsize=(1.2 + 1.6 * len(benches), 3.0))
     width = 0.8 / max(len(stages), 1)
     for i, stage in enumerate(stages):
         sub = df[df["stage"] == stage].set_index("benchmark").reindex(benches)
         xs = [b + i * width for b in range(len(benches))]
-        err = [sub["mean"] - sub["ci_low"], sub["ci_high"] - sub["mean"]]
-        ax.bar(xs, sub["mean"], width, yerr=err, capsize=2, label=stage)
-    ax.set_xticks([b + width * (len(stages) - 1) / 2 for b in range(len(benches))], benches)
-    ax.set_ylabel(metric)
-    ax.set_title(title, fontsize=10)
+        err = [100 * (sub["mean"] - sub["ci_low"]), 100 * (sub["ci_high"] - sub["mean"])]
+        ax.bar(xs, 100 * sub["mean"], width, yerr=err, capsize=2, label=stage)
+    ticks = [f"{b}\n{metric.replace('@k', f'@{int(ks[b])}')}" + (f", {int(sizes[b])} problems" if b in sizes else "")
+             for b in benches]
+    ax.set_xticks([b + width * (len(stages) - 1) / 2 for b in range(len(benches))], ticks, fontsize=8)
+    ax.set_ylabel(f"{metric} (%)", fontsize=8)
+    note = "whiskers: 95% bootstrap interval over problems"
+    ax.set_title(f"{title}\n{note}" if title else note, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -49,6 +49,9 @@ def load_reported(path: Path | str = RESULTS / "reported.csv") -> pd.DataFrame:
     return tables.read(REPORTED, path)
 
 
+STAGE_ORDER = ("base", "sft", "rl_math", "rl_code")
+
+
 def side_by_side(ours: pd.DataFrame, reported: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:
     """Our avg@k (in %) per stage and benchmark beside the paper's Table 1 value of the matching model."""
     table1 = reported[reported["table"] == "Table 1"]
@@ -63,4 +66,6 @@ def side_by_side(ours: pd.DataFrame, reported: pd.DataFrame, metric: str = "avg@
     merged = mine.merge(paper[["paper_benchmark", "paper_model", "paper_pct", "paper_k"]],
                         on=["paper_benchmark", "paper_model"], how="left")
     cols = ["stage", "benchmark", "k", "ours_pct", "ci_pct", "paper_model", "paper_benchmark", "paper_k", "paper_pct"]
-    return merged[cols].sort_values(["benchmark", "stage"], ignore_index=True)
+    order = {stage: i for i, stage in enumerate(STAGE_ORDER)}  # the pipeline's order, further RL seeds after theirs
+    rank = merged["stage"].map(lambda s: order.get(s.split("-s")[0], len(order)))
+    return merged.assign(_rank=rank).sort_values(["benchmark", "_rank", "stage"], ignore_index=True)[cols]
