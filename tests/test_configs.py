@@ -11,7 +11,7 @@ import pytest
 
 from klear_lib.configs import PRESET_NAMES, STAGES, algorithm_fields, config_hash, get_config
 from klear_lib.configs.__main__ import main as config_cli
-from klear_lib.configs.base import spread
+from klear_lib.configs.base import LayoutError, spread
 from klear_lib.configs.trl import RL_FIELDS, SFT_FIELDS, check_trl_only, trl_kwargs
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "klear_lib" / "configs"
@@ -113,6 +113,27 @@ def test_rl_layout_keeps_the_mini_batch(stage, world):
     rollouts = one.mini_batch_prompts * one.num_generations
     assert cfg.per_device_rollouts * cfg.gradient_accumulation_steps * world == rollouts
     assert config_hash(cfg) == config_hash(get_config(stage, "full", world_size=world))
+
+
+WORLDS = (1, 2, 8, 64, 128, 256)  # one GPU, a pair, a node, and 8, 16 and 32 nodes of 8 (the official 256)
+
+
+@pytest.mark.parametrize("world", WORLDS)
+def test_sft_layout_keeps_the_global_batch_at_every_world_size(world):
+    cfg = get_config("sft", "full", world_size=world)
+    assert cfg.global_batch == 256 and cfg.world_size == world  # UNVERIFIED size, the same on any world
+    kw = trl_kwargs(SFT_FIELDS, cfg)
+    assert kw["per_device_train_batch_size"] * kw["gradient_accumulation_steps"] * world == 256
+
+
+@pytest.mark.parametrize("stage,world,says", [
+    ("sft", 512, r"sft \(full\): a global batch of 256 rows does not split over 512 ranks.*divides 256"),
+    ("sft", 3, r"sft \(full\): a global batch of 256 rows does not split over 3 ranks"),
+    ("rl_math", 24, r"rl_math \(full\): a mini-batch of 128 rollouts .* over 24 ranks"),
+])
+def test_a_layout_that_loses_the_batch_names_stage_batch_and_world(stage, world, says):
+    with pytest.raises(LayoutError, match=says):
+        get_config(stage, "full", world_size=world)
 
 
 def test_layout_over_ranks_and_its_errors():

@@ -24,6 +24,10 @@ SHOWN = {"kind": "shown"}
 UNHASHED = ("layout", "shown")
 
 
+class LayoutError(ValueError):
+    """A global batch that cannot be laid out over the ranks asked for (``spread``)."""
+
+
 def algo(default: Any, **kwargs: Any) -> Any:
     """A dataclass field that is part of the algorithm (identical in every preset)."""
     return dataclasses.field(default=default, metadata=ALGORITHM, **kwargs)
@@ -75,26 +79,34 @@ def resolve(presets: dict[str, T], preset: str, **overrides: Any) -> T:
     return with_overrides(presets[preset], **overrides)
 
 
-def spread(cfg: T, world_size: int) -> T:
+def spread(cfg: T, world_size: int, name: str | None = None) -> T:
     """``cfg``, written for one process, laid out over ``world_size`` ranks with the same global batch: the ranks
-    take over gradient-accumulation steps first, then the per-rank batch. A batch that does not split raises."""
+    take over gradient-accumulation steps first, then the per-rank batch (an SFT field; RL derives its per-rank
+    rollouts from ``world_size``). A batch that cannot keep its size raises ``LayoutError`` naming ``name``
+    (default: the config's class), the batch and the ranks: SFT needs a world size dividing its batch, RL checks
+    its own layout (``RLConfig``)."""
+    name = name or type(cfg).__name__
     if world_size < 1:
-        raise ValueError(f"world_size must be >= 1 (got {world_size})")
+        raise LayoutError(f"{name}: world_size must be >= 1 (got {world_size})")
     if getattr(cfg, "world_size", 1) != 1:
-        raise ValueError(f"{type(cfg).__name__} is already laid out over {cfg.world_size} ranks")
+        raise LayoutError(f"{name} is already laid out over {cfg.world_size} ranks")
     accumulation = cfg.gradient_accumulation_steps
     taken = math.gcd(accumulation, world_size)
     changes = {"gradient_accumulation_steps": accumulation // taken}
-    names = {f.name for f in dataclasses.fields(cfg)}
-    if "world_size" in names:  # RL: the per-rank share of a mini-batch is derived from it (RLConfig)
+    if "world_size" in {f.name for f in dataclasses.fields(cfg)}:
         changes["world_size"] = world_size
-    elif world_size // taken > 1:  # SFT: the per-rank batch is a field
+    if hasattr(cfg, "per_device_batch_size") and world_size // taken > 1:  # SFT: the per-rank batch is a field
         rest = world_size // taken
         if cfg.per_device_batch_size % rest:
-            raise ValueError(f"a global batch of {cfg.per_device_batch_size * accumulation} rows does not split "
-                             f"over {world_size} ranks")
+            batch = cfg.per_device_batch_size * accumulation
+            raise LayoutError(f"{name}: a global batch of {batch} rows does not split over {world_size} ranks "
+                              f"(every rank takes at least one row an optimizer step); use a world size that "
+                              f"divides {batch}")
         changes["per_device_batch_size"] = cfg.per_device_batch_size // rest
-    return dataclasses.replace(cfg, **changes)
+    try:
+        return dataclasses.replace(cfg, **changes)
+    except ValueError as err:  # the config's own check of its layout (RLConfig.__post_init__)
+        raise LayoutError(f"{name}: {err}") from None
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
