@@ -65,10 +65,27 @@ class RLConfig:
         if self.prompts_per_step % self.mini_batch_prompts:
             raise ValueError(f"prompts_per_step={self.prompts_per_step} is not a multiple of "
                              f"mini_batch_prompts={self.mini_batch_prompts}")
-        rollouts = self.mini_batch_prompts * self.num_generations
-        if rollouts % (self.world_size * self.gradient_accumulation_steps):
-            raise ValueError(f"a mini-batch of {rollouts} rollouts does not split over {self.world_size} ranks x "
-                             f"{self.gradient_accumulation_steps} accumulation steps")
+        problem = self._layout_problem()
+        if problem:
+            raise ValueError(problem)
+
+    def _layout_problem(self) -> str | None:
+        """Why the mini-batch cannot keep its size over ``world_size`` ranks x accumulation steps, or None."""
+        rollouts, slots = self.mini_batch_rollouts, self.world_size * self.gradient_accumulation_steps
+        if rollouts % slots == 0 or self.padded and self._pads_cleanly():
+            return None
+        ok = f"the world size must divide {rollouts}"
+        if self.oversample > 1 and self.updates_per_step % self.num_generations == 0:
+            ok += f" or be {rollouts * self.oversample} (padded updates, RLConfig.padded)"
+        return (f"a mini-batch of {rollouts} rollouts ({self.mini_batch_prompts} prompts x {self.num_generations} "
+                f"of a {self.prompts_per_step}-prompt RL step) does not split over {self.world_size} ranks x "
+                f"{self.gradient_accumulation_steps} accumulation steps (a rank takes at least one rollout an "
+                f"update); {ok}")
+
+    def _pads_cleanly(self) -> bool:
+        """A padded layout holds when each rank generates whole groups of the oversampled batch, one slot a step."""
+        return (self.gradient_accumulation_steps == 1 and self.updates_per_step % self.num_generations == 0
+                and self.world_size == self.mini_batch_rollouts * self.oversample)
 
     @property
     def updates_per_step(self) -> int:
@@ -76,9 +93,26 @@ class RLConfig:
         return self.prompts_per_step // self.mini_batch_prompts
 
     @property
+    def mini_batch_rollouts(self) -> int:
+        """Rollouts of one optimizer update (128 in the paper's math stage, 256 in code)."""
+        return self.mini_batch_prompts * self.num_generations
+
+    @property
+    def padded(self) -> bool:
+        """More ranks than rollouts in an update (math at 256 ranks): every rank then holds one rollout slot per
+        update and ``updates_per_step`` slots a step, which the oversampled generation batch fills one group a rank;
+        the first ``prompts_per_step`` informative groups of the whole batch train and the other slots carry
+        weight 0. The update keeps the paper's rollouts; the extra ranks speed up generation only. UNVERIFIED: our
+        layout; the official 256-GPU run had 64 data-parallel ranks through Ulysses SP = 4 (docs/paper.md §2.4),
+        which TRL's GRPOTrainer does not offer (its GRPOConfig refuses sp_size / cp_size > 1)."""
+        return self.world_size * self.gradient_accumulation_steps > self.mini_batch_rollouts
+
+    @property
     def per_device_rollouts(self) -> int:
-        """Rollouts per rank per micro-batch: the mini-batch over ranks x accumulation steps."""
-        return self.mini_batch_prompts * self.num_generations // (self.world_size * self.gradient_accumulation_steps)
+        """Rollouts per rank per micro-batch: the mini-batch over ranks x accumulation steps (1 when padded)."""
+        if self.padded:
+            return 1
+        return self.mini_batch_rollouts // (self.world_size * self.gradient_accumulation_steps)
 
 
 PRESETS = {

@@ -11,7 +11,10 @@ The policy loss is chosen by ``GPPOConfig.policy_loss`` and computed by the pure
   still makes ``steps_per_generation`` updates — NOTE(paper): verl instead trains on the smaller batch;
 * the SFT loss α·L_LM on correct rollouts (reward == ``correct_reward``), token-mean per micro-batch;
 * off-policy mini-batches come from TRL's ``steps_per_generation`` (> ``gradient_accumulation_steps``), for
-  which TRL computes ``old_per_token_logps`` at generation time, so the ratio leaves 1 after the first update.
+  which TRL computes ``old_per_token_logps`` at generation time, so the ratio leaves 1 after the first update;
+* the padded layout (``keep_groups``, ``RLConfig.padded``) for more ranks than rollouts in an update: each rank
+  generates whole groups of the oversampled batch and keeps them; of all ranks' groups the first ``keep_groups``
+  informative ones train, the rest at weight 0, so every update still holds the paper's mini-batch.
 
 Other differences from the official verl code, kept on purpose: TRL shuffles rollouts (not whole groups) into
 mini-batches; the advantage uses std + 1e-4 (verl 1e-6); with vLLM, TRL's importance-sampling correction for
@@ -73,6 +76,9 @@ class GPPOConfig(GRPOConfig):
     filter_zero_adv: bool = field(default=True, metadata={"help": "drop groups with zero reward std"})
     filter_metric: str = field(default="reward", metadata={"help": "reward (paper) | acc (official code)"})
     oversample: int = field(default=1, metadata={"help": "generate oversample x the prompts, keep the target"})
+    keep_groups: int | None = field(default=None, metadata={
+        "help": "train the first keep_groups informative groups of the whole generation batch (all ranks), the "
+                "others at weight 0; None: each rank keeps its share (RLConfig.padded)"})
 
     def __post_init__(self):
         super().__post_init__()
@@ -82,6 +88,9 @@ class GPPOConfig(GRPOConfig):
             raise ValueError(f"filter_metric={self.filter_metric!r}; choose 'reward' or 'acc'")
         if self.oversample < 1:
             raise ValueError(f"oversample must be >= 1 (got {self.oversample})")
+        if self.keep_groups is not None and (self.keep_groups < 1 or self.oversample != 1):
+            raise ValueError(f"keep_groups={self.keep_groups} needs keep_groups >= 1 and oversample=1 (the ranks "
+                             f"hold the oversampled batch themselves)")
         if self.policy_loss == "cispo" and self.dual_clip is not None:
             raise ValueError("dual_clip applies to gppo and clip_higher only; CISPO already caps F at 1+ε_h")
         if self.loss_type != "dapo":
@@ -143,17 +152,28 @@ def check_supported(args: GPPOConfig) -> None:
         raise ValueError(f"GPPOTrainer does not support {bad}; the paper's recipe uses {UNSUPPORTED}")
 
 
+def informative_groups(metric: torch.Tensor, group_size: int, drop_zero_std: bool = True) -> torch.Tensor:
+    """``(N/G,)`` bool: groups of ``group_size`` consecutive rollouts whose ``metric`` ``(N,)`` has std > 0 (all
+    True when ``drop_zero_std`` is off)."""
+    std = metric.reshape(-1, group_size).std(dim=1)
+    return ~torch.isclose(std, torch.zeros_like(std)) if drop_zero_std else torch.ones_like(std, dtype=bool)
+
+
+def first_groups(informative: torch.Tensor, n_keep: int) -> torch.Tensor:
+    """``(groups,)`` bool: the first ``n_keep`` informative groups of ``informative``, in order (fewer when fewer
+    are informative; docs/paper.md §2.4: "of the groups left, those of the first 128 prompts")."""
+    return informative & (informative.long().cumsum(0) <= n_keep)
+
+
 def select_groups(metric: torch.Tensor, group_size: int, n_keep: int, drop_zero_std: bool = True):
     """Pick ``n_keep`` groups: informative ones (std > 0) first, in order, then fillers at weight 0.
 
     ``metric`` ``(N,)`` with groups of ``group_size`` consecutive rollouts. Returns ``(index (n_keep·G,),
     weight (n_keep·G,), informative (N/G,) bool)`` (docs/paper.md §2.4 dynamic sampling, keep the first 128).
     """
-    groups = metric.reshape(-1, group_size)
-    if groups.size(0) < n_keep:
-        raise ValueError(f"{groups.size(0)} groups generated, {n_keep} needed")
-    std = groups.std(dim=1)
-    informative = ~torch.isclose(std, torch.zeros_like(std)) if drop_zero_std else torch.ones_like(std, dtype=bool)
+    if metric.numel() // group_size < n_keep:
+        raise ValueError(f"{metric.numel() // group_size} groups generated, {n_keep} needed")
+    informative = informative_groups(metric, group_size, drop_zero_std)
     order = torch.cat([informative.nonzero().flatten(), (~informative).nonzero().flatten()])[:n_keep]
     index = (order.unsqueeze(1) * group_size + torch.arange(group_size, device=metric.device)).flatten()
     weight = informative[order].to(metric.dtype).repeat_interleave(group_size)
@@ -261,6 +281,8 @@ class GPPOTrainer(GRPOTrainer):
         return out
 
     def _filter_groups(self, out: dict, metric: torch.Tensor) -> dict:
+        if self.args.keep_groups is not None:
+            return self._weight_groups(out, metric)
         n_keep = self.args.per_device_train_batch_size * self.args.steps_per_generation // self.num_generations
         index, weight, informative = select_groups(metric, self.num_generations, n_keep, self.args.filter_zero_adv)
         lengths = out["completion_mask"].sum(dim=1).float()
@@ -270,8 +292,24 @@ class GPPOTrainer(GRPOTrainer):
         self._record_generation(informative, weight, lengths)
         return out
 
-    def _record_generation(self, informative, weight, lengths) -> None:
-        """Per-RL-step statistics over every generated rollout (logged with each update of the step)."""
+    def _weight_groups(self, out: dict, metric: torch.Tensor) -> dict:
+        """The padded layout (``keep_groups``): every rank keeps its rows; of all ranks' groups, in rank order (the
+        sampler's), the first ``keep_groups`` informative ones train and the others get weight 0."""
+        informative = informative_groups(metric, self.num_generations, self.args.filter_zero_adv)
+        everyone = self.accelerator.gather(informative.float()).bool()
+        start = self.accelerator.process_index * informative.numel()
+        chosen = first_groups(everyone, self.args.keep_groups)
+        weight = chosen[start:start + informative.numel()].to(metric.dtype).repeat_interleave(self.num_generations)
+        out["loss_weight"] = weight
+        out["num_items_in_batch"] = self.accelerator.gather(self._loss_mask(out).sum()).sum()
+        lengths = out["completion_mask"].sum(dim=1).float()
+        self._record_generation(informative, weight, lengths, trained=chosen.sum().item() / self.args.keep_groups)
+        return out
+
+    def _record_generation(self, informative, weight, lengths, trained: float | None = None) -> None:
+        """Per-RL-step statistics over every generated rollout (logged with each update of the step);
+        ``trained``: the share of the trained slots that informative groups fill, where the weights alone
+        do not tell it (the padded layout)."""
         gathered = self.accelerator.gather
         all_rewards = self._last_rewards
         n_groups = gathered(torch.tensor(float(informative.numel()), device=weight.device)).sum()
@@ -280,7 +318,7 @@ class GPPOTrainer(GRPOTrainer):
             "accuracy": torch.isclose(all_rewards, torch.full_like(all_rewards, self.args.correct_reward))
             .float().mean().item(),
             "kept_group_frac": (gathered(informative.float().sum()).sum() / n_groups).item(),
-            "trained_group_frac": gathered(weight.mean()).mean().item(),
+            "trained_group_frac": gathered(weight.mean()).mean().item() if trained is None else trained,
             "response_length": gathered(lengths).mean().item(),
         }
 
@@ -341,7 +379,14 @@ class GPPOTrainer(GRPOTrainer):
         if "is_correct" not in inputs:
             raise KeyError("sft_alpha > 0 needs per-sample 'is_correct' in the batch (set by GPPOTrainer)")
         accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1
-        return sft_nll_loss(logps, mask, inputs["is_correct"]) / accumulation
+        return sft_nll_loss(logps, mask, inputs["is_correct"]) / accumulation * self._slot_share(mode)
+
+    def _slot_share(self, mode: str) -> float:
+        """Rollout slots of the generation batch per trained slot: 1, or (padded layout) the factor by which the
+        filler slots dilute a mean over micro-batches, so the SFT term weighs as at a world of one slot a rollout."""
+        if mode != "train" or self.args.keep_groups is None:
+            return 1.0
+        return self.args.generation_batch_size / (self.args.keep_groups * self.num_generations)
 
     def _log_loss_metrics(self, mode, mask, entropies, policy_loss, sft_loss, diagnostics) -> None:
         metrics = {"entropy": ((entropies * mask).sum() / mask.sum().clamp(min=1.0)).item(),
@@ -350,7 +395,12 @@ class GPPOTrainer(GRPOTrainer):
         if mode == "train":
             metrics.update({f"gen/{k}": v for k, v in self._gen_stats.items()})
         values = self.accelerator.gather(torch.tensor(list(metrics.values()), device=mask.device).unsqueeze(0))
-        for name, value in zip(metrics, values.mean(dim=0).tolist()):
+        if self.args.keep_groups is not None:  # padded: the ranks whose slot is a filler hold no token
+            held = self.accelerator.gather((mask.sum() > 0).to(values.dtype).reshape(1)).unsqueeze(1)
+            means = (values * held).sum(dim=0) / held.sum().clamp(min=1.0)
+        else:
+            means = values.mean(dim=0)
+        for name, value in zip(metrics, means.tolist()):
             self._metrics[mode][name].append(value)
 
 
