@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -11,7 +13,7 @@ import pytest
 
 from klear_lib.configs import PRESET_NAMES, STAGES, algorithm_fields, config_hash, get_config
 from klear_lib.configs.__main__ import main as config_cli
-from klear_lib.configs.base import LayoutError, spread
+from klear_lib.configs.base import IF_CHANGED, LayoutError, spread, to_dict
 from klear_lib.configs.trl import RL_FIELDS, SFT_FIELDS, check_trl_only, trl_kwargs
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "klear_lib" / "configs"
@@ -173,6 +175,31 @@ def test_layout_over_ranks_and_its_errors():
         get_config("eval", "full", world_size=2)
     with pytest.raises(ValueError, match="already laid out"):
         spread(get_config("rl_math", "full", world_size=2), 2)
+
+
+def _hash_before_added(cfg) -> str:
+    """The hash ``cfg`` had before its ``added`` fields existed: base.config_hash's payload without them."""
+    hashed = {f.name for f in dataclasses.fields(cfg)
+              if f.metadata.get("kind") not in ("layout", "shown") and f.metadata.get("hashed") != IF_CHANGED}
+    values = {k: v for k, v in to_dict(cfg).items() if k in hashed}
+    payload = json.dumps({"class": type(cfg).__name__, "values": values}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+ADDED = [(stage, f.name) for stage in sorted(STAGES) for f in dataclasses.fields(type(get_config(stage, "ci")))
+         if f.metadata.get("hashed") == IF_CHANGED]
+
+
+@pytest.mark.parametrize("stage,name", ADDED)
+def test_an_added_field_enters_the_hash_only_off_its_default(stage, name):
+    for preset in ("ci", "tiny"):
+        cfg = get_config(stage, preset)
+        default = next(f.default for f in dataclasses.fields(cfg) if f.name == name)
+        assert getattr(cfg, name) == default, f"{stage}/{preset} moves the stored hash with {name}"
+        assert config_hash(cfg) == _hash_before_added(cfg)
+    other = {"code_timeout_s": 35.0, "long_prompts": "truncate_left"}[name]
+    cfg = get_config(stage, "tiny", **{name: other})
+    assert config_hash(cfg) not in (config_hash(get_config(stage, "tiny")), _hash_before_added(cfg))
 
 
 def test_trl_field_table_names_each_value_once():

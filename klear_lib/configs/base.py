@@ -7,6 +7,11 @@ scale field (sizes, steps, devices, data sources) and may differ. Two kinds are 
 field says how one global batch is spread over ranks or micro-batches (the batch it spreads is hashed; only the
 order of floating-point sums depends on it), a ``shown`` field what a notebook adds to its report (each result row
 names its benchmark).
+
+A field added after results were stored under the hash is declared with ``added``: it enters the hash only when its
+value differs from its default. Its default must be what the code did before the field existed (a test checks each
+such field against the hash without it), so every stored config keeps its key, and a config that sets the field to
+anything else gets a new one. A plain new field would move every stored hash at once, for no change in behaviour.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ ALGORITHM = {"kind": "algorithm"}
 LAYOUT = {"kind": "layout"}
 SHOWN = {"kind": "shown"}
 UNHASHED = ("layout", "shown")
+IF_CHANGED = "if_changed"  # metadata "hashed": the field enters the hash only off its default (``added``)
 
 
 class LayoutError(ValueError):
@@ -45,6 +51,12 @@ def shown(default: Any) -> Any:
     return dataclasses.field(default=default, metadata=SHOWN, repr=False)
 
 
+def added(default: Any, kind: str = "scale") -> Any:
+    """A field added after stored results were keyed by the hash: hashed only when it differs from ``default``,
+    which must reproduce the behaviour from before the field existed. ``kind``: "algorithm" or "scale"."""
+    return dataclasses.field(default=default, metadata={"kind": kind, "hashed": IF_CHANGED})
+
+
 def algorithm_fields(cls: type) -> list[str]:
     """Names of the fields of ``cls`` marked as algorithm."""
     return [f.name for f in dataclasses.fields(cls) if f.metadata.get("kind") == "algorithm"]
@@ -66,10 +78,18 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
 def config_hash(cfg: Any, length: int = 12) -> str:
     """A stable short hash of the config's values and class name (independent of process and field order)."""
-    hashed = {f.name for f in dataclasses.fields(cfg) if f.metadata.get("kind") not in UNHASHED}
-    values = {k: v for k, v in to_dict(cfg).items() if k in hashed}
+    values = to_dict(cfg)
+    values = {f.name: values[f.name] for f in dataclasses.fields(cfg)
+              if f.metadata.get("kind") not in UNHASHED and not _at_added_default(f, values[f.name])}
     payload = json.dumps({"class": type(cfg).__name__, "values": values}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:length]
+
+
+def _at_added_default(field: dataclasses.Field, value: Any) -> bool:
+    """Whether ``field`` is an ``added`` one whose ``value`` (JSON form) is its default."""
+    if field.metadata.get("hashed") != IF_CHANGED:
+        return False
+    return value == json.loads(json.dumps(field.default, default=list))
 
 
 def resolve(presets: dict[str, T], preset: str, **overrides: Any) -> T:
