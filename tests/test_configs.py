@@ -190,6 +190,10 @@ ADDED = [(stage, f.name) for stage in sorted(STAGES) for f in dataclasses.fields
          if f.metadata.get("hashed") == IF_CHANGED]
 
 
+def test_added_fields_exist():
+    assert ("rl_math", "code_timeout_s") in ADDED and ("rl_math", "long_prompts") in ADDED
+
+
 @pytest.mark.parametrize("stage,name", ADDED)
 def test_an_added_field_enters_the_hash_only_off_its_default(stage, name):
     for preset in ("ci", "tiny"):

@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from klear_lib.configs.base import algo, layout
+from klear_lib.configs.base import added, algo, layout
+
+LONG_PROMPTS = ("drop", "truncate_left")
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,8 @@ class RLConfig:
     loss_type: str = algo("gppo")         # gppo | clip_higher | cispo (docs/paper.md §1.3, Fig. 2 baselines)
     clip_low: float = algo(0.2)           # epsilon_l (docs/paper.md §1.3)
     clip_high: float = algo(0.28)         # epsilon_h (docs/paper.md §1.3)
-    dual_clip: float | None = algo(None)  # paper Eq. 11 has none; official scripts use c = 10 (docs/paper.md §1.4)
+    dual_clip: float | None = algo(None)  # None: paper Eq. 11 has no dual clip; 10 = the official scripts' c, which
+                                          # zeroes the gradient of tokens with A<0 and ratio > 10 (docs/paper.md §1.4)
     beta_low: float = algo(1.0)           # general form, beta1 (docs/paper.md §1.5); 1 for Klear-Reasoner-8B
     beta_high: float = algo(1.0)          # beta2 (docs/paper.md §1.5)
     sft_alpha: float = algo(0.1)          # SFT loss on correct rollouts (docs/paper.md §2.4, Table 6)
@@ -27,7 +30,9 @@ class RLConfig:
     num_generations: int = algo(8)        # rollouts per prompt (docs/paper.md §2.4)
     oversample: int = algo(2)             # generation batch = 2 x prompts, then filter (docs/paper.md §2.4)
     filter_zero_adv: bool = algo(True)    # drop zero-std groups (docs/paper.md §2.4, Fig. 5)
-    filter_metric: str = algo("reward")   # "reward" (paper: zero advantage) | "acc" (official code, docs/paper.md §2.4)
+    filter_metric: str = algo("reward")   # "reward": the paper drops groups of zero advantage, i.e. equal rewards;
+                                          # "acc": the official code's reward == 1 test, which also drops code groups
+                                          # of unequal soft rewards none of which passes all tests (docs/paper.md §2.4)
     scale_rewards: str = algo("group")    # GRPO advantage (R - mean) / std per group (docs/paper.md §1.1)
     kl_coef: float = algo(0.0)            # no KL (docs/paper.md §2.4)
     entropy_coef: float = algo(0.0)       # docs/paper.md §2.4
@@ -38,6 +43,8 @@ class RLConfig:
                                           # §2.5); "official" = the code's -0.5 / -2, which a policy below 25%
                                           # accuracy exploits by never closing </think> (results/LOG.md)
     max_tests: int = algo(16)             # docs/paper.md §2.5
+    code_timeout_s: float = added(10.0)   # per test of the RL code reward: the paper gives none; tiny programs run in
+                                          # ms (ours); full: the official default, 35 s (docs/paper.md §2.5)
     lr_scheduler: str = algo("constant_with_warmup")  # constant LR after warmup (docs/paper.md §2.4)
     weight_decay: float = algo(0.1)       # docs/paper.md §2.4
     max_grad_norm: float = algo(1.0)      # docs/paper.md §2.4
@@ -49,7 +56,10 @@ class RLConfig:
                                           # the same); get_config(..., world_size=N) hands them to N ranks
     world_size: int = layout(1)           # ranks; set by get_config(..., world_size=N), never by hand
     max_steps: int = 100                  # RL steps (generation batches)
-    max_prompt_length: int = 128          # longer prompts are dropped (counted) before training
+    max_prompt_length: int = 128          # longer prompts: see long_prompts
+    long_prompts: str = added("drop", kind="algorithm")  # "drop" (counted in the log): the paper only gives the 4K
+                                          # limit (docs/paper.md §2.4), and a problem cut at its start is another
+                                          # problem; "truncate_left": the official data.truncation='left' (§2.4)
     max_completion_length: int = 256
     bf16: bool = False
     use_cpu: bool = True
@@ -65,6 +75,8 @@ class RLConfig:
         if self.prompts_per_step % self.mini_batch_prompts:
             raise ValueError(f"prompts_per_step={self.prompts_per_step} is not a multiple of "
                              f"mini_batch_prompts={self.mini_batch_prompts}")
+        if self.long_prompts not in LONG_PROMPTS:
+            raise ValueError(f"long_prompts={self.long_prompts!r}; choose one of {LONG_PROMPTS}")
         problem = self._layout_problem()
         if problem:
             raise ValueError(problem)
@@ -136,6 +148,7 @@ PRESETS = {
         vllm_tensor_parallel_size=2,      # docs/paper.md §2.4 (vLLM TP=2)
         vllm_gpu_memory_utilization=0.5,  # UNVERIFIED: verl used 0.8 with offloading; colocated TRL needs room
         save_steps=5,                     # docs/paper.md §2.4 save every 5 steps
+        code_timeout_s=35.0,              # docs/paper.md §2.5 official default per test
     ),
 }
 

@@ -41,6 +41,7 @@ RL_FIELDS: dict[str, Value] = {
     "filter_zero_adv": same("filter_zero_adv"), "filter_metric": same("filter_metric"),
     "oversample": lambda cfg: 1 if cfg.padded else cfg.oversample,  # padded: the ranks hold the oversampled batch
     "keep_groups": lambda cfg: cfg.prompts_per_step if cfg.padded else None,  # ...and its first informative groups
+    "truncate_prompt_left": lambda cfg: cfg.max_prompt_length if cfg.long_prompts == "truncate_left" else None,
     "num_generations": same("num_generations"),
     "scale_rewards": same("scale_rewards"), "beta": same("kl_coef"), "entropy_coef": same("entropy_coef"),
     "temperature": same("temperature"), "top_p": same("top_p"),

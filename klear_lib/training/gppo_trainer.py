@@ -79,6 +79,8 @@ class GPPOConfig(GRPOConfig):
     keep_groups: int | None = field(default=None, metadata={
         "help": "train the first keep_groups informative groups of the whole generation batch (all ranks), the "
                 "others at weight 0; None: each rank keeps its share (RLConfig.padded)"})
+    truncate_prompt_left: int | None = field(default=None, metadata={
+        "help": "keep the last N tokens of each templated prompt (the official data.truncation='left'); None: as is"})
 
     def __post_init__(self):
         super().__post_init__()
@@ -150,6 +152,18 @@ def check_supported(args: GPPOConfig) -> None:
     bad = {k: getattr(args, k) for k, v in UNSUPPORTED.items() if getattr(args, k, v) != v}
     if bad:
         raise ValueError(f"GPPOTrainer does not support {bad}; the paper's recipe uses {UNSUPPORTED}")
+
+
+def is_correct(rewards: torch.Tensor, correct_reward: float) -> torch.Tensor:
+    """``(N,)`` bool: rollouts whose reward is the correct one (docs/paper.md §2.4: reward == 1.0)."""
+    return torch.isclose(rewards, torch.full_like(rewards, correct_reward))
+
+
+def filter_values(rewards: torch.Tensor, correct_reward: float, metric: str) -> torch.Tensor:
+    """``(N,)``: what the zero-advantage filter compares within a group: the rewards (``"reward"``, the paper) or
+    correctness as 0/1 (``"acc"``, the official code, which drops soft code groups none of whose rollouts passes
+    every test, docs/paper.md §2.4)."""
+    return rewards if metric == "reward" else is_correct(rewards, correct_reward).float()
 
 
 def informative_groups(metric: torch.Tensor, group_size: int, drop_zero_std: bool = True) -> torch.Tensor:
@@ -263,6 +277,11 @@ class GPPOTrainer(GRPOTrainer):
             repeat_count=self.num_iterations * self.args.steps_per_generation, shuffle=self.shuffle_dataset,
             seed=self.args.seed)
 
+    def _tokenize_prompts(self, prompts: list):
+        prompt_ids, images, fields = super()._tokenize_prompts(prompts)
+        keep = self.args.truncate_prompt_left
+        return ([ids[-keep:] for ids in prompt_ids] if keep else prompt_ids), images, fields
+
     # ---- rewards, correctness and filtering ---------------------------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -274,10 +293,9 @@ class GPPOTrainer(GRPOTrainer):
         out = super()._generate_and_score_completions(inputs)
         n, rank = len(inputs), self.accelerator.process_index
         rewards = self._last_rewards[rank * n:(rank + 1) * n]
-        correct = torch.isclose(rewards, torch.full_like(rewards, self.args.correct_reward))
-        out["is_correct"] = correct.to(torch.float32)
+        out["is_correct"] = is_correct(rewards, self.args.correct_reward).to(torch.float32)
         if self.model.training:
-            out = self._filter_groups(out, rewards if self.args.filter_metric == "reward" else correct.float())
+            out = self._filter_groups(out, filter_values(rewards, self.args.correct_reward, self.args.filter_metric))
         return out
 
     def _filter_groups(self, out: dict, metric: torch.Tensor) -> dict:
@@ -495,9 +513,10 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     args = gppo_args(rl_cfg, output_dir, **overrides)
     tokenizer = AutoTokenizer.from_pretrained(str(model_path))
     rows = [training_view(r) for r in validate_rl_rows(list(train_rows))]
-    rows = drop_long_prompts(rows, tokenizer, rl_cfg.max_prompt_length)
+    if rl_cfg.long_prompts == "drop":  # else GPPOTrainer keeps each prompt's last tokens (truncate_prompt_left)
+        rows = drop_long_prompts(rows, tokenizer, rl_cfg.max_prompt_length)
     reward_func = make_reward_func(reward, mode=rl_cfg.code_reward_mode, max_tests=rl_cfg.max_tests, seed=rl_cfg.seed,
-                                   tag_shaping=rl_cfg.tag_shaping)
+                                   tag_shaping=rl_cfg.tag_shaping, timeout_s=rl_cfg.code_timeout_s)
     record = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg))] if run_record else []
     callbacks = [CheckpointMarker(), *record]  # resume trusts only checkpoints the marker vouches for
     dtype = "bfloat16" if rl_cfg.bf16 else "float32"
