@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -11,7 +13,7 @@ import pytest
 
 from klear_lib.configs import PRESET_NAMES, STAGES, algorithm_fields, config_hash, get_config
 from klear_lib.configs.__main__ import main as config_cli
-from klear_lib.configs.base import spread
+from klear_lib.configs.base import IF_CHANGED, LayoutError, spread, to_dict
 from klear_lib.configs.trl import RL_FIELDS, SFT_FIELDS, check_trl_only, trl_kwargs
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "klear_lib" / "configs"
@@ -106,13 +108,58 @@ def test_code_stage_is_its_own_config():
         get_config("rl", "tiny")
 
 
-@pytest.mark.parametrize("world", [1, 2, 4, 8, 16, 32, 64, 128])
+WORLDS = (1, 2, 8, 64, 128, 256)  # one GPU, a pair, a node, and 8, 16 and 32 nodes of 8 (the official 256)
+
+
+@pytest.mark.parametrize("world", WORLDS)
 @pytest.mark.parametrize("stage", ["rl_math", "rl_code"])
-def test_rl_layout_keeps_the_mini_batch(stage, world):
-    one, cfg = get_config(stage, "full"), get_config(stage, "full", world_size=world)
-    rollouts = one.mini_batch_prompts * one.num_generations
-    assert cfg.per_device_rollouts * cfg.gradient_accumulation_steps * world == rollouts
-    assert config_hash(cfg) == config_hash(get_config(stage, "full", world_size=world))
+def test_rl_layout_keeps_the_paper_batch_at_every_world_size(stage, world):
+    """128 prompts a step, 8 rollouts each, 2x oversampled, in updates of 16 (math) or 32 (code) prompts
+    (docs/paper.md §2.4): the same generated and trained rollouts on any of the paper's world sizes."""
+    cfg = get_config(stage, "full", world_size=world)
+    kw = trl_kwargs(RL_FIELDS, cfg)
+    prompts, updates = 128, {"rl_math": 8, "rl_code": 4}[stage]
+    slots = kw["per_device_train_batch_size"] * world  # rollouts of one micro-step over all ranks
+    generated = slots * kw["steps_per_generation"] * kw["oversample"]
+    assert generated == prompts * 8 * 2
+    assert kw["steps_per_generation"] // kw["gradient_accumulation_steps"] == updates
+    kept = kw["keep_groups"] or generated // kw["oversample"] // 8  # groups trained a step
+    assert kept == prompts and kept * 8 // updates == cfg.mini_batch_rollouts == prompts * 8 // updates
+    assert cfg.padded == (stage == "rl_math" and world == 256)  # 128 rollouts an update, one slot a rank
+    if not cfg.padded:
+        assert slots * kw["gradient_accumulation_steps"] == cfg.mini_batch_rollouts and kw["keep_groups"] is None
+    assert (kw["per_device_train_batch_size"] * kw["steps_per_generation"] * kw["oversample"]) % 8 == 0  # whole groups
+
+
+@pytest.mark.parametrize("world", WORLDS)
+def test_sft_layout_keeps_the_global_batch_at_every_world_size(world):
+    cfg = get_config("sft", "full", world_size=world)
+    assert cfg.global_batch == 256 and cfg.world_size == world  # UNVERIFIED size, the same on any world
+    kw = trl_kwargs(SFT_FIELDS, cfg)
+    assert kw["per_device_train_batch_size"] * kw["gradient_accumulation_steps"] * world == 256
+
+
+@pytest.mark.parametrize("stage,world,says", [
+    ("sft", 512, r"sft \(full\): a global batch of 256 rows does not split over 512 ranks.*divides 256"),
+    ("sft", 3, r"sft \(full\): a global batch of 256 rows does not split over 3 ranks"),
+    ("rl_math", 512, r"rl_math \(full\): a mini-batch of 128 rollouts .* over 512 ranks .*divide 128 or be 256"),
+    ("rl_math", 24, r"rl_math \(full\): a mini-batch of 128 rollouts .* over 24 ranks"),
+    ("rl_code", 512, r"rl_code \(full\): a mini-batch of 256 rollouts .* over 512 ranks .*must divide 256$"),
+])
+def test_a_layout_that_loses_the_batch_names_stage_batch_and_world(stage, world, says):
+    with pytest.raises(LayoutError, match=says):
+        get_config(stage, "full", world_size=world)
+
+
+def test_padded_layout_needs_one_slot_a_rank_and_whole_groups():
+    math256 = get_config("rl_math", "full", world_size=256)
+    assert (math256.gradient_accumulation_steps, math256.per_device_rollouts) == (1, 1)
+    with pytest.raises(LayoutError, match="over 256 ranks"):  # no oversampling: nothing fills the extra slots
+        get_config("rl_math", "full", world_size=256, oversample=1)
+    with pytest.raises(LayoutError, match="must divide 256$"):  # 4 updates a step: half a group a rank
+        get_config("rl_code", "full", world_size=512)
+    tiny = get_config("rl_math", "tiny", world_size=16)  # 8 rollouts an update x 2: padded at tiny too
+    assert tiny.padded and trl_kwargs(RL_FIELDS, tiny)["keep_groups"] == 8
 
 
 def test_layout_over_ranks_and_its_errors():
@@ -120,7 +167,7 @@ def test_layout_over_ranks_and_its_errors():
     tiny = get_config("rl_math", "tiny", world_size=2)  # 8 rollouts, no accumulation: 4 per rank
     assert (tiny.gradient_accumulation_steps, tiny.per_device_rollouts) == (1, 4)
     assert get_config("sft", "tiny", world_size=2).per_device_batch_size == 32
-    with pytest.raises(ValueError, match="does not split over 24 ranks"):
+    with pytest.raises(ValueError, match="does not split over 24 ranks"):  # LayoutError is a ValueError
         get_config("rl_math", "full", world_size=24)
     with pytest.raises(ValueError, match="does not split over 3 ranks"):
         get_config("sft", "ci", world_size=3)
@@ -128,6 +175,35 @@ def test_layout_over_ranks_and_its_errors():
         get_config("eval", "full", world_size=2)
     with pytest.raises(ValueError, match="already laid out"):
         spread(get_config("rl_math", "full", world_size=2), 2)
+
+
+def _hash_before_added(cfg) -> str:
+    """The hash ``cfg`` had before its ``added`` fields existed: base.config_hash's payload without them."""
+    hashed = {f.name for f in dataclasses.fields(cfg)
+              if f.metadata.get("kind") not in ("layout", "shown") and f.metadata.get("hashed") != IF_CHANGED}
+    values = {k: v for k, v in to_dict(cfg).items() if k in hashed}
+    payload = json.dumps({"class": type(cfg).__name__, "values": values}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+ADDED = [(stage, f.name) for stage in sorted(STAGES) for f in dataclasses.fields(type(get_config(stage, "ci")))
+         if f.metadata.get("hashed") == IF_CHANGED]
+
+
+def test_added_fields_exist():
+    assert ("rl_math", "code_timeout_s") in ADDED and ("rl_math", "long_prompts") in ADDED
+
+
+@pytest.mark.parametrize("stage,name", ADDED)
+def test_an_added_field_enters_the_hash_only_off_its_default(stage, name):
+    for preset in ("ci", "tiny"):
+        cfg = get_config(stage, preset)
+        default = next(f.default for f in dataclasses.fields(cfg) if f.name == name)
+        assert getattr(cfg, name) == default, f"{stage}/{preset} moves the stored hash with {name}"
+        assert config_hash(cfg) == _hash_before_added(cfg)
+    other = {"code_timeout_s": 35.0, "long_prompts": "truncate_left"}[name]
+    cfg = get_config(stage, "tiny", **{name: other})
+    assert config_hash(cfg) not in (config_hash(get_config(stage, "tiny")), _hash_before_added(cfg))
 
 
 def test_trl_field_table_names_each_value_once():

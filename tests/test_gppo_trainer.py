@@ -16,7 +16,7 @@ from klear_lib.configs import config_hash, get_config
 from klear_lib.losses.policy import sft_nll_loss
 from klear_lib.training import RECORD_COLUMNS, GPPOConfig, GPPOTrainer, build_rl_trainer, gppo_args, select_groups
 from klear_lib.training import rewards as reward_adapters
-from klear_lib.training.gppo_trainer import drop_long_prompts, training_view, validate_rl_rows
+from klear_lib.training.gppo_trainer import drop_long_prompts, first_groups, training_view, validate_rl_rows
 from klear_lib.training.run_record import read_rows
 
 
@@ -225,6 +225,50 @@ def test_filter_counts_only_kept_tokens(ci_model_path, tmp_path):
     assert kept["loss_weight"].tolist() == [1, 1, 0, 0] and kept["num_items_in_batch"].item() == 6 + 2
 
 
+def test_first_groups_takes_the_first_informative_in_order():
+    informative = torch.tensor([False, True, True, False, True])
+    assert first_groups(informative, 2).tolist() == [False, True, True, False, False]
+    assert first_groups(informative, 9).tolist() == informative.tolist()  # fewer survive: all of them
+
+
+def _filter_input(rewards: torch.Tensor, width: int = 6) -> dict:
+    lengths = torch.arange(len(rewards)) % width + 1
+    mask = (torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)).long()
+    return {"prompt_ids": torch.zeros(len(rewards), 2).long(), "prompt_mask": torch.ones(len(rewards), 2).long(),
+            "completion_ids": torch.zeros(len(rewards), width).long(), "completion_mask": mask,
+            "advantages": torch.zeros(len(rewards)), "num_items_in_batch": mask.sum()}
+
+
+@pytest.mark.parametrize("keep,rank1_weight,trained", [(1, [0, 0, 0, 0], 1.0), (2, [0, 0, 1, 1], 1.0),
+                                                        (3, [0, 0, 1, 1], 2 / 3)])
+def test_padded_layout_picks_the_first_informative_groups_over_all_ranks(ci_model_path, tmp_path, monkeypatch,
+                                                                         keep, rank1_weight, trained):
+    """keep_groups (RLConfig.padded): rows stay on their rank; the groups chosen are the first informative ones
+    of the gathered batch. Two ranks holding the same groups are simulated; this one is rank 1."""
+    trainer = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, steps_per_generation=1, keep_groups=keep)
+    monkeypatch.setattr(trainer.accelerator, "gather", lambda t: torch.cat([t.reshape(-1), t.reshape(-1)]))
+    monkeypatch.setattr(type(trainer.accelerator), "process_index", property(lambda self: 1))
+    rewards = torch.tensor([1., 1., 1., -1.])  # groups of 2: zero std, informative -> over ranks [F, T, F, T]
+    trainer._last_rewards = rewards
+    out = trainer._filter_groups(_filter_input(rewards), rewards)
+    assert out["completion_mask"].size(0) == 4 and out["loss_weight"].tolist() == rank1_weight  # nothing dropped
+    assert out["num_items_in_batch"].item() == 2 * int((out["completion_mask"].sum(1) * out["loss_weight"]).sum())
+    assert trainer._gen_stats["trained_group_frac"] == pytest.approx(trained)
+    assert trainer._gen_stats["kept_group_frac"] == 0.5
+
+
+def test_padded_layout_weighs_the_sft_term_as_one_slot_a_rollout(ci_model_path, tmp_path):
+    """4 slots a step, 1 group of 2 trained: the micro-batch mean of the SFT term is diluted 2x by fillers."""
+    plain = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, steps_per_generation=1)
+    padded = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, steps_per_generation=1, keep_groups=1)
+    assert (plain._slot_share("train"), padded._slot_share("train"), padded._slot_share("eval")) == (1.0, 2.0, 1.0)
+    logps, mask = torch.full((2, 3), -1.0), torch.ones(2, 3)
+    inputs = {"is_correct": torch.tensor([1.0, 0.0])}
+    assert padded._sft_loss(logps, mask, inputs, "train") == 2 * plain._sft_loss(logps, mask, inputs, "train")
+    with pytest.raises(ValueError, match="oversample=1"):
+        GPPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, keep_groups=4, oversample=2)
+
+
 def test_oversampling_generates_twice_and_filters(ci_model_path, tmp_path, toy_judge_installed, monkeypatch):
     seen = []
     judge = lambda r, t: seen.append(t) or toy_judge(r, t)  # noqa: E731
@@ -301,6 +345,16 @@ def test_killed_run_resumes_to_the_same_end(uninterrupted, ci_model_path, tmp_pa
 
 
 # ---- config mapping and reward adapters ------------------------------------------------------------------
+def test_full_preset_at_256_ranks_maps_to_padded_updates(tmp_path, monkeypatch):
+    """Math at 256 ranks (the official cluster): 1 rollout a rank an update, the 2x-oversampled batch one group
+    a rank, 128 groups trained; GRPOConfig reads the world size from accelerate."""
+    monkeypatch.setattr(GRPOConfig, "world_size", property(lambda self: 256), raising=False)
+    args = gppo_args(get_config("rl_math", "full", world_size=256), tmp_path, bf16=False, use_cpu=True,
+                     use_vllm=False)
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.steps_per_generation) == (1, 1, 8)
+    assert (args.oversample, args.keep_groups, args.generation_batch_size) == (1, 128, 256 * 8)
+
+
 def test_full_preset_maps_to_the_paper_recipe(tmp_path):
     cfg = get_config("rl_math", "full", world_size=32)
     args = gppo_args(cfg, tmp_path, bf16=False, use_cpu=True, use_vllm=False)

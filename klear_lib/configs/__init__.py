@@ -25,13 +25,14 @@ TRAINING_STAGES = ("sft", "rl_math", "rl_code")
 
 def get_config(stage: str, preset: str, world_size: int = 1, **overrides: Any):
     """The whole config of ``stage`` at ``preset`` with ``overrides``, laid out over ``world_size`` ranks (training
-    stages only); unknown stages, presets or keys raise ``KeyError``, a batch that does not split ``ValueError``."""
+    stages only); unknown stages, presets or keys raise ``KeyError``, a batch that does not split ``LayoutError``
+    (a ``ValueError`` naming the stage, its global batch and the world size)."""
     if stage not in STAGES:
         raise KeyError(f"unknown stage {stage!r}; choose one of {sorted(STAGES)}")
     cfg = resolve(STAGES[stage], preset, **overrides)
     if world_size != 1 and stage not in TRAINING_STAGES:
         raise ValueError(f"stage {stage!r} has no rank layout; world_size applies to {TRAINING_STAGES}")
-    return spread(cfg, world_size) if stage in TRAINING_STAGES else cfg
+    return spread(cfg, world_size, f"{stage} ({preset})") if stage in TRAINING_STAGES else cfg
 
 
 def rl_stage_name(reward: str) -> str:

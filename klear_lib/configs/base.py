@@ -7,6 +7,11 @@ scale field (sizes, steps, devices, data sources) and may differ. Two kinds are 
 field says how one global batch is spread over ranks or micro-batches (the batch it spreads is hashed; only the
 order of floating-point sums depends on it), a ``shown`` field what a notebook adds to its report (each result row
 names its benchmark).
+
+A field added after results were stored under the hash is declared with ``added``: it enters the hash only when its
+value differs from its default. Its default must be what the code did before the field existed (a test checks each
+such field against the hash without it), so every stored config keeps its key, and a config that sets the field to
+anything else gets a new one. A plain new field would move every stored hash at once, for no change in behaviour.
 """
 from __future__ import annotations
 
@@ -22,6 +27,11 @@ ALGORITHM = {"kind": "algorithm"}
 LAYOUT = {"kind": "layout"}
 SHOWN = {"kind": "shown"}
 UNHASHED = ("layout", "shown")
+IF_CHANGED = "if_changed"  # metadata "hashed": the field enters the hash only off its default (``added``)
+
+
+class LayoutError(ValueError):
+    """A global batch that cannot be laid out over the ranks asked for (``spread``)."""
 
 
 def algo(default: Any, **kwargs: Any) -> Any:
@@ -39,6 +49,12 @@ def shown(default: Any) -> Any:
     """A dataclass field choosing what a notebook reports beside the stage's own numbers; neither hashed nor in
     the repr, as ``layout``."""
     return dataclasses.field(default=default, metadata=SHOWN, repr=False)
+
+
+def added(default: Any, kind: str = "scale") -> Any:
+    """A field added after stored results were keyed by the hash: hashed only when it differs from ``default``,
+    which must reproduce the behaviour from before the field existed. ``kind``: "algorithm" or "scale"."""
+    return dataclasses.field(default=default, metadata={"kind": kind, "hashed": IF_CHANGED})
 
 
 def algorithm_fields(cls: type) -> list[str]:
@@ -62,10 +78,18 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
 def config_hash(cfg: Any, length: int = 12) -> str:
     """A stable short hash of the config's values and class name (independent of process and field order)."""
-    hashed = {f.name for f in dataclasses.fields(cfg) if f.metadata.get("kind") not in UNHASHED}
-    values = {k: v for k, v in to_dict(cfg).items() if k in hashed}
+    values = to_dict(cfg)
+    values = {f.name: values[f.name] for f in dataclasses.fields(cfg)
+              if f.metadata.get("kind") not in UNHASHED and not _at_added_default(f, values[f.name])}
     payload = json.dumps({"class": type(cfg).__name__, "values": values}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:length]
+
+
+def _at_added_default(field: dataclasses.Field, value: Any) -> bool:
+    """Whether ``field`` is an ``added`` one whose ``value`` (JSON form) is its default."""
+    if field.metadata.get("hashed") != IF_CHANGED:
+        return False
+    return value == json.loads(json.dumps(field.default, default=list))
 
 
 def resolve(presets: dict[str, T], preset: str, **overrides: Any) -> T:
@@ -75,26 +99,34 @@ def resolve(presets: dict[str, T], preset: str, **overrides: Any) -> T:
     return with_overrides(presets[preset], **overrides)
 
 
-def spread(cfg: T, world_size: int) -> T:
+def spread(cfg: T, world_size: int, name: str | None = None) -> T:
     """``cfg``, written for one process, laid out over ``world_size`` ranks with the same global batch: the ranks
-    take over gradient-accumulation steps first, then the per-rank batch. A batch that does not split raises."""
+    take over gradient-accumulation steps first, then the per-rank batch (an SFT field; RL derives its per-rank
+    rollouts from ``world_size``). A batch that cannot keep its size raises ``LayoutError`` naming ``name``
+    (default: the config's class), the batch and the ranks: SFT needs a world size dividing its batch, RL checks
+    its own layout (``RLConfig``)."""
+    name = name or type(cfg).__name__
     if world_size < 1:
-        raise ValueError(f"world_size must be >= 1 (got {world_size})")
+        raise LayoutError(f"{name}: world_size must be >= 1 (got {world_size})")
     if getattr(cfg, "world_size", 1) != 1:
-        raise ValueError(f"{type(cfg).__name__} is already laid out over {cfg.world_size} ranks")
+        raise LayoutError(f"{name} is already laid out over {cfg.world_size} ranks")
     accumulation = cfg.gradient_accumulation_steps
     taken = math.gcd(accumulation, world_size)
     changes = {"gradient_accumulation_steps": accumulation // taken}
-    names = {f.name for f in dataclasses.fields(cfg)}
-    if "world_size" in names:  # RL: the per-rank share of a mini-batch is derived from it (RLConfig)
+    if "world_size" in {f.name for f in dataclasses.fields(cfg)}:
         changes["world_size"] = world_size
-    elif world_size // taken > 1:  # SFT: the per-rank batch is a field
+    if hasattr(cfg, "per_device_batch_size") and world_size // taken > 1:  # SFT: the per-rank batch is a field
         rest = world_size // taken
         if cfg.per_device_batch_size % rest:
-            raise ValueError(f"a global batch of {cfg.per_device_batch_size * accumulation} rows does not split "
-                             f"over {world_size} ranks")
+            batch = cfg.per_device_batch_size * accumulation
+            raise LayoutError(f"{name}: a global batch of {batch} rows does not split over {world_size} ranks "
+                              f"(every rank takes at least one row an optimizer step); use a world size that "
+                              f"divides {batch}")
         changes["per_device_batch_size"] = cfg.per_device_batch_size // rest
-    return dataclasses.replace(cfg, **changes)
+    try:
+        return dataclasses.replace(cfg, **changes)
+    except ValueError as err:  # the config's own check of its layout (RLConfig.__post_init__)
+        raise LayoutError(f"{name}: {err}") from None
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from klear_lib.configs.base import algo, layout
+from klear_lib.configs.base import added, algo, layout
+
+LONG_PROMPTS = ("drop", "truncate_left")
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,8 @@ class RLConfig:
     loss_type: str = algo("gppo")         # gppo | clip_higher | cispo (docs/paper.md §1.3, Fig. 2 baselines)
     clip_low: float = algo(0.2)           # epsilon_l (docs/paper.md §1.3)
     clip_high: float = algo(0.28)         # epsilon_h (docs/paper.md §1.3)
-    dual_clip: float | None = algo(None)  # paper Eq. 11 has none; official scripts use c = 10 (docs/paper.md §1.4)
+    dual_clip: float | None = algo(None)  # None: paper Eq. 11 has no dual clip; 10 = the official scripts' c, which
+                                          # zeroes the gradient of tokens with A<0 and ratio > 10 (docs/paper.md §1.4)
     beta_low: float = algo(1.0)           # general form, beta1 (docs/paper.md §1.5); 1 for Klear-Reasoner-8B
     beta_high: float = algo(1.0)          # beta2 (docs/paper.md §1.5)
     sft_alpha: float = algo(0.1)          # SFT loss on correct rollouts (docs/paper.md §2.4, Table 6)
@@ -27,7 +30,9 @@ class RLConfig:
     num_generations: int = algo(8)        # rollouts per prompt (docs/paper.md §2.4)
     oversample: int = algo(2)             # generation batch = 2 x prompts, then filter (docs/paper.md §2.4)
     filter_zero_adv: bool = algo(True)    # drop zero-std groups (docs/paper.md §2.4, Fig. 5)
-    filter_metric: str = algo("reward")   # "reward" (paper: zero advantage) | "acc" (official code, docs/paper.md §2.4)
+    filter_metric: str = algo("reward")   # "reward": the paper drops groups of zero advantage, i.e. equal rewards;
+                                          # "acc": the official code's reward == 1 test, which also drops code groups
+                                          # of unequal soft rewards none of which passes all tests (docs/paper.md §2.4)
     scale_rewards: str = algo("group")    # GRPO advantage (R - mean) / std per group (docs/paper.md §1.1)
     kl_coef: float = algo(0.0)            # no KL (docs/paper.md §2.4)
     entropy_coef: float = algo(0.0)       # docs/paper.md §2.4
@@ -38,6 +43,8 @@ class RLConfig:
                                           # §2.5); "official" = the code's -0.5 / -2, which a policy below 25%
                                           # accuracy exploits by never closing </think> (results/LOG.md)
     max_tests: int = algo(16)             # docs/paper.md §2.5
+    code_timeout_s: float = added(10.0)   # per test of the RL code reward: the paper gives none; tiny programs run in
+                                          # ms (ours); full: the official default, 35 s (docs/paper.md §2.5)
     lr_scheduler: str = algo("constant_with_warmup")  # constant LR after warmup (docs/paper.md §2.4)
     weight_decay: float = algo(0.1)       # docs/paper.md §2.4
     max_grad_norm: float = algo(1.0)      # docs/paper.md §2.4
@@ -49,7 +56,10 @@ class RLConfig:
                                           # the same); get_config(..., world_size=N) hands them to N ranks
     world_size: int = layout(1)           # ranks; set by get_config(..., world_size=N), never by hand
     max_steps: int = 100                  # RL steps (generation batches)
-    max_prompt_length: int = 128          # longer prompts are dropped (counted) before training
+    max_prompt_length: int = 128          # longer prompts: see long_prompts
+    long_prompts: str = added("drop", kind="algorithm")  # "drop" (counted in the log): the paper only gives the 4K
+                                          # limit (docs/paper.md §2.4), and a problem cut at its start is another
+                                          # problem; "truncate_left": the official data.truncation='left' (§2.4)
     max_completion_length: int = 256
     bf16: bool = False
     use_cpu: bool = True
@@ -65,10 +75,29 @@ class RLConfig:
         if self.prompts_per_step % self.mini_batch_prompts:
             raise ValueError(f"prompts_per_step={self.prompts_per_step} is not a multiple of "
                              f"mini_batch_prompts={self.mini_batch_prompts}")
-        rollouts = self.mini_batch_prompts * self.num_generations
-        if rollouts % (self.world_size * self.gradient_accumulation_steps):
-            raise ValueError(f"a mini-batch of {rollouts} rollouts does not split over {self.world_size} ranks x "
-                             f"{self.gradient_accumulation_steps} accumulation steps")
+        if self.long_prompts not in LONG_PROMPTS:
+            raise ValueError(f"long_prompts={self.long_prompts!r}; choose one of {LONG_PROMPTS}")
+        problem = self._layout_problem()
+        if problem:
+            raise ValueError(problem)
+
+    def _layout_problem(self) -> str | None:
+        """Why the mini-batch cannot keep its size over ``world_size`` ranks x accumulation steps, or None."""
+        rollouts, slots = self.mini_batch_rollouts, self.world_size * self.gradient_accumulation_steps
+        if rollouts % slots == 0 or self.padded and self._pads_cleanly():
+            return None
+        ok = f"the world size must divide {rollouts}"
+        if self.oversample > 1 and self.updates_per_step % self.num_generations == 0:
+            ok += f" or be {rollouts * self.oversample} (padded updates, RLConfig.padded)"
+        return (f"a mini-batch of {rollouts} rollouts ({self.mini_batch_prompts} prompts x {self.num_generations} "
+                f"of a {self.prompts_per_step}-prompt RL step) does not split over {self.world_size} ranks x "
+                f"{self.gradient_accumulation_steps} accumulation steps (a rank takes at least one rollout an "
+                f"update); {ok}")
+
+    def _pads_cleanly(self) -> bool:
+        """A padded layout holds when each rank generates whole groups of the oversampled batch, one slot a step."""
+        return (self.gradient_accumulation_steps == 1 and self.updates_per_step % self.num_generations == 0
+                and self.world_size == self.mini_batch_rollouts * self.oversample)
 
     @property
     def updates_per_step(self) -> int:
@@ -76,9 +105,26 @@ class RLConfig:
         return self.prompts_per_step // self.mini_batch_prompts
 
     @property
+    def mini_batch_rollouts(self) -> int:
+        """Rollouts of one optimizer update (128 in the paper's math stage, 256 in code)."""
+        return self.mini_batch_prompts * self.num_generations
+
+    @property
+    def padded(self) -> bool:
+        """More ranks than rollouts in an update (math at 256 ranks): every rank then holds one rollout slot per
+        update and ``updates_per_step`` slots a step, which the oversampled generation batch fills one group a rank;
+        the first ``prompts_per_step`` informative groups of the whole batch train and the other slots carry
+        weight 0. The update keeps the paper's rollouts; the extra ranks speed up generation only. UNVERIFIED: our
+        layout; the official 256-GPU run had 64 data-parallel ranks through Ulysses SP = 4 (docs/paper.md §2.4),
+        which TRL's GRPOTrainer does not offer (its GRPOConfig refuses sp_size / cp_size > 1)."""
+        return self.world_size * self.gradient_accumulation_steps > self.mini_batch_rollouts
+
+    @property
     def per_device_rollouts(self) -> int:
-        """Rollouts per rank per micro-batch: the mini-batch over ranks x accumulation steps."""
-        return self.mini_batch_prompts * self.num_generations // (self.world_size * self.gradient_accumulation_steps)
+        """Rollouts per rank per micro-batch: the mini-batch over ranks x accumulation steps (1 when padded)."""
+        if self.padded:
+            return 1
+        return self.mini_batch_rollouts // (self.world_size * self.gradient_accumulation_steps)
 
 
 PRESETS = {
@@ -102,6 +148,7 @@ PRESETS = {
         vllm_tensor_parallel_size=2,      # docs/paper.md §2.4 (vLLM TP=2)
         vllm_gpu_memory_utilization=0.5,  # UNVERIFIED: verl used 0.8 with offloading; colocated TRL needs room
         save_steps=5,                     # docs/paper.md §2.4 save every 5 steps
+        code_timeout_s=35.0,              # docs/paper.md §2.5 official default per test
     ),
 }
 

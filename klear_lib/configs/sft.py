@@ -16,6 +16,7 @@ class SFTConfig:
     num_epochs: float = 5.0               # tiny: the loss still falls steeply after 2 epochs (results/LOG.md)
     per_device_batch_size: int = 64
     gradient_accumulation_steps: int = 1  # on one process; get_config(..., world_size=N) hands them to N ranks
+    world_size: int = layout(1)           # ranks; set by get_config(..., world_size=N), never by hand
     length_grouping: bool = layout(True)  # a batch runs as micro-batches of similar length (training/sft.py): the
                                           # same rows, loss and updates with ~4% padding instead of ~42% (tiny)
     group_overhead: int = layout(64)      # padded positions one more micro-batch is worth: measured ~110 at tiny
@@ -31,6 +32,11 @@ class SFTConfig:
     save_steps: int = 100
     seed: int = 0
 
+    @property
+    def global_batch(self) -> int:
+        """Rows per optimizer step over all ranks: the same at every world size (``base.spread``)."""
+        return self.per_device_batch_size * self.gradient_accumulation_steps * self.world_size
+
 
 PRESETS = {
     "ci": SFTConfig(num_epochs=1.0, per_device_batch_size=16, max_rows=256, save_steps=8, learning_rate=2e-3),
@@ -39,8 +45,8 @@ PRESETS = {
         learning_rate=8e-5,               # docs/paper.md §2.2 max LR
         num_epochs=4.0,                   # docs/paper.md §2.2
         max_length=32768,                 # docs/paper.md §2.2 (32K)
-        per_device_batch_size=1,          # UNVERIFIED: global batch 256 rows, our choice; 32 ranks x 8 accum
-        gradient_accumulation_steps=256,  # UNVERIFIED: see above (on one process)
+        per_device_batch_size=1,          # UNVERIFIED: global batch 256 rows at any world size, our choice
+        gradient_accumulation_steps=256,  # UNVERIFIED: see above (on one process; 32 ranks x 8 on 32 ranks)
         warmup_ratio=0.03,                # UNVERIFIED: our choice
         weight_decay=0.0,                 # UNVERIFIED: our choice (AdamW)
         bf16=True, use_cpu=False, save_steps=500,

@@ -4,7 +4,9 @@ Every user-set value lives in ``SFTConfig`` / ``RLConfig`` under one name with o
 written here once. RL step counts are RL steps (generation batches), TRL's are optimizer updates, so they are
 scaled by ``updates_per_step`` here and nowhere else. TRL's own ``loss_type`` is its loss normaliser, fixed to
 ``"dapo"`` (token-level, as verl); our ``loss_type`` is the policy loss, TRL-side ``GPPOConfig.policy_loss``.
-The table holds no TRL import, so the layout of a launch can be checked without torch.
+The table holds no TRL import, so the layout of a launch can be checked without torch. A padded RL layout
+(``RLConfig.padded``, more ranks than rollouts in an update) becomes ``oversample=1`` with ``keep_groups`` set: the
+ranks generate the oversampled batch one group each, and the trainer picks the groups to train over all ranks.
 """
 from __future__ import annotations
 
@@ -37,7 +39,10 @@ RL_FIELDS: dict[str, Value] = {
     "beta_low": same("beta_low"), "beta_high": same("beta_high"),
     "sft_alpha": same("sft_alpha"), "correct_reward": same("correct_reward"),
     "filter_zero_adv": same("filter_zero_adv"), "filter_metric": same("filter_metric"),
-    "oversample": same("oversample"), "num_generations": same("num_generations"),
+    "oversample": lambda cfg: 1 if cfg.padded else cfg.oversample,  # padded: the ranks hold the oversampled batch
+    "keep_groups": lambda cfg: cfg.prompts_per_step if cfg.padded else None,  # ...and its first informative groups
+    "truncate_prompt_left": lambda cfg: cfg.max_prompt_length if cfg.long_prompts == "truncate_left" else None,
+    "num_generations": same("num_generations"),
     "scale_rewards": same("scale_rewards"), "beta": same("kl_coef"), "entropy_coef": same("entropy_coef"),
     "temperature": same("temperature"), "top_p": same("top_p"),
     "max_completion_length": same("max_completion_length"),

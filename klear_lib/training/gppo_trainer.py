@@ -11,7 +11,10 @@ The policy loss is chosen by ``GPPOConfig.policy_loss`` and computed by the pure
   still makes ``steps_per_generation`` updates — NOTE(paper): verl instead trains on the smaller batch;
 * the SFT loss α·L_LM on correct rollouts (reward == ``correct_reward``), token-mean per micro-batch;
 * off-policy mini-batches come from TRL's ``steps_per_generation`` (> ``gradient_accumulation_steps``), for
-  which TRL computes ``old_per_token_logps`` at generation time, so the ratio leaves 1 after the first update.
+  which TRL computes ``old_per_token_logps`` at generation time, so the ratio leaves 1 after the first update;
+* the padded layout (``keep_groups``, ``RLConfig.padded``) for more ranks than rollouts in an update: each rank
+  generates whole groups of the oversampled batch and keeps them; of all ranks' groups the first ``keep_groups``
+  informative ones train, the rest at weight 0, so every update still holds the paper's mini-batch.
 
 Other differences from the official verl code, kept on purpose: TRL shuffles rollouts (not whole groups) into
 mini-batches; the advantage uses std + 1e-4 (verl 1e-6); with vLLM, TRL's importance-sampling correction for
@@ -29,7 +32,6 @@ A complete script with a reward of your own, outside the kit's pipeline: ``examp
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import socket
 from contextlib import contextmanager, nullcontext
@@ -48,15 +50,13 @@ from klear_lib.configs import config_hash, get_config, rl_stage_name
 from klear_lib.configs.base import parse_overrides
 from klear_lib.configs.rl import RLConfig
 from klear_lib.configs.trl import RL_FIELDS, check_trl_only, trl_kwargs
-from klear_lib.data.schema import ABILITIES, RowError, parse_code_tests
 from klear_lib.losses.policy import PER_TOKEN, clip_diagnostics, sft_nll_loss
 from klear_lib.seeding import stable_seed
 from klear_lib.training.checkpoints import CheckpointMarker, last_complete
 from klear_lib.training.overhead import lean
 from klear_lib.training.rewards import make_reward_func
+from klear_lib.training.rl_rows import drop_long_prompts, training_view, validate_rl_rows
 from klear_lib.training.run_record import RunRecord
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -73,6 +73,11 @@ class GPPOConfig(GRPOConfig):
     filter_zero_adv: bool = field(default=True, metadata={"help": "drop groups with zero reward std"})
     filter_metric: str = field(default="reward", metadata={"help": "reward (paper) | acc (official code)"})
     oversample: int = field(default=1, metadata={"help": "generate oversample x the prompts, keep the target"})
+    keep_groups: int | None = field(default=None, metadata={
+        "help": "train the first keep_groups informative groups of the whole generation batch (all ranks), the "
+                "others at weight 0; None: each rank keeps its share (RLConfig.padded)"})
+    truncate_prompt_left: int | None = field(default=None, metadata={
+        "help": "keep the last N tokens of each templated prompt (the official data.truncation='left'); None: as is"})
 
     def __post_init__(self):
         super().__post_init__()
@@ -82,6 +87,9 @@ class GPPOConfig(GRPOConfig):
             raise ValueError(f"filter_metric={self.filter_metric!r}; choose 'reward' or 'acc'")
         if self.oversample < 1:
             raise ValueError(f"oversample must be >= 1 (got {self.oversample})")
+        if self.keep_groups is not None and (self.keep_groups < 1 or self.oversample != 1):
+            raise ValueError(f"keep_groups={self.keep_groups} needs keep_groups >= 1 and oversample=1 (the ranks "
+                             f"hold the oversampled batch themselves)")
         if self.policy_loss == "cispo" and self.dual_clip is not None:
             raise ValueError("dual_clip applies to gppo and clip_higher only; CISPO already caps F at 1+ε_h")
         if self.loss_type != "dapo":
@@ -143,17 +151,40 @@ def check_supported(args: GPPOConfig) -> None:
         raise ValueError(f"GPPOTrainer does not support {bad}; the paper's recipe uses {UNSUPPORTED}")
 
 
+def is_correct(rewards: torch.Tensor, correct_reward: float) -> torch.Tensor:
+    """``(N,)`` bool: rollouts whose reward is the correct one (docs/paper.md §2.4: reward == 1.0)."""
+    return torch.isclose(rewards, torch.full_like(rewards, correct_reward))
+
+
+def filter_values(rewards: torch.Tensor, correct_reward: float, metric: str) -> torch.Tensor:
+    """``(N,)``: what the zero-advantage filter compares within a group: the rewards (``"reward"``, the paper) or
+    correctness as 0/1 (``"acc"``, the official code, which drops soft code groups none of whose rollouts passes
+    every test, docs/paper.md §2.4)."""
+    return rewards if metric == "reward" else is_correct(rewards, correct_reward).float()
+
+
+def informative_groups(metric: torch.Tensor, group_size: int, drop_zero_std: bool = True) -> torch.Tensor:
+    """``(N/G,)`` bool: groups of ``group_size`` consecutive rollouts whose ``metric`` ``(N,)`` has std > 0 (all
+    True when ``drop_zero_std`` is off)."""
+    std = metric.reshape(-1, group_size).std(dim=1)
+    return ~torch.isclose(std, torch.zeros_like(std)) if drop_zero_std else torch.ones_like(std, dtype=bool)
+
+
+def first_groups(informative: torch.Tensor, n_keep: int) -> torch.Tensor:
+    """``(groups,)`` bool: the first ``n_keep`` informative groups of ``informative``, in order (fewer when fewer
+    are informative; docs/paper.md §2.4: "of the groups left, those of the first 128 prompts")."""
+    return informative & (informative.long().cumsum(0) <= n_keep)
+
+
 def select_groups(metric: torch.Tensor, group_size: int, n_keep: int, drop_zero_std: bool = True):
     """Pick ``n_keep`` groups: informative ones (std > 0) first, in order, then fillers at weight 0.
 
     ``metric`` ``(N,)`` with groups of ``group_size`` consecutive rollouts. Returns ``(index (n_keep·G,),
     weight (n_keep·G,), informative (N/G,) bool)`` (docs/paper.md §2.4 dynamic sampling, keep the first 128).
     """
-    groups = metric.reshape(-1, group_size)
-    if groups.size(0) < n_keep:
-        raise ValueError(f"{groups.size(0)} groups generated, {n_keep} needed")
-    std = groups.std(dim=1)
-    informative = ~torch.isclose(std, torch.zeros_like(std)) if drop_zero_std else torch.ones_like(std, dtype=bool)
+    if metric.numel() // group_size < n_keep:
+        raise ValueError(f"{metric.numel() // group_size} groups generated, {n_keep} needed")
+    informative = informative_groups(metric, group_size, drop_zero_std)
     order = torch.cat([informative.nonzero().flatten(), (~informative).nonzero().flatten()])[:n_keep]
     index = (order.unsqueeze(1) * group_size + torch.arange(group_size, device=metric.device)).flatten()
     weight = informative[order].to(metric.dtype).repeat_interleave(group_size)
@@ -243,6 +274,11 @@ class GPPOTrainer(GRPOTrainer):
             repeat_count=self.num_iterations * self.args.steps_per_generation, shuffle=self.shuffle_dataset,
             seed=self.args.seed)
 
+    def _tokenize_prompts(self, prompts: list):
+        prompt_ids, images, fields = super()._tokenize_prompts(prompts)
+        keep = self.args.truncate_prompt_left
+        return ([ids[-keep:] for ids in prompt_ids] if keep else prompt_ids), images, fields
+
     # ---- rewards, correctness and filtering ---------------------------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -254,13 +290,14 @@ class GPPOTrainer(GRPOTrainer):
         out = super()._generate_and_score_completions(inputs)
         n, rank = len(inputs), self.accelerator.process_index
         rewards = self._last_rewards[rank * n:(rank + 1) * n]
-        correct = torch.isclose(rewards, torch.full_like(rewards, self.args.correct_reward))
-        out["is_correct"] = correct.to(torch.float32)
+        out["is_correct"] = is_correct(rewards, self.args.correct_reward).to(torch.float32)
         if self.model.training:
-            out = self._filter_groups(out, rewards if self.args.filter_metric == "reward" else correct.float())
+            out = self._filter_groups(out, filter_values(rewards, self.args.correct_reward, self.args.filter_metric))
         return out
 
     def _filter_groups(self, out: dict, metric: torch.Tensor) -> dict:
+        if self.args.keep_groups is not None:
+            return self._weight_groups(out, metric)
         n_keep = self.args.per_device_train_batch_size * self.args.steps_per_generation // self.num_generations
         index, weight, informative = select_groups(metric, self.num_generations, n_keep, self.args.filter_zero_adv)
         lengths = out["completion_mask"].sum(dim=1).float()
@@ -270,8 +307,24 @@ class GPPOTrainer(GRPOTrainer):
         self._record_generation(informative, weight, lengths)
         return out
 
-    def _record_generation(self, informative, weight, lengths) -> None:
-        """Per-RL-step statistics over every generated rollout (logged with each update of the step)."""
+    def _weight_groups(self, out: dict, metric: torch.Tensor) -> dict:
+        """The padded layout (``keep_groups``): every rank keeps its rows; of all ranks' groups, in rank order (the
+        sampler's), the first ``keep_groups`` informative ones train and the others get weight 0."""
+        informative = informative_groups(metric, self.num_generations, self.args.filter_zero_adv)
+        everyone = self.accelerator.gather(informative.float()).bool()
+        start = self.accelerator.process_index * informative.numel()
+        chosen = first_groups(everyone, self.args.keep_groups)
+        weight = chosen[start:start + informative.numel()].to(metric.dtype).repeat_interleave(self.num_generations)
+        out["loss_weight"] = weight
+        out["num_items_in_batch"] = self.accelerator.gather(self._loss_mask(out).sum()).sum()
+        lengths = out["completion_mask"].sum(dim=1).float()
+        self._record_generation(informative, weight, lengths, trained=chosen.sum().item() / self.args.keep_groups)
+        return out
+
+    def _record_generation(self, informative, weight, lengths, trained: float | None = None) -> None:
+        """Per-RL-step statistics over every generated rollout (logged with each update of the step);
+        ``trained``: the share of the trained slots that informative groups fill, where the weights alone
+        do not tell it (the padded layout)."""
         gathered = self.accelerator.gather
         all_rewards = self._last_rewards
         n_groups = gathered(torch.tensor(float(informative.numel()), device=weight.device)).sum()
@@ -280,7 +333,7 @@ class GPPOTrainer(GRPOTrainer):
             "accuracy": torch.isclose(all_rewards, torch.full_like(all_rewards, self.args.correct_reward))
             .float().mean().item(),
             "kept_group_frac": (gathered(informative.float().sum()).sum() / n_groups).item(),
-            "trained_group_frac": gathered(weight.mean()).mean().item(),
+            "trained_group_frac": gathered(weight.mean()).mean().item() if trained is None else trained,
             "response_length": gathered(lengths).mean().item(),
         }
 
@@ -341,7 +394,14 @@ class GPPOTrainer(GRPOTrainer):
         if "is_correct" not in inputs:
             raise KeyError("sft_alpha > 0 needs per-sample 'is_correct' in the batch (set by GPPOTrainer)")
         accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1
-        return sft_nll_loss(logps, mask, inputs["is_correct"]) / accumulation
+        return sft_nll_loss(logps, mask, inputs["is_correct"]) / accumulation * self._slot_share(mode)
+
+    def _slot_share(self, mode: str) -> float:
+        """Rollout slots of the generation batch per trained slot: 1, or (padded layout) the factor by which the
+        filler slots dilute a mean over micro-batches, so the SFT term weighs as at a world of one slot a rollout."""
+        if mode != "train" or self.args.keep_groups is None:
+            return 1.0
+        return self.args.generation_batch_size / (self.args.keep_groups * self.num_generations)
 
     def _log_loss_metrics(self, mode, mask, entropies, policy_loss, sft_loss, diagnostics) -> None:
         metrics = {"entropy": ((entropies * mask).sum() / mask.sum().clamp(min=1.0)).item(),
@@ -350,7 +410,12 @@ class GPPOTrainer(GRPOTrainer):
         if mode == "train":
             metrics.update({f"gen/{k}": v for k, v in self._gen_stats.items()})
         values = self.accelerator.gather(torch.tensor(list(metrics.values()), device=mask.device).unsqueeze(0))
-        for name, value in zip(metrics, values.mean(dim=0).tolist()):
+        if self.args.keep_groups is not None:  # padded: the ranks whose slot is a filler hold no token
+            held = self.accelerator.gather((mask.sum() > 0).to(values.dtype).reshape(1)).unsqueeze(1)
+            means = (values * held).sum(dim=0) / held.sum().clamp(min=1.0)
+        else:
+            means = values.mean(dim=0)
+        for name, value in zip(metrics, means.tolist()):
             self._metrics[mode][name].append(value)
 
 
@@ -360,79 +425,6 @@ def gppo_args(cfg: RLConfig, output_dir, **trl_overrides) -> GPPOConfig:
     optimizer updates, prompts become rollouts per rank). ``trl_overrides`` set TRL values directly, for
     benchmarks and tests that bend the recipe on purpose; a launch goes through ``main``'s checked ``--trl``."""
     return GPPOConfig(output_dir=str(output_dir), **{**trl_kwargs(RL_FIELDS, cfg), **trl_overrides})
-
-
-def _shape_problem(row) -> tuple[str, str] | None:
-    """The first ``(field, why)`` of ``row``'s outer shape and ``extra_info`` the trainer cannot read, or None."""
-    if not isinstance(row, dict):
-        return "<row>", f"not a dict but {type(row).__name__}"
-    info = row.get("extra_info")
-    if info is None:  # verl rows may carry no extra_info: the view then gives id "" and tier 0
-        return None
-    if not isinstance(info, dict):
-        return "extra_info", f"not a dict but {type(info).__name__}"
-    rid, tier = info.get("id"), info.get("tier")
-    if rid is not None and (isinstance(rid, bool) or not isinstance(rid, (str, int))):
-        return "extra_info.id", f"{rid!r} is not a string or an integer"
-    if tier is not None and (isinstance(tier, bool) or not isinstance(tier, int) or tier < 0):
-        return "extra_info.tier", f"{tier!r} is not a tier (an integer >= 0, or null)"
-    return None
-
-
-def _content_problem(row: dict, reward: str) -> tuple[str, str] | None:
-    """The first ``(field, why)`` of the prompt, ability and ground truth the ``reward`` stage cannot use, or None."""
-    prompt = row.get("prompt")
-    if not (isinstance(prompt, list) and prompt and all(
-            isinstance(m, dict) and isinstance(m.get("role"), str) and m["role"] and isinstance(m.get("content"), str)
-            for m in prompt)):
-        return "prompt", "must be a non-empty list of {role, content} messages"
-    if "ability" in row and row["ability"] not in ABILITIES:  # optional: the stage, not the row, picks the reward
-        return "ability", f"{row['ability']!r} is not one of {ABILITIES}"
-    truth = row.get("reward_model")
-    if not isinstance(truth, dict):
-        return "reward_model", f"not a dict but {type(truth).__name__}"
-    truth = truth.get("ground_truth")
-    if not isinstance(truth, str) or not truth.strip():
-        return "reward_model.ground_truth", "must be a non-empty string"
-    if reward == "code":  # the code reward would read a string of inputs as one test per character
-        try:
-            parse_code_tests(truth)
-        except RowError as err:
-            return "reward_model.ground_truth", err.why
-    return None
-
-
-def validate_rl_rows(rows: list[dict], reward: str = "math") -> list[dict]:
-    """Check the verl schema fields the trainer and its ``reward`` read; a malformed row raises ``ValueError``
-    naming the row (its index, and its id when it has one) and the field."""
-    for k, row in enumerate(rows):
-        problem = _shape_problem(row) or _content_problem(row, reward)
-        if problem:
-            info = row.get("extra_info") if isinstance(row, dict) else None
-            rid = info.get("id") if isinstance(info, dict) and problem[0] != "extra_info.id" else None
-            name = f"row {k}" + (f" (id {rid!r})" if rid is not None else "")
-            raise ValueError(f"{name}: field {problem[0]}: {problem[1]}")
-    return rows
-
-
-def training_view(row: dict) -> dict:
-    """The columns the trainer and rewards read; the rest of ``extra_info`` (free-form) stays out of Arrow."""
-    extra = row.get("extra_info") or {}
-    return {"prompt": row["prompt"], "reward_model": {"ground_truth": row["reward_model"]["ground_truth"]},
-            "extra_info": {"id": str(extra.get("id", "")), "tier": int(extra.get("tier") or 0)}}
-
-
-def drop_long_prompts(rows: list[dict], tokenizer, max_prompt_length: int) -> list[dict]:
-    """Rows whose chat-templated prompt fits ``max_prompt_length`` tokens; the drop count is logged."""
-    def length(row):
-        ids = tokenizer.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True,
-                                            return_dict=True)["input_ids"]
-        return len(ids)
-    kept = [row for row in rows if length(row) <= max_prompt_length]
-    if len(kept) < len(rows):
-        log.warning("dropped %d of %d RL prompts longer than %d tokens", len(rows) - len(kept), len(rows),
-                    max_prompt_length)
-    return kept
 
 
 def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=None, run_record=None,
@@ -445,9 +437,10 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     args = gppo_args(rl_cfg, output_dir, **overrides)
     tokenizer = AutoTokenizer.from_pretrained(str(model_path))
     rows = [training_view(r) for r in validate_rl_rows(list(train_rows))]
-    rows = drop_long_prompts(rows, tokenizer, rl_cfg.max_prompt_length)
+    if rl_cfg.long_prompts == "drop":  # else GPPOTrainer keeps each prompt's last tokens (truncate_prompt_left)
+        rows = drop_long_prompts(rows, tokenizer, rl_cfg.max_prompt_length)
     reward_func = make_reward_func(reward, mode=rl_cfg.code_reward_mode, max_tests=rl_cfg.max_tests, seed=rl_cfg.seed,
-                                   tag_shaping=rl_cfg.tag_shaping)
+                                   tag_shaping=rl_cfg.tag_shaping, timeout_s=rl_cfg.code_timeout_s)
     record = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg))] if run_record else []
     callbacks = [CheckpointMarker(), *record]  # resume trusts only checkpoints the marker vouches for
     dtype = "bfloat16" if rl_cfg.bf16 else "float32"

@@ -15,6 +15,7 @@ from typing import Callable
 from klear_lib.rewards.code import code_reward, code_rewards, parse_tests
 from klear_lib.rewards.format import TAG_SHAPINGS
 from klear_lib.rewards.math import math_reward
+from klear_lib.rewards.sandbox import DEFAULT_TIMEOUT_S
 from klear_lib.seeding import stable_seed
 
 
@@ -60,9 +61,10 @@ def math_reward_func(judge: Callable[[str, str], float] | None = None,
     return math_reward
 
 
-def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0,
-                     judge: Callable | None = None, tag_shaping: str = "official", workers: int = 2) -> Callable:
-    """A TRL reward function scoring each completion's program on its row's tests, ``workers`` sandboxes at a time.
+def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0, judge: Callable | None = None,
+                     tag_shaping: str = "official", workers: int = 2, timeout_s: float = DEFAULT_TIMEOUT_S) -> Callable:
+    """A TRL reward function scoring each completion's program on its row's tests, ``workers`` sandboxes at a time,
+    each test given ``timeout_s`` seconds.
 
     By default one ``klear_lib.rewards.code.code_rewards`` call per batch judges each distinct (program, sampled
     tests) pair once (a small policy repeats its programs; see there). A custom ``judge(response, tests, mode,
@@ -77,7 +79,8 @@ def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0,
         tests = [code_tests(ground_truth(reward_model[k], ids[k]), ids[k]) for k in range(len(completions))]
         seeds = [stable_seed(seed, "code-tests", ids[k], step, k) for k in range(len(completions))]
         if judge is None:
-            return code_rewards(texts, tests, mode, max_tests, seeds, workers=workers, tag_shaping=tag_shaping)
+            return code_rewards(texts, tests, mode, max_tests, seeds, timeout_s=timeout_s, workers=workers,
+                                tag_shaping=tag_shaping)
 
         def one(k: int) -> float:
             return float(judge(texts[k], tests[k], mode=mode, max_tests=max_tests, seed=seeds[k]))
@@ -96,11 +99,13 @@ def _default_judge(kind: str, tag_shaping: str = "official") -> Callable:
 
 
 def make_reward_func(kind: str, *, mode: str = "soft", max_tests: int = 16, seed: int = 0,
-                     judge: Callable | None = None, tag_shaping: str = "official") -> Callable:
-    """``"math"`` or ``"code"`` reward function for ``GPPOTrainer`` (``tag_shaping``: see ``rewards.format``)."""
+                     judge: Callable | None = None, tag_shaping: str = "official",
+                     timeout_s: float = DEFAULT_TIMEOUT_S) -> Callable:
+    """``"math"`` or ``"code"`` reward function for ``GPPOTrainer`` (``tag_shaping``: see ``rewards.format``;
+    ``timeout_s``: per code test, ``RLConfig.code_timeout_s``)."""
     _default_judge(kind, tag_shaping)  # fail here, not at the first rollout, on a bad tag_shaping
     if kind == "math":
         return math_reward_func(judge, tag_shaping)
     if kind == "code":
-        return code_reward_func(mode, max_tests, seed, judge, tag_shaping)
+        return code_reward_func(mode, max_tests, seed, judge, tag_shaping, timeout_s=timeout_s)
     raise ValueError(f"reward={kind!r}; choose 'math' or 'code'")
