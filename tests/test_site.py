@@ -11,9 +11,10 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from klear_lib import site, tables
 
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
-FIGURES = ("tiny_claims_power.png", "tiny_claims_forest.png", "tiny_sft_curve.png", "tiny_rl_fig2_heldout.png",
-           "tiny_stability_mean.png")
+PNG = base64.b64decode(  # a 1 x 1 pixel
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+FIGURES = ("tiny_claims_power.png", "tiny_claims_forest.png", "tiny_claims_forest_fig2.png", "tiny_sft_curve.png",
+           "tiny_rl_fig2_dynamics.png", "tiny_rl_fig2_heldout.png", "tiny_rl_math.png", "tiny_stability_mean.png")
 
 
 class Links(HTMLParser):
@@ -96,9 +97,11 @@ def test_index_links_every_page_and_figure(study):
 def test_index_shows_titles_summaries_and_groups(study):
     text = study[1].read_text(encoding="utf-8")
     assert "01 · Make data" in text and "Rows from <code>a seed</code>." in text and "02 · Train" in text
-    assert text.index("tiny_claims_forest.png") < text.index("tiny_claims_power.png") < text.index("tiny_sft_curve")
-    for heading in ("SFT", "RL ablations", "Stability map"):
-        assert f">{heading}</h3>" in text
+    order = ["tiny_claims_forest.png", "tiny_claims_power.png", "</table>", "tiny_claims_forest_fig2.png",
+             'id="figures"', ">SFT</h3>", "tiny_sft_curve", ">RL</h3>", "tiny_rl_math", ">RL ablations</h3>",
+             "tiny_rl_fig2_heldout", "tiny_rl_fig2_dynamics", ">Stability map</h3>", "tiny_stability_mean"]
+    assert [text.index(s) for s in order] == sorted(text.index(s) for s in order)
+    assert '<a href="#rl-ablations">RL ablations</a>' in text
 
 
 def test_claims_table_has_the_reviewers_columns(study):
@@ -108,6 +111,7 @@ def test_claims_table_has_the_reviewers_columns(study):
                    "seeds for paper Δ", "verdict"):
         assert f"<th>{column}</th>" in table
     assert "+4.8 (table)" in table and "[-1.6, +2.4]" in table and "not run" in table
+    assert '<tr class="v-no-effect-of-the-paper-s-size">' in table and '<tr class="v-not-run">' in table
 
 
 def test_pages_are_offline_and_relative(study):
