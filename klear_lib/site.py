@@ -25,6 +25,7 @@ from nbconvert import HTMLExporter
 from nbconvert.filters import markdown2html
 
 from klear_lib import tables
+from klear_lib.ablations import claims as C
 from klear_lib.paths import FIGURES, REPO, RESULTS
 
 REPORT = REPO / "build" / "report"
@@ -178,7 +179,6 @@ def table_html(df: pd.DataFrame, row_classes: list[str]) -> str:
 
 def claims_html(preset: str, results: Path = RESULTS) -> str:
     """``results/<preset>/claims.csv`` as the README's claims table (``claims.readme_table``) in HTML."""
-    from klear_lib.ablations import claims as C  # imported here: it pulls in the trainers (seconds)
     path = results / preset / "claims.csv"
     if not path.exists():
         return f"<p>No <code>results/{html.escape(preset)}/claims.csv</code> yet: run <code>make ablations</code>.</p>"

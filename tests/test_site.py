@@ -10,6 +10,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from klear_lib import site, tables
+from klear_lib.ablations import claims as C
 
 PNG = base64.b64decode(  # a 1 x 1 pixel
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
@@ -45,8 +46,6 @@ def notebook(title, subtitle, text):
 
 def claims_rows():
     """Two claims in the schema of ``claims.csv``: one run (paired, 3 seeds), one not run."""
-    from klear_lib.ablations import claims as C
-
     run = {c: None for c in C.COLUMNS} | {
         "claim_id": "t2:a>b@tiny_aime", "family": "sft", "table": "Table 2", "experiment": "table2",
         "benchmark": "tiny_aime", "better": "easy/only_correct", "worse": "easy/mixed", "source": "paper",
