@@ -246,7 +246,10 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--preset", default="tiny")
     parser.add_argument("--out", type=Path, default=REPORT, help="report folder (default: build/report)")
     args = parser.parse_args(argv)
-    index = build(args.preset, args.out)
+    try:
+        index = build(args.preset, args.out)
+    except (FileNotFoundError, FileExistsError) as err:
+        raise SystemExit(f"make report: {err}") from None
     print(f"report: {index}")
     return index
 
