@@ -13,7 +13,7 @@ export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
 
 .PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval test-real refresh \
-        ablations stability clean-artifacts setup-verl test-verl
+        ablations stability report clean-artifacts setup-verl test-verl
 
 setup: .venv/.setup-done
 
@@ -58,6 +58,11 @@ stability: setup
 	mkdir -p results/tiny/notebooks
 	$(BIN)/papermill notebooks/07_stability_map.ipynb results/tiny/notebooks/07_stability_map.ipynb \
 	  -p PRESET tiny -p RETRAIN False -k python3 --no-progress-bar -p WORKERS $(WORKERS)
+
+# The executed notebooks of results/$(PRESET)/notebooks/ (as stored, not re-run), the study's figures and the claims
+# table as a static HTML bundle that opens offline: build/report/index.html.
+report: setup
+	$(PY) -m klear_lib.site --preset $(PRESET)
 
 # Speed benchmarks: ratios measured side by side, results/perf.csv and its README section.
 bench: setup
