@@ -61,7 +61,7 @@ stability: setup
 	  -p PRESET tiny -p RETRAIN False -k python3 --no-progress-bar -p WORKERS $(WORKERS)
 
 # The full recipe's training files from the released sets at their pinned revisions (docs/full_scale.md §1):
-# math_rl.parquet, code_rl.parquet, sft_prompts.jsonl, with funnel.csv, manifest.json and DATA_CARD.md in DATA_OUT.
+# math_rl.parquet, code_rl.parquet, sft_prompts.jsonl, with funnel.csv, manifest.json and README.md in DATA_OUT.
 # SOURCE=mirror reads the offline mirror ($KLEAR_BENCHMARKS; RL only); DRY_RUN=1 prints what it would read and write.
 DATA_OUT ?= .artifacts/full/data
 SOURCE ?= hub

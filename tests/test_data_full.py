@@ -87,7 +87,7 @@ def test_the_hub_build_writes_training_files_the_trainers_read(tmp_path, fake_hu
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["files"]["code_rl.parquet"]["sha256"] == build.sha256_file(tmp_path / "code_rl.parquet")
     assert manifest["sources"]["klear_math_sub30k"]["revision"] == S.SOURCES["klear_math_sub30k"].revision
-    card = (tmp_path / "DATA_CARD.md").read_text()
+    card = (tmp_path / "README.md").read_text()
     assert "| sft_prompts | decontaminate_9gram | contaminated | 1 |" in card
     assert "Kwai-Klear/KlearReasoner-MathSub-30K@972d1bd91843936551f0ee2bc2bd5ea259c9397f" in card
     assert "at least 16 tests." in card
@@ -95,17 +95,17 @@ def test_the_hub_build_writes_training_files_the_trainers_read(tmp_path, fake_hu
 
 def test_the_mirror_build_stops_on_an_empty_split_after_saying_why(tmp_path, fake_mirror):
     """The fixture's math RL rows all repeat its benchmark problems, and its code sets have 1-3 tests."""
-    with pytest.raises(ValueError, match="^math_rl, code_rl: every row was dropped .*DATA_CARD.md"):
+    with pytest.raises(ValueError, match="^math_rl, code_rl: every row was dropped .*README.md"):
         build.run(tmp_path / "strict", "mirror")
     assert not list((tmp_path / "strict").glob("*.parquet"))
-    card = (tmp_path / "strict" / "DATA_CARD.md").read_text()
+    card = (tmp_path / "strict" / "README.md").read_text()
     assert "| code_rl | min_tests | too_few_tests | 1 |" in card and "| math_rl | decontaminate_9gram |" in card
     with pytest.raises(ValueError, match="^math_rl: every row was dropped"):
         build.run(tmp_path / "loose", "mirror", min_code_tests=1)
     manifest = json.loads((tmp_path / "loose" / "manifest.json").read_text())
     assert manifest["files"] == {"code_rl.parquet": {"rows": 1, "sha256": build.sha256_file(
         tmp_path / "loose" / "code_rl.parquet")}} and manifest["data_config"]["min_code_tests"] == 1
-    assert "(the paper: 16, docs/paper.md §2.3; overridden here)" in (tmp_path / "loose" / "DATA_CARD.md").read_text()
+    assert "(the paper: 16, docs/paper.md §2.3; overridden here)" in (tmp_path / "loose" / "README.md").read_text()
     with pytest.raises(ValueError, match="SFT prompt sources are hub only"):
         build.run(tmp_path / "sft", "mirror", ["sft"])
 

@@ -13,9 +13,10 @@
   released (docs/paper.md §6).
 
 Every run writes ``DIR/funnel.csv`` (each step's rows in and out and drops by reason), ``DIR/manifest.json`` (the
-data config and its hash, where each source loaded from at which pin, each file's rows and sha256) and
-``DIR/DATA_CARD.md`` (``klear_lib.data.full.card``). ``--dry-run`` prints the sources, where each would load from,
-the filters and the files, and loads nothing. A source that cannot be loaded stops the build naming it.
+data config and its hash, where each source loaded from at which pin, each file's rows and sha256) and the data
+card ``README.md`` in DIR (``klear_lib.data.full.card``; a Hugging Face dataset card is its README). ``--dry-run``
+prints the sources, where each would load from, the filters and the files, and loads nothing. A source that
+cannot be loaded stops the build naming it.
 """
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def dry_run(parts, source: str, cfg, out: Path) -> str:
     files = [FILES[s] for s in ("math_rl", "code_rl") if "rl" in parts] + (["sft_prompts.jsonl"] if "sft" in parts
                                                                            else [])
     lines.append("writes: " + ", ".join(str(out / f) for f in files + ["funnel.csv", "manifest.json",
-                                                                        "DATA_CARD.md"]))
+                                                                        "README.md"]))
     return "\n".join(ln for ln in lines if ln)
 
 
@@ -178,9 +179,10 @@ def run(out: Path, source: str = "hub", parts=None, **overrides) -> dict:
     (out / "funnel.csv").write_text(funnel_csv(funnel))
     info = manifest(parts, source, cfg, splits, out)
     (out / "manifest.json").write_text(json.dumps(info, indent=1, sort_keys=True))
-    (out / "DATA_CARD.md").write_text(card.data_card(splits, funnel, info))
+    (out / "README.md").write_text(card.data_card(splits, funnel, info))
     if empty := [name for name, rows in splits.items() if not rows]:
-        raise ValueError(f"{', '.join(empty)}: every row was dropped (drops by reason in {out / 'DATA_CARD.md'}); "
+        card_path = out / "README.md"
+        raise ValueError(f"{', '.join(empty)}: every row was dropped (drops by reason in the data card {card_path}); "
                          "no file written for it")
     return info
 
