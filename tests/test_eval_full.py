@@ -3,6 +3,7 @@ problems over tensor-parallel engines, the dry run, and engines' shares merged i
 from __future__ import annotations
 
 import functools
+import importlib.util
 from collections import Counter
 import json
 import sys
@@ -142,3 +143,25 @@ def test_a_failed_engine_is_named_with_its_log(tmp_path, monkeypatch):
     monkeypatch.setattr(full, "engine_command", lambda path, e: [sys.executable, "-c", f"raise SystemExit({e})"])
     with pytest.raises(RuntimeError, match=r"engine\(s\) \[1\] failed: see .*engine-1.log; the same command"):
         full.launch(plan, tmp_path / "plan.json")
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed")
+def test_vllm_starts_the_64k_engine_on_a_qwen3_shaped_config(tmp_path):
+    """vLLM takes max_model_len 81920 with the 64K override on a config with Qwen3-8B's 40960 positions (with
+    rope_scaling alone it refuses: configs/eval.py). The tiny base model, given Qwen3-8B's positions and rope_theta."""
+    import shutil
+
+    from klear_lib.evaluation.generation import generate
+    from klear_lib.models import load_or_build
+
+    model = shutil.copytree(load_or_build("tiny"), tmp_path / "qwen3_shaped")
+    config = json.loads((model / "config.json").read_text())
+    config.update(max_position_embeddings=40960, rope_parameters={"rope_theta": 1000000.0, "rope_type": "default"})
+    (model / "config.json").write_text(json.dumps(config))
+    cfg = budget_config("64k")
+    outs = generate(str(model), ["<|im_start|>user\n1+1<|im_end|>\n<|im_start|>assistant\n"], n=2, temperature=0.6,
+                    top_p=0.95, max_new_tokens=8, seed=0, backend="vllm", max_model_len=cfg.max_model_len,
+                    hf_overrides=cfg.hf_overrides)
+    assert len(outs) == 1 and len(outs[0]) == 2
