@@ -13,6 +13,7 @@ export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
 
 .PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval test-real refresh \
+        data-full eval-full \
         ablations stability report clean-artifacts setup-verl test-verl
 
 setup: .venv/.setup-done
@@ -63,6 +64,24 @@ stability: setup
 # table as a static HTML bundle that opens offline: build/report/index.html.
 report: setup
 	$(PY) -m klear_lib.site --preset $(PRESET)
+
+# The full recipe's training files from the released sets at their pinned revisions (docs/full_scale.md §1):
+# math_rl.parquet, code_rl.parquet, sft_prompts.jsonl, with funnel.csv, manifest.json and README.md in DATA_OUT.
+# SOURCE=mirror reads the offline mirror ($KLEAR_BENCHMARKS; RL only); DRY_RUN=1 prints what it would read and write.
+DATA_OUT ?= .artifacts/full/data
+SOURCE ?= hub
+data-full: setup
+	$(PY) -m klear_lib.data.full.build --out $(DATA_OUT) --source $(SOURCE) $(if $(filter 1,$(DRY_RUN)),--dry-run)
+
+# The released checkpoints at one length budget (docs/full_scale.md §4), one vLLM engine per TP GPUs:
+# make eval-full BUDGET=64k GPUS=8 TP=2 [OFFICIAL=1] [DRY_RUN=1]; raw samples and eval.csv in EVAL_OUT.
+BUDGET ?= 32k
+GPUS ?= 8
+TP ?= 2
+EVAL_OUT ?= .artifacts/full/eval
+eval-full: setup
+	$(PY) -m klear_lib.evaluation.full --budget $(BUDGET) --gpus $(GPUS) --tp $(TP) --out $(EVAL_OUT) \
+	  $(if $(filter 1,$(OFFICIAL)),--official-sampling) $(if $(filter 1,$(DRY_RUN)),--dry-run)
 
 # Speed benchmarks: ratios measured side by side, results/perf.csv and its README section.
 bench: setup

@@ -10,7 +10,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from klear_lib.ablations.stats import t_interval  # noqa: E402
 from klear_lib.paths import FIGURES  # noqa: E402
+from klear_lib.results import STAGE_ORDER  # noqa: E402
 
 
 # Human names of run-record columns, for panel titles and axes (a column not listed keeps its own name).
@@ -49,8 +51,6 @@ def training_curves(record: str | Path | pd.DataFrame, columns: Sequence[str], *
 
 def stage_bars(eval_rows: pd.DataFrame, metric: str = "avg@k", title: str = ""):
     """Grouped bars of ``metric`` in % per benchmark and stage, with 95% bootstrap-over-problems whiskers."""
-    from klear_lib.results import STAGE_ORDER
-
     df = eval_rows[eval_rows["metric"] == metric]
     rank = {s: i for i, s in enumerate(STAGE_ORDER)}
     benches = sorted(df["benchmark"].unique())
@@ -116,8 +116,6 @@ def condition_curves(df: pd.DataFrame, columns: Sequence[str], *, x: str = "rl_s
     band; from run records or held-out curve rows (long ``df`` with a ``seed`` column). Values are multiplied by
     ``scale`` (100: fractions drawn as %); ``panel_titles`` maps a column to its panel's title (default: its
     human name, ``label``). Few distinct ``x`` values (held-out checkpoints) are each ticked."""
-    from klear_lib.ablations.stats import t_interval
-
     fig, axes = plt.subplots(1, len(columns), figsize=(3.4 * len(columns), 2.9), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, col in zip(axes[0], columns):

@@ -30,7 +30,8 @@ def test_eval_config_sampling_and_yarn():
     assert (full.temperature, full.top_p, full.k_math, full.k_code) == (0.6, 0.95, 64, 8)
     assert full.hf_overrides is None
     assert get_config("eval", "full", yarn_64k=True).hf_overrides == {
-        "rope_scaling": {"rope_type": "yarn", "factor": 2.5, "original_max_position_embeddings": 32768}}
+        "rope_scaling": {"rope_type": "yarn", "factor": 2.5, "original_max_position_embeddings": 32768},
+        "max_position_embeddings": 81920}  # vLLM's length check reads the scaled length there (configs/eval.py)
     assert bm.samples_per_problem(bm.get_spec("aime24"), full) == 64
     assert bm.samples_per_problem(bm.get_spec("lcb_v5"), full) == 8
 

@@ -128,6 +128,25 @@ def test_a_resumed_run_draws_the_samples_of_an_uninterrupted_one(tmp_path, cfg, 
     assert path.read_bytes() == full.read_bytes()
 
 
+def test_engines_sharing_the_chunks_draw_the_samples_of_one_run(tmp_path, cfg, toy_tokenizer):
+    """A data-parallel engine evaluates its chunks only (``chunks``), each with the seed and problem indices the
+    chunk has in a single run, so the shares together are that run's samples."""
+    harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path / "one", stage="t", generate_fn=SeededGenerator())
+    whole = harness.read_samples(harness.samples_path(tmp_path / "one", "toy_math", "t", "unused"))
+    shares, gens = {}, {}
+    for engine, mine in (("e0", [0, 2]), ("e1", [1])):
+        gens[engine] = SeededGenerator()
+        df = harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path / engine, stage="t", generate_fn=gens[engine],
+                              chunks=mine)
+        shares.update(harness.read_samples(harness.samples_path(tmp_path / engine, "toy_math", "t", "unused")))
+        assert sorted(set(df["problem_index"])) == [i for c in mine for i in range(2 * c, min(2 * c + 2, 5))]
+    assert [s for _, _, s in gens["e0"].calls] == [chunk_seed(cfg, 0), chunk_seed(cfg, 2)]
+    assert shares == whole
+    with pytest.raises(ValueError, match="toy_math: chunks \\[3\\] do not exist: 5 problems make 3 chunks"):
+        harness.evaluate("unused", SPEC, ROWS, cfg, tmp_path / "e2", stage="t", generate_fn=SeededGenerator(),
+                         chunks=[3])
+
+
 def test_a_torn_last_line_is_dropped_and_the_file_rewritten_clean(tmp_path, cfg, toy_tokenizer, caplog):
     """Before, the next append continued the torn line, the joined line did not parse and the run ended in a
     ``KeyError`` for a sample it had just generated."""

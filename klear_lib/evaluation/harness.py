@@ -146,26 +146,34 @@ def _records(spec, stage, rows, prompts, todo_chunk, outs, cfg) -> list[dict]:
 
 
 def evaluate(model_path: str, spec: BenchmarkSpec, rows: Sequence[dict], cfg, out_dir: Path, *,
-             stage: str = "model", revision: str | None = None, generate_fn: Callable = generate) -> pd.DataFrame:
-    """Generate, store and judge k samples per problem; one DataFrame row per (problem, sample)."""
+             stage: str = "model", revision: str | None = None, generate_fn: Callable = generate,
+             chunks: Sequence[int] | None = None) -> pd.DataFrame:
+    """Generate, store and judge k samples per problem; one DataFrame row per (problem, sample).
+
+    ``chunks``: only these of the fixed chunks (``fixed_chunks``; default all), as a data-parallel engine takes
+    its share (``klear_lib.evaluation.full``); a chunk's seed and problem indices are the same whoever runs it."""
     rows = list(rows)[: cfg.max_problems] if cfg.max_problems else list(rows)
     path, k = samples_path(out_dir, spec.name, stage, model_path, revision), samples_per_problem(spec, cfg)
     records, bad = parse_samples(path)
-    chunks = fixed_chunks(len(rows), cfg.chunk_problems)
-    todo = unfinished(rows, k, chunks, {sample_key(r) for r in records})
+    ranges = fixed_chunks(len(rows), cfg.chunk_problems)
+    mine = range(len(ranges)) if chunks is None else sorted(set(chunks))
+    if outside := [c for c in mine if not 0 <= c < len(ranges)]:
+        raise ValueError(f"{spec.name}: chunks {outside} do not exist: {len(rows)} problems make {len(ranges)} "
+                         f"chunks of {cfg.chunk_problems}")
+    todo = [c for c in unfinished(rows, k, ranges, {sample_key(r) for r in records}) if c in mine]
     if todo:
-        clear_unfinished(path, records, bad, {rows[i]["extra_info"]["id"] for c in todo for i in chunks[c]})
+        clear_unfinished(path, records, bad, {rows[i]["extra_info"]["id"] for c in todo for i in ranges[c]})
         prompts = chat_prompts(_tokenizer(model_path, revision), rows)
         for c in tqdm(todo, desc=f"{stage}/{spec.name}", unit="chunk"):
-            group = [(i, list(range(k))) for i in chunks[c]]
-            outs = generate_fn(model_path, [prompts[i] for i in chunks[c]], n=k, temperature=cfg.temperature,
+            group = [(i, list(range(k))) for i in ranges[c]]
+            outs = generate_fn(model_path, [prompts[i] for i in ranges[c]], n=k, temperature=cfg.temperature,
                                top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
                                seed=stable_seed(cfg.seed, "eval", spec.name, stage, c, k),
                                **_generation_options(cfg, revision))
             append_samples(path, _records(spec, stage, rows, prompts, group, outs, cfg))
         records, _ = parse_samples(path)
     done = {sample_key(r): r for r in records}  # a later line wins, as in read_samples
-    keep = [done[(r["extra_info"]["id"], j)] for r in rows for j in range(k)]
+    keep = [done[(rows[i]["extra_info"]["id"], j)] for c in mine for i in ranges[c] for j in range(k)]
     return pd.DataFrame(keep).sort_values(["problem_index", "sample"], ignore_index=True)
 
 
