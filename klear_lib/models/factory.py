@@ -46,6 +46,12 @@ def save(model: PreTrainedModel, tokenizer, path: Path) -> Path:
     return path
 
 
+def weights_dtype(bf16: bool) -> str:
+    """The dtype a trainer loads the policy in: bfloat16 for a bf16 run (DeepSpeed keeps float32 master weights in
+    its optimizer), else float32."""
+    return "bfloat16" if bf16 else "float32"
+
+
 def load(path: str | Path, dtype: str = "float32", revision: str | None = None):
     """``(model, tokenizer)`` from a directory or a hub id (``revision`` pins it); nothing else is fetched."""
     tokenizer = AutoTokenizer.from_pretrained(str(path), revision=revision)
