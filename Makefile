@@ -14,7 +14,8 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval test-real refresh \
         data-full eval-full \
-        ablations stability report clean-artifacts setup-verl test-verl
+        ablations stability report clean-artifacts setup-verl test-verl \
+        setup-deepspeed test-deepspeed
 
 setup: .venv/.setup-done
 
@@ -142,6 +143,24 @@ setup-verl: .venv-verl/.setup-done
 
 test-verl: setup-verl
 	$(VERL_BIN)/pytest -q -p no:cacheprovider tests/test_verl_plugin.py tests/test_losses.py
+
+# DeepSpeed ZeRO-3 on the CPU (tests/test_deepspeed.py: the full path's sharded load and training, 1 and 2 gloo
+# processes, DeepSpeed's CPU accelerator). DeepSpeed beside the kit's own packages, which stay untouched: .venv-ds sees
+# .venv's site-packages through a .pth file; DS_BUILD_OPS=0 compiles no kernels (DeepSpeed builds the one CPU
+# communication op it needs on first use, with the system compiler).
+DS_BIN := .venv-ds/bin
+setup-deepspeed: .venv-ds/.setup-done
+
+.venv-ds/.setup-done: .venv/.setup-done
+	test -x $(DS_BIN)/python || python3 -m venv .venv-ds
+	$(PY) -c "import sysconfig; print(sysconfig.get_path('purelib'))" \
+	  > $$($(DS_BIN)/python -c "import sysconfig; print(sysconfig.get_path('purelib'))")/klear-venv.pth
+	$(DS_BIN)/pip install -q wheel setuptools
+	DS_BUILD_OPS=0 $(DS_BIN)/pip install -q --no-build-isolation deepspeed==0.19.8
+	touch $@
+
+test-deepspeed: setup-deepspeed
+	DS_ACCELERATOR=cpu $(DS_BIN)/python -m pytest -q -p no:cacheprovider tests/test_deepspeed.py
 
 # Every notebook end to end at PRESET=ci (outputs go to a scratch folder, never over the sources).
 test-notebooks: setup

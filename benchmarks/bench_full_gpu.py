@@ -130,7 +130,8 @@ def trainer_pair(model, tokenizer, args, out_dir: Path) -> dict:
     overrides = dict(per_device_train_batch_size=args.train_batch, gradient_accumulation_steps=1,
                      steps_per_generation=8, max_completion_length=args.train_completion_len, use_vllm=False,
                      save_strategy="no", disable_tqdm=True, use_cpu=not torch.cuda.is_available(),
-                     bf16=args.dtype == "bfloat16", gradient_checkpointing=not args.no_checkpointing)
+                     bf16=args.dtype == "bfloat16", gradient_checkpointing=not args.no_checkpointing,
+                     deepspeed=None)  # one GPU, one process: no ZeRO-3
     gppo_cfg = gppo_args(get_config("rl_math", "full"), out_dir / "gppo", **overrides)
     shared = {k: getattr(gppo_cfg, k) for k in ("epsilon", "epsilon_high", "num_generations", "learning_rate",
                                                 "max_completion_length", "per_device_train_batch_size",

@@ -8,6 +8,7 @@ NOTEBOOKS = REPO / "notebooks"
 RESULTS = REPO / "results"
 FIGURES = RESULTS / "figures"
 DATA_CARDS = REPO / "data_cards"
+DEEPSPEED_CONFIGS = REPO / "configs" / "deepspeed"
 
 
 def results_dir(preset: str) -> Path:

@@ -350,14 +350,14 @@ def test_full_preset_at_256_ranks_maps_to_padded_updates(tmp_path, monkeypatch):
     a rank, 128 groups trained; GRPOConfig reads the world size from accelerate."""
     monkeypatch.setattr(GRPOConfig, "world_size", property(lambda self: 256), raising=False)
     args = gppo_args(get_config("rl_math", "full", world_size=256), tmp_path, bf16=False, use_cpu=True,
-                     use_vllm=False)
+                     use_vllm=False, deepspeed=None)
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.steps_per_generation) == (1, 1, 8)
     assert (args.oversample, args.keep_groups, args.generation_batch_size) == (1, 128, 256 * 8)
 
 
 def test_full_preset_maps_to_the_paper_recipe(tmp_path):
     cfg = get_config("rl_math", "full", world_size=32)
-    args = gppo_args(cfg, tmp_path, bf16=False, use_cpu=True, use_vllm=False)
+    args = gppo_args(cfg, tmp_path, bf16=False, use_cpu=True, use_vllm=False, deepspeed=None)
     assert args.per_device_train_batch_size * 32 * args.gradient_accumulation_steps == 16 * 8  # mini-batch
     assert args.steps_per_generation // args.gradient_accumulation_steps == 8  # updates per step (docs/paper.md §2.4)
     assert (args.policy_loss, args.epsilon, args.epsilon_high, args.beta, args.sft_alpha) == ("gppo", 0.2, 0.28,

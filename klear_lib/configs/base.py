@@ -4,9 +4,9 @@ Each stage module defines one frozen dataclass and a ``PRESETS`` dict ``{"ci": .
 Fields carry ``metadata={"kind": "algorithm"}`` when they are part of the method (clip bounds, alpha, reward
 shaping, sampling parameters): those must be equal across presets, and a test checks it. Every other field is a
 scale field (sizes, steps, devices, data sources) and may differ. Two kinds are left out of the hash: a ``layout``
-field says how one global batch is spread over ranks or micro-batches (the batch it spreads is hashed; only the
-order of floating-point sums depends on it), a ``shown`` field what a notebook adds to its report (each result row
-names its benchmark).
+field says how one global batch, or the model's weights and optimizer state (DeepSpeed ZeRO), is spread over ranks
+or micro-batches (what it spreads is hashed; only the order of floating-point sums depends on it), a ``shown``
+field what a notebook adds to its report (each result row names its benchmark).
 
 A field added after results were stored under the hash is declared with ``added``: it enters the hash only when its
 value differs from its default. Its default must be what the code did before the field existed (a test checks each

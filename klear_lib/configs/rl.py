@@ -55,6 +55,7 @@ class RLConfig:
     gradient_accumulation_steps: int = 1  # micro-batches per update on one process (memory only; the update is
                                           # the same); get_config(..., world_size=N) hands them to N ranks
     world_size: int = layout(1)           # ranks; set by get_config(..., world_size=N), never by hand
+    deepspeed: str | None = layout(None)  # configs/deepspeed/<name>.json (full: ZeRO-3); None: whole copies per rank
     max_steps: int = 100                  # RL steps (generation batches)
     max_prompt_length: int = 128          # longer prompts: see long_prompts
     long_prompts: str = added("drop", kind="algorithm")  # "drop" (counted in the log): the paper only gives the 4K
@@ -149,6 +150,8 @@ PRESETS = {
         vllm_gpu_memory_utilization=0.5,  # UNVERIFIED: verl used 0.8 with offloading; colocated TRL needs room
         save_steps=5,                     # docs/paper.md §2.4 save every 5 steps
         code_timeout_s=35.0,              # docs/paper.md §2.5 official default per test
+        deepspeed="zero3",                # UNVERIFIED: the official run sharded with verl FSDP (docs/paper.md §2.4);
+                                          # ZeRO-3 is TRL's counterpart, our choice
     ),
 }
 

@@ -22,6 +22,8 @@ class SFTConfig:
     group_overhead: int = layout(64)      # padded positions one more micro-batch is worth: measured ~110 at tiny
                                           # (9 ms a call, 80 us a position, 1 thread); 64 keeps padding under 5%
                                           # (3.8%, 9.6 calls a batch; 128: 5.8%, 7.1 calls; results/LOG.md)
+    deepspeed: str | None = layout(None)  # configs/deepspeed/<name>.json: how weights, gradients and optimizer
+                                          # state are spread over ranks (full: ZeRO-3); None: whole copies
     warmup_ratio: float = 0.03            # UNVERIFIED in the paper; our choice
     weight_decay: float = 0.0             # UNVERIFIED in the paper; our choice
     max_length: int = 512
@@ -50,5 +52,6 @@ PRESETS = {
         warmup_ratio=0.03,                # UNVERIFIED: our choice
         weight_decay=0.0,                 # UNVERIFIED: our choice (AdamW)
         bf16=True, use_cpu=False, save_steps=500,
+        deepspeed="zero3",                # UNVERIFIED: the paper names no SFT framework (docs/paper.md §2.2); ours
     ),
 }

@@ -7,11 +7,15 @@ scaled by ``updates_per_step`` here and nowhere else. TRL's own ``loss_type`` is
 The table holds no TRL import, so the layout of a launch can be checked without torch. A padded RL layout
 (``RLConfig.padded``, more ranks than rollouts in an update) becomes ``oversample=1`` with ``keep_groups`` set: the
 ranks generate the oversampled batch one group each, and the trainer picks the groups to train over all ranks.
+A ``deepspeed`` config name becomes TRL's ``deepspeed`` argument, the file's path: building the TRL arguments then
+installs the ZeRO-3 hook that ``from_pretrained`` reads, so the trainers create the model after them.
 """
 from __future__ import annotations
 
 from operator import attrgetter
 from typing import Any, Callable
+
+from klear_lib.paths import DEEPSPEED_CONFIGS
 
 Value = Callable[[Any], Any]
 
@@ -29,6 +33,18 @@ def per_update(name: str) -> Value:
 def const(value: Any) -> Value:
     """A value the recipe fixes (not a config field)."""
     return lambda cfg: value
+
+
+def deepspeed_file(name: str | None) -> str | None:
+    """The path of ``configs/deepspeed/<name>.json`` (None for None); a name with no such file raises naming those
+    that exist."""
+    if name is None:
+        return None
+    path = DEEPSPEED_CONFIGS / f"{name}.json"
+    if not path.is_file():
+        known = sorted(p.stem for p in DEEPSPEED_CONFIGS.glob("*.json"))
+        raise FileNotFoundError(f"no DeepSpeed config {name!r} in {DEEPSPEED_CONFIGS}; known: {known}")
+    return str(path)
 
 
 # TRL argument -> how it comes from RLConfig (docs/paper.md §2.4 for the values).
@@ -60,6 +76,7 @@ RL_FIELDS: dict[str, Value] = {
     "vllm_gpu_memory_utilization": same("vllm_gpu_memory_utilization"),
     "vllm_max_model_length": lambda cfg: cfg.max_prompt_length + cfg.max_completion_length,
     "save_only_model": const(False), "report_to": const("none"), "logging_steps": const(1),
+    "deepspeed": lambda cfg: deepspeed_file(cfg.deepspeed),
 }
 
 # TRL argument -> how it comes from SFTConfig (docs/paper.md §2.2): cosine decay to min_lr_ratio x the peak LR.
@@ -78,7 +95,7 @@ SFT_FIELDS: dict[str, Value] = {
     "full_determinism": same("use_cpu"),  # bit-reproducible CPU runs (tiny)
     "save_strategy": const("steps"), "save_steps": same("save_steps"), "save_total_limit": const(2),
     "logging_steps": const(1), "report_to": const("none"), "disable_tqdm": const(False),
-    "dataloader_num_workers": const(0),
+    "dataloader_num_workers": const(0), "deepspeed": lambda cfg: deepspeed_file(cfg.deepspeed),
 }
 
 

@@ -14,6 +14,7 @@ from klear_lib.models.tokenizer import build_tokenizer
 from klear_lib.seeding import stable_seed
 
 log = logging.getLogger(__name__)
+QWEN3_8B_VOCAB = 151936  # Qwen3-8B(-Base) config.json "vocab_size"
 
 
 def qwen3_config(cfg: ModelConfig, tokenizer) -> Qwen3Config:
@@ -25,6 +26,18 @@ def qwen3_config(cfg: ModelConfig, tokenizer) -> Qwen3Config:
         max_position_embeddings=cfg.max_position_embeddings, tie_word_embeddings=True,
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
     )
+
+
+def qwen3_8b_config(tokenizer, layers: int | None = None) -> Qwen3Config:
+    """A ``Qwen3Config`` of Qwen3-8B's shape (the ``full`` model preset; ``layers`` overrides the depth) with its
+    vocabulary and untied embeddings (Qwen3-8B-Base's config.json: vocab_size 151936, tie_word_embeddings false,
+    rope_theta 1e6); ``tokenizer`` should hold 151,936 tokens (``build_tokenizer(QWEN3_8B_VOCAB)``)."""
+    depth = {"num_hidden_layers": layers} if layers else {}
+    config = qwen3_config(get_config("model", "full", **depth), tokenizer)
+    config.vocab_size, config.tie_word_embeddings = QWEN3_8B_VOCAB, False
+    config.rope_parameters = {"rope_type": "default", "rope_theta": 1e6}
+    config.architectures = ["Qwen3ForCausalLM"]  # vLLM picks the model class from this
+    return config
 
 
 def build_model(cfg: ModelConfig, tokenizer) -> Qwen3ForCausalLM:
@@ -44,6 +57,12 @@ def save(model: PreTrainedModel, tokenizer, path: Path) -> Path:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def weights_dtype(bf16: bool) -> str:
+    """The dtype a trainer loads the policy in: bfloat16 for a bf16 run (DeepSpeed keeps float32 master weights in
+    its optimizer), else float32."""
+    return "bfloat16" if bf16 else "float32"
 
 
 def load(path: str | Path, dtype: str = "float32", revision: str | None = None):

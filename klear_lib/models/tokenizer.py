@@ -28,9 +28,14 @@ CHAT_TEMPLATE = (
 )
 
 
-def build_tokenizer() -> PreTrainedTokenizerFast:
-    """A character-level tokenizer with Qwen3's chat tokens; deterministic, no training data needed."""
-    vocab = {tok: i for i, tok in enumerate([PAD, IM_START, IM_END, UNK] + ALPHABET)}
+def build_tokenizer(vocab_size: int | None = None) -> PreTrainedTokenizerFast:
+    """A character-level tokenizer with Qwen3's chat tokens; deterministic, no training data needed.
+
+    ``vocab_size`` pads the vocabulary with filler tokens that no text produces, so that a model of a real
+    vocabulary's shape (Qwen3-8B's 151,936) decodes every id it samples (scripts/gpu_check.py)."""
+    tokens = [PAD, IM_START, IM_END, UNK] + ALPHABET
+    tokens += [f"<|filler{i}|>" for i in range((vocab_size or 0) - len(tokens) - len(THINK_TAGS))]
+    vocab = {tok: i for i, tok in enumerate(tokens)}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
     core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     core.decoder = decoders.Fuse()

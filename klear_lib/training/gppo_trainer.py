@@ -51,6 +51,7 @@ from klear_lib.configs.base import parse_overrides
 from klear_lib.configs.rl import RLConfig
 from klear_lib.configs.trl import RL_FIELDS, check_trl_only, trl_kwargs
 from klear_lib.losses.policy import PER_TOKEN, clip_diagnostics, sft_nll_loss
+from klear_lib.models import weights_dtype
 from klear_lib.seeding import stable_seed
 from klear_lib.training.checkpoints import CheckpointMarker, last_complete
 from klear_lib.training.overhead import lean
@@ -434,6 +435,8 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     ``train_rows``: verl-schema dicts (``prompt``, ``reward_model``, ``extra_info``, ...); ``reward``: "math" or
     "code"; ``run_record``: CSV path or None; ``overrides`` go to ``GPPOConfig`` (e.g. ``vllm_mode="server"``).
     """
+    # The arguments come first: under rl_cfg.deepspeed they hold the ZeRO-3 config by which GRPOTrainer.__init__'s
+    # from_pretrained (after them, as the model is passed by path) loads each rank's shard only.
     args = gppo_args(rl_cfg, output_dir, **overrides)
     tokenizer = AutoTokenizer.from_pretrained(str(model_path))
     rows = [training_view(r) for r in validate_rl_rows(list(train_rows))]
@@ -443,8 +446,7 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
                                    tag_shaping=rl_cfg.tag_shaping, timeout_s=rl_cfg.code_timeout_s)
     record = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg))] if run_record else []
     callbacks = [CheckpointMarker(), *record]  # resume trusts only checkpoints the marker vouches for
-    dtype = "bfloat16" if rl_cfg.bf16 else "float32"
-    args.model_init_kwargs = {**(args.model_init_kwargs or {}), "dtype": dtype}
+    args.model_init_kwargs = {**(args.model_init_kwargs or {}), "dtype": weights_dtype(rl_cfg.bf16)}
     return lean(GPPOTrainer(str(model_path), reward_funcs=[reward_func], args=args,
                                       train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                                       callbacks=callbacks))

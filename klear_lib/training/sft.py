@@ -25,7 +25,7 @@ from klear_lib.configs import config_hash, get_config
 from klear_lib.configs.base import parse_overrides
 from klear_lib.configs.sft import SFTConfig
 from klear_lib.configs.trl import SFT_FIELDS, trl_kwargs
-from klear_lib.models import load
+from klear_lib.models import load, weights_dtype
 from klear_lib.training.checkpoints import CheckpointMarker, last_complete
 from klear_lib.training.overhead import lean
 from klear_lib.training.run_record import SFT_KEYS, RunRecord
@@ -132,15 +132,17 @@ def train_sft(cfg: SFTConfig, model_path: str, rows: list[dict], output_dir: Pat
     """Train, resuming from the last complete checkpoint in ``output_dir``; save the final model in
     ``output_dir/final``.
 
-    ``stop_at_step`` saves a checkpoint and stops there, as a run killed midway (used to test resumption).
+    ``stop_at_step`` saves a checkpoint and stops there, as a run killed midway (used to test resumption). The model
+    is created after TRL's arguments, so that under ``cfg.deepspeed`` (ZeRO-3 at full) each rank loads only its
+    shard, in bf16 when ``cfg.bf16``; without DeepSpeed (ci, tiny) it loads whole, in float32.
     """
     output_dir = Path(output_dir)
     final = output_dir / "final"
     if artifacts.is_complete(final):
         return final
     resume = last_complete(output_dir)  # first: a damaged checkpoint fails before the model loads
-    model, tokenizer = load(model_path)
-    args = trl_args(cfg, output_dir)
+    args = trl_args(cfg, output_dir)  # before the model: under cfg.deepspeed it holds the ZeRO-3 config
+    model, tokenizer = load(model_path, weights_dtype(cfg.bf16))
     record = [RunRecord(record_path, None, config_hash(cfg), SFT_KEYS)] if record_path else []
     callbacks = [CheckpointMarker(), *record, *([StopAt(stop_at_step)] if stop_at_step else [])]
     grouped = {"overhead": cfg.group_overhead} if cfg.length_grouping else {}
