@@ -103,7 +103,8 @@ def ablation_bars(summary: pd.DataFrame, metric: str = "avg@k", title: str = "")
     if empty:
         note += f"; {', '.join(empty)} left out: 0 for every run"
     ax.set_title(f"{title}\n{note}" if title else note, fontsize=9)
-    ax.legend(fontsize=7, ncol=2)
+    if benches:  # every benchmark at 0: no bar, no legend
+        ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     return fig
 
