@@ -151,7 +151,7 @@ def unit_records(root: Path, unit: dp_plan.Unit, rows: list[dict], cfg, strict: 
     k = samples_per_problem(get_spec(unit.benchmark), cfg)
     path = samples_path(chunk_dir(root, unit.chunk), unit.benchmark, checkpoint_label(unit.model), unit.model,
                         unit.revision)
-    done = {sample_key(r): r for r in (parse_samples(path)[0] if strict else _quiet_records(path))}
+    done = {sample_key(r): r for r in parse_samples(path, warn=strict)[0]}
     keys = [(rows[i]["extra_info"]["id"], j) for i in range(unit.first, unit.last) for j in range(k)]
     if all(key in done for key in keys):
         return [done[key] for key in keys]
@@ -159,19 +159,6 @@ def unit_records(root: Path, unit: dp_plan.Unit, rows: list[dict], cfg, strict: 
         raise RuntimeError(f"{unit.model} {unit.benchmark} chunk {unit.chunk}: samples missing in {path}; run the "
                            "command again to finish it")
     return None
-
-
-def _quiet_records(path: Path) -> list[dict]:
-    """Records of a file another process may be appending to, without the torn-line warning."""
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return [r for r in out if isinstance(r, dict) and "problem_id" in r and "sample" in r]
 
 
 def run_engine(plan_path: Path, engine: int) -> None:

@@ -54,9 +54,10 @@ def sample_key(rec: dict) -> tuple[str, int]:
     return rec["problem_id"], int(rec["sample"])
 
 
-def parse_samples(path: Path) -> tuple[list[dict], int]:
+def parse_samples(path: Path, warn: bool = True) -> tuple[list[dict], int]:
     """The sample records stored at ``path`` in file order, and how many lines did not parse (a write cut short);
-    those are dropped with one warning naming the file and the count."""
+    those are dropped with one warning naming the file and the count (``warn=False``: silently, for a file another
+    process may still be appending to)."""
     if not Path(path).exists():
         return [], 0
     records, bad = [], 0
@@ -67,7 +68,7 @@ def parse_samples(path: Path) -> tuple[list[dict], int]:
             records.append(rec)
         except (ValueError, KeyError, TypeError):
             bad += 1
-    if bad:
+    if bad and warn:
         log.warning("%s: dropped %d unparsable line(s), from a write cut short; their samples are generated again",
                     path, bad)
     return records, bad
