@@ -287,8 +287,8 @@ class Family:
             runs = self.run_experiment(preset, exp, seeds, path=path)  # all stored now: no run
         return runs
 
-    def run(self, preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | str | None = None,
-            retrain: bool = False, workers: int = 1, reported: pd.DataFrame | None = None) -> pd.DataFrame:
+    def runs(self, preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | str | None = None,
+             retrain: bool = False, workers: int = 1, reported: pd.DataFrame | None = None) -> pd.DataFrame:
         """A notebook's ``SEEDS`` parameter as a call: ``None`` runs to a decision (``run_to_decision``); "stored",
         a count or a list of seeds runs exactly those (``run_experiment``)."""
         if seeds is None:
