@@ -73,6 +73,175 @@ def seed_gains_section(preset: str = "tiny") -> str:
     return f"{note}\n\n{markdown_table(table)}"
 
 
+def standing_section(preset: str = "tiny") -> str:
+    """Where the study stands, in bullets whose every number is read from the table each one names; a bullet whose
+    table is missing is left out."""
+    parts = (_headline(preset), _claims_summary(preset), _rl_claims(preset), _fig2_arms(preset),
+             _dgpo_gradients(preset), _self_verification(preset))
+    bullets = [f"- {p}" for p in parts if p]
+    return "\n".join(bullets) or f"_No results at `{preset}` yet: run `make reproduce` and `make ablations`._"
+
+
+def _pts(v: float, scale: float = 100) -> str:
+    return f"{scale * v:+.1f}".replace("-", "−")
+
+
+def _ci(lo: float, hi: float, scale: float = 100) -> str:
+    return f"[{_pts(lo, scale)}, {_pts(hi, scale)}]"
+
+
+def _headline(preset: str) -> str | None:
+    """The main job's math-RL gain on ``tiny_aime`` over RL seeds, and what math and code RL did to ``tiny_lcb``."""
+    gains_path, eval_path = results_dir(preset) / "eval_seed_gains.csv", eval_csv(preset)
+    if not (gains_path.exists() and eval_path.exists()):
+        return None
+    gains = tables.read(EVAL_SEED_GAINS, gains_path).set_index(["benchmark", "before", "after"])
+    if ("tiny_aime", "sft", "rl_math") not in gains.index:
+        return None
+    eval_ = tables.read(EVAL, eval_path)
+    sft = eval_[(eval_["benchmark"] == "tiny_aime") & (eval_["metric"] == "avg@k") & (eval_["stage"] == "sft")]
+    if sft.empty:
+        return None
+    g, start = gains.loc[("tiny_aime", "sft", "rl_math")], sft["mean"].iloc[0]
+    per_seed = ", ".join(_pts(float(v)) for v in str(g["per_seed"]).split(";"))
+    # every RL seed starts from the one SFT model and is read on its problems: the seeds' mean is start + mean gain
+    text = (f"**GPPO math RL lifts the held-out `tiny_aime` by {_pts(g['gain'])} points {_ci(g['ci_low'], g['ci_high'])}"
+            f" over {int(g['n_seeds'])} RL seeds** from the one SFT model (avg@{int(sft['k'].iloc[0])} "
+            f"{100 * start:.1f}% → {100 * (start + g['gain']):.1f}%, the mean over seeds; per seed {per_seed}; "
+            f"the interval resamples seeds and problems together, a t-interval over the seeds alone gives "
+            f"{_ci(g['seed_ci_low'], g['seed_ci_high'])}).")
+    lcb = [gains.loc[key] for key in (("tiny_lcb", "sft", "rl_math"), ("tiny_lcb", "rl_math", "rl_code"))
+           if key in gains.index]
+    if len(lcb) == 2:
+        by_seed = [", ".join(_pts(float(v)) for v in str(r["per_seed"]).split(";")) for r in lcb]
+        text += f" On `tiny_lcb`, per seed, math RL moves it by {by_seed[0]} points and code RL then by {by_seed[1]}."
+    return text + f" (`{_rel(gains_path)}`, `{_rel(eval_path)}`)"
+
+
+def _claims_summary(preset: str) -> str | None:
+    """Verdict counts per claim family, the decided claims by name, the range of what the undecided ones need."""
+    claims = _claims(preset)
+    if claims is None:
+        return None
+    run = claims[claims["verdict"] != C.NOT_RUN]
+    counts = []
+    for family, rows in run.groupby("family", sort=False):
+        tally = ", ".join(f"{n} {v}" for v, n in rows["verdict"].value_counts().sort_index().items())
+        counts.append(f"{family.upper()} {len(rows)} ({tally})")
+    decided = run[run["verdict"].isin(["replicated", "opposite"])]
+    named = "; ".join(f"{r.table} {r.better} > {r.worse} on `{r.benchmark}` is *{r.verdict}*: "
+                      f"{_pts(r.ours_diff_pts, 1)} {_ci(r.ci_low_pts, r.ci_high_pts, 1)} at {int(r.n_seeds)} seeds "
+                      f"(paper {_pts(r.paper_diff_pts, 1)})" for r in decided.itertuples())
+    under = run[run["verdict"] == "underpowered"]
+    text = f"**{len(run)} claims run**: " + "; ".join(counts) + "."
+    if named:
+        text += f" Decided: {named}."
+    if len(under):
+        need = under["seeds_needed"].dropna()
+        text += (f" The {len(under)} underpowered ones could detect {under['mde_pts'].min():.1f}–"
+                 f"{under['mde_pts'].max():.1f} points at their seeds"
+                 + (f" and would need {int(need.min())}–{int(need.max())} seeds per arm for the claimed size"
+                    if len(need) else "") + ".")
+    no_effect = run[run["verdict"] == "no effect of the paper's size"]
+    if len(no_effect):
+        text += (" The *no effect of the paper's size* ones are on "
+                 + ", ".join(f"`{b}` ({n})" for b, n in no_effect["benchmark"].value_counts().sort_index().items())
+                 + ", where the SFT ablations' models score "
+                 + f"{no_effect[['ours_better_pct', 'ours_worse_pct']].min().min():.1f}–"
+                 + f"{no_effect[['ours_better_pct', 'ours_worse_pct']].max().max():.1f}% (a floor says as much "
+                 "about the benchmark as about the data).")
+    return text + f" (`{_rel(C.claims_csv(preset))}`)"
+
+
+def _rl_claims(preset: str) -> str | None:
+    """Each RL claim's paired difference, seeds, MDE and the seeds the claimed size needs."""
+    claims = _claims(preset)
+    if claims is None:
+        return None
+    rl = claims[(claims["family"] == "rl") & (claims["verdict"] != C.NOT_RUN)]
+    if rl.empty:
+        return None
+    items = [f"{r.table} {r.better} > {r.worse} {_pts(r.ours_diff_pts, 1)} {_ci(r.ci_low_pts, r.ci_high_pts, 1)} "
+             f"at {int(r.n_seeds)} seeds ({r.source} {_pts(r.paper_diff_pts, 1)}; *{r.verdict}*"
+             + (f", MDE {r.mde_pts:.1f}, {int(r.seeds_needed)} seeds would decide it"
+                if r.verdict == "underpowered" and pd.notna(r.seeds_needed) else "") + ")"
+             for r in rl.itertuples()]
+    return ("**The RL claims**, Δ in points with its paired 95% interval: " + "; ".join(items)
+            + f". (`{_rel(C.claims_csv(preset))}`)")
+
+
+def _fig2_arms(preset: str) -> str | None:
+    """Fig. 2's arms: mean held-out avg@k over their seeds."""
+    from klear_lib.ablations import rl
+    path = rl.RL.csv(preset).with_name(f"{rl.RL.csv(preset).stem}_summary.csv")
+    if not path.exists():
+        return None
+    summary = tables.read(rl.RL.summary, path)
+    fig2 = summary[(summary["experiment"] == "fig2") & (summary["metric"] == "avg@k")
+                   & (summary["benchmark"] == "tiny_aime")]
+    if fig2.empty:
+        return None
+    arms = ", ".join(f"`{r.condition}` {100 * r.mean:.1f}%" for r in fig2.itertuples())
+    lo, hi = int(fig2["n_seeds"].min()), int(fig2["n_seeds"].max())
+    return (f"**Figure 2's arms**, held-out `tiny_aime` avg@{int(fig2['k'].iloc[0])} over "
+            f"{lo if lo == hi else f'{lo}–{hi}'} seeds: {arms}. (`{_rel(path)}`)")
+
+
+def _dgpo_gradients(preset: str) -> str | None:
+    """DGPO's divergence argument read in Fig. 2's run records: the largest |F·A| on clipped tokens and the rest."""
+    from klear_lib.ablations import rl
+    from klear_lib.ablations import rl_runs as R
+    if not rl.RL.csv(preset).exists():
+        return None
+    runs = rl.RL.current_rows(preset)
+    runs = runs[runs["experiment"] == "fig2"]
+    if runs.empty:
+        return None
+    ext = R.gradient_extremes(rl.records(preset, runs)).set_index("condition")
+    if "gppo" not in ext.index:
+        return None
+    g = ext.loc["gppo"]
+    shows = "shows" if g["worst_fa_clipped"] > g["worst_fa_rest"] else "does not show"
+    text = (f"**DGPO's blow-up {shows} in the runs**: over {int(g['seeds'])} seeds the largest per-token |F·A| "
+            f"GPPO keeps on clipped tokens is {g['max_fa_clipped']:.2f} on average ({g['worst_fa_clipped']:.2f} at "
+            f"worst), against {g['max_fa_rest']:.2f} ({g['worst_fa_rest']:.2f}) on the other tokens, and clipped "
+            f"tokens carry {100 * g['clipped_norm_share']:.1f}% of the log-prob gradient norm")
+    if "gppo_b0.25" in ext.index:
+        text += f" ({100 * ext.loc['gppo_b0.25', 'clipped_norm_share']:.1f}% at β_low = 0.25)"
+    return text + f". (`{_rel(rl.record_path(preset, rl.RL.get_experiment('fig2').condition('gppo'), 0).parent)}/`)"
+
+
+def _self_verification(preset: str) -> str | None:
+    """Table 3's rank-1 teacher: how often its code student writes checks, how many hold, and the student without."""
+    from klear_lib.ablations import sft
+    styles_path = sft.SFT.csv(preset).with_name(f"{sft.SFT.csv(preset).stem}_styles.csv")
+    if not (styles_path.exists() and sft.SFT.csv(preset).exists()):
+        return None
+    styles = pd.read_csv(styles_path)
+    rank1 = styles[(styles["experiment"] == "table3") & (styles["condition"] == "rank1")
+                   & (styles["benchmark"] == "tiny_lcb")]
+    contrast = sft.SFT.contrast(sft.SFT.aggregate(sft.SFT.current_rows(preset)), "table3", "rank1/no_checks", "rank1")
+    contrast = contrast[contrast["benchmark"] == "tiny_lcb"]
+    if rank1.empty or contrast.empty:
+        return None
+    c = contrast.iloc[0]
+    return (f"**Table 3's rank-1 teacher and self-verification**: its code student writes "
+            f"checks in {100 * rank1['check'].mean():.0f}% of its answers, and {100 * rank1['check_true'].mean():.1f}% "
+            f"of the checks are true; trained on the same traces with the checks taken out (a condition beyond the "
+            f"paper) the student gains {_pts(c['diff'])} points {_ci(c['ci_low'], c['ci_high'])} on `tiny_lcb` over "
+            f"{int(c['n_seeds'])} seeds (Welch). (`{_rel(styles_path)}`, `{_rel(sft.SFT.csv(preset))}`)")
+
+
+def _claims(preset: str) -> pd.DataFrame | None:
+    path = C.claims_csv(preset)
+    return tables.read(C.CLAIMS, path) if path.exists() else None
+
+
+def _rel(path: Path) -> str:
+    path = Path(path)
+    return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.as_posix()
+
+
 def claims_section(preset: str = "tiny") -> str:
     """The claims (Tables 2-6, Figures 2-5, DGPO's) with the claimed difference, ours, the power and the decision,
     from claims.csv."""
@@ -141,7 +310,7 @@ def sources_section(preset: str = "tiny") -> str:
     return f"{note}\n\n{markdown_table(pd.DataFrame(recs))}"
 
 
-SECTIONS = {"results": results_section, "seed_gains": seed_gains_section, "claims": claims_section,
+SECTIONS = {"standing": standing_section, "results": results_section, "seed_gains": seed_gains_section, "claims": claims_section,
             "stability": stability_section,
             "sources": sources_section}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from klear_lib.configs import PRESET_NAMES, STAGES, algorithm_fields, config_hash, get_config
+from klear_lib.configs import PRESET_NAMES, STAGES, algorithm_fields, config_hash, describe, get_config
 from klear_lib.configs.__main__ import main as config_cli
 from klear_lib.configs.base import IF_CHANGED, LayoutError, spread, to_dict
 from klear_lib.configs.trl import RL_FIELDS, SFT_FIELDS, check_trl_only, trl_kwargs
@@ -223,3 +223,14 @@ def test_config_cli_prints_the_layout(capsys):
     assert capsys.readouterr().out.strip() == "gradient_accumulation_steps=8 per_device_rollouts=1"
     with pytest.raises(SystemExit):
         config_cli(["rl_math", "full", "--set", "no_such_field=1"])
+
+
+def test_describe_puts_each_shown_field_on_its_own_line():
+    cfg = get_config("rl_math", "tiny")
+    text = describe(cfg)
+    lines = text.splitlines()
+    assert lines[0] == "RLConfig"
+    shown = [f.name for f in dataclasses.fields(cfg) if f.repr]
+    assert [line.split()[0] for line in lines[1:] if not line.startswith(" " * 4)] == shown
+    assert "world_size" not in text  # a layout field stays out, as in the repr
+    assert all(len(line) <= 110 for line in lines)

@@ -76,3 +76,34 @@ def test_seed_gains_section_reads_the_stored_gains_and_the_results_section_the_m
                  tmp_path / "eval.csv")
     text = report.results_section("tiny")
     assert "| rl_math | tiny_aime |" in text and "rl_math-s1" not in text  # the other seeds: the section above
+
+
+def test_standing_section_reads_each_number_from_the_table_it_names(monkeypatch, tmp_path):
+    from klear_lib import report, tables
+    from klear_lib.results import EVAL, EVAL_SEED_GAINS
+
+    for module in ("klear_lib.report", "klear_lib.ablations.claims", "klear_lib.ablations.family"):
+        monkeypatch.setattr(f"{module}.results_dir", lambda preset: tmp_path)
+    monkeypatch.setattr(report, "eval_csv", lambda preset: tmp_path / "eval.csv")
+    assert report.standing_section("tiny").startswith("_No results at `tiny` yet")
+    tables.write(EVAL_SEED_GAINS, pd.DataFrame([{
+        "benchmark": "tiny_aime", "before": "sft", "after": "rl_math", "n_seeds": 3, "gain": 0.021, "ci_low": -0.004,
+        "ci_high": 0.05, "seed_ci_low": -0.02, "seed_ci_high": 0.06, "n_problems": 200,
+        "per_seed": "0.0184;0.0300;0.0146", "significant": False}]), tmp_path / "eval_seed_gains.csv")
+    row = {"benchmark": "tiny_aime", "metric": "avg@k", "k": 16, "mean": 0.04, "stderr": 0.01, "ci_low": 0.03,
+           "ci_high": 0.05, "n_problems": 200, "n_samples": 3200, "seed": 0, "config_hash": "h", "model": "m"}
+    tables.write(EVAL, pd.DataFrame([{**row, "stage": "sft"}]), tmp_path / "eval.csv")
+    text = report.standing_section("tiny")
+    assert text.count("\n- ") == 0 and text.startswith("- **GPPO math RL lifts")  # only the bullet with its tables
+    assert "by +2.1 points [−0.4, +5.0] over 3 RL seeds" in text and "avg@16 4.0% → 6.1%" in text
+    assert "per seed +1.8, +3.0, +1.5" in text and "gives [−2.0, +6.0]" in text
+    assert text.endswith(f"(`{tmp_path / 'eval_seed_gains.csv'}`, `{tmp_path / 'eval.csv'}`)")
+
+
+def test_readme_standing_section_is_current():
+    from klear_lib.paths import REPO
+    from klear_lib.report import standing_section
+
+    text = (REPO / "README.md").read_text()
+    body = text.split("<!-- standing:start -->")[1].split("<!-- standing:end -->")[0]
+    assert body.strip() == standing_section().strip(), "README 'Where the study stands' is stale: run `make readme`"

@@ -287,6 +287,14 @@ class Family:
             runs = self.run_experiment(preset, exp, seeds, path=path)  # all stored now: no run
         return runs
 
+    def runs(self, preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | str | None = None,
+             retrain: bool = False, workers: int = 1, reported: pd.DataFrame | None = None) -> pd.DataFrame:
+        """A notebook's ``SEEDS`` parameter as a call: ``None`` runs to a decision (``run_to_decision``); "stored",
+        a count or a list of seeds runs exactly those (``run_experiment``)."""
+        if seeds is None:
+            return self.run_to_decision(preset, experiment, retrain=retrain, workers=workers, reported=reported)
+        return self.run_experiment(preset, experiment, seeds, retrain=retrain, workers=workers)
+
     def _context(self, preset: str, seeds: list[int], path: Path, todo: list[tuple]):
         """The context the due runs share (``setup``), once ``prepare`` has done their shared work here."""
         context = self.setup(preset, seeds, path)

@@ -16,7 +16,7 @@ from typing import Any
 
 from klear_lib.configs import data, model, rl, sft, traces
 from klear_lib.configs import eval as eval_
-from klear_lib.configs.base import algorithm_fields, config_hash, resolve, spread, to_dict, with_overrides
+from klear_lib.configs.base import algorithm_fields, config_hash, describe, resolve, spread, to_dict, with_overrides
 
 STAGES = {"data": data.PRESETS, "model": model.PRESETS, "sft": sft.PRESETS, "rl_math": rl.PRESETS,
           "rl_code": rl.CODE_PRESETS, "eval": eval_.PRESETS, "traces": traces.PRESETS}
@@ -43,5 +43,5 @@ def rl_stage_name(reward: str) -> str:
     return f"rl_{reward}"
 
 
-__all__ = ["get_config", "rl_stage_name", "config_hash", "to_dict", "with_overrides", "algorithm_fields", "STAGES",
+__all__ = ["get_config", "rl_stage_name", "config_hash", "describe", "to_dict", "with_overrides", "algorithm_fields", "STAGES",
            "PRESET_NAMES", "TRAINING_STAGES"]

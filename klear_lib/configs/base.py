@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import pprint
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -74,6 +75,18 @@ def with_overrides(cfg: T, **overrides: Any) -> T:
 def to_dict(cfg: Any) -> dict[str, Any]:
     """A plain, JSON-serialisable dict of the config (tuples become lists)."""
     return json.loads(json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=list))
+
+
+def describe(cfg: Any, width: int = 110) -> str:
+    """``cfg`` (any dataclass) one field per line, the fields its repr shows, names aligned; a long value wraps
+    under itself. For notebooks, where a one-line repr of 30 fields runs off the page."""
+    shown = [f.name for f in dataclasses.fields(cfg) if f.repr]
+    pad = max(map(len, shown), default=0)
+    lines = [type(cfg).__name__]
+    for name in shown:
+        value = pprint.pformat(getattr(cfg, name), width=max(40, width - pad - 4), sort_dicts=False)
+        lines.append(f"  {name:<{pad}}  " + value.replace("\n", "\n" + " " * (pad + 4)))
+    return "\n".join(lines)
 
 
 def config_hash(cfg: Any, length: int = 12) -> str:
