@@ -209,7 +209,10 @@ def take_rows(batch: dict, index: torch.Tensor) -> dict:
 
 
 class EpochRepeatSampler(RepeatSampler):
-    """TRL's ``RepeatSampler`` re-seeded per epoch from (seed, epoch), so a resumed run sees the same order."""
+    """TRL's ``RepeatSampler`` re-seeded per epoch from (seed, epoch), so a resumed run sees the same order.
+
+    The epoch must reach it, which ``GPPOTrainer._run_epoch`` makes sure of.
+    """
 
     def set_epoch(self, epoch: int) -> None:
         if self.shuffle:
@@ -269,11 +272,31 @@ class GPPOTrainer(GRPOTrainer):
             is_training=True)
 
     def _get_train_sampler(self, dataset=None):
-        return EpochRepeatSampler(
+        self._prompt_sampler = EpochRepeatSampler(
             data_source=self.train_dataset if dataset is None else dataset, mini_repeat_count=self.num_generations,
             batch_size=self.args.generation_batch_size * self.args.oversample // self.num_generations,
             repeat_count=self.num_iterations * self.args.steps_per_generation, shuffle=self.shuffle_dataset,
             seed=self.args.seed)
+        return self._prompt_sampler
+
+    def _run_epoch(self, **kwargs):
+        """Seed the prompt order of ``epoch`` before the Trainer runs it: a resume on several processes needs it.
+
+        The Trainer passes the epoch on through the dataloader's ``set_epoch``, which reaches a sampler at most two
+        wrappers deep (accelerate 1.15 ``DataLoaderShard.set_epoch``: ``batch_sampler.sampler`` and
+        ``batch_sampler.batch_sampler.sampler``; transformers 5.19 adds ``batch_sampler.batch_sampler.set_epoch``).
+        Resuming mid-epoch, the Trainer wraps the batch sampler once more to skip the trained batches
+        (``skip_first_batches``: a ``SkipBatchSampler``). On one process the sampler is then
+        ``SkipBatchSampler.batch_sampler.sampler``, still reached. On several, accelerate's ``BatchSamplerShard`` sits
+        in between, with no ``set_epoch`` and no ``.sampler`` (accelerate attaches one only when it swaps a
+        ``RandomSampler`` for its own, as for SFT), so the sampler kept the seed it was built with: killed at update 3
+        and resumed on 2 processes, a ci run drew another permutation for the rest of its first epoch, retrained
+        prompts of its first RL step and ended with other weights.
+        """
+        sampler = getattr(self, "_prompt_sampler", None)
+        if sampler is not None:
+            sampler.set_epoch(kwargs["epoch"])
+        return super()._run_epoch(**kwargs)
 
     def _tokenize_prompts(self, prompts: list):
         prompt_ids, images, fields = super()._tokenize_prompts(prompts)
