@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
+import trl.trainer.grpo_trainer as grpo_module
 from datasets import Dataset
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
@@ -15,9 +18,10 @@ from trl import GRPOConfig, GRPOTrainer
 from klear_lib.configs import config_hash, get_config
 from klear_lib.losses.policy import sft_nll_loss
 from klear_lib.training import RECORD_COLUMNS, GPPOConfig, GPPOTrainer, build_rl_trainer, gppo_args, select_groups
+from klear_lib.training import gppo_trainer
 from klear_lib.training import rewards as reward_adapters
 from klear_lib.training.gppo_trainer import drop_long_prompts, first_groups, training_view, validate_rl_rows
-from klear_lib.training.run_record import read_rows
+from klear_lib.training.run_record import VLLM_KEYS, RunRecord, read_rows, rl_keys
 
 
 def toy_judge(response: str, truth: str) -> float:
@@ -342,6 +346,48 @@ def test_killed_run_resumes_to_the_same_end(uninterrupted, ci_model_path, tmp_pa
     resumed, record_resumed = run(tmp_path, ci_model_path, name="killed", resume=True, **RESUME_KW)
     assert record_resumed.read_text() == record_full.read_text()
     assert all(torch.equal(v, params(resumed)[k]) for k, v in params(full).items())
+
+
+# ---- TRL's vLLM importance-sampling metrics in the run record ---------------------------------------------
+def test_the_vllm_keys_are_the_sampling_metrics_trl_logs():
+    logged = set(re.findall(r'_metrics\[mode\]\["(sampling/[a-z_/]+)"\]', Path(grpo_module.__file__).read_text()))
+    assert set(VLLM_KEYS.values()) == logged
+
+
+def test_vllm_correction_adds_trls_sampling_metrics_to_the_record(tmp_path):
+    """TRL logs sampling/* with the first update of an RL step; the step's second update leaves them empty."""
+    record = RunRecord(tmp_path / "r.csv", 2, "h", rl_keys(vllm_correction=True))
+    state = SimpleNamespace(global_step=0, is_world_process_zero=True)
+    record.on_train_begin(None, state, None)
+    sampling = {key: 0.5 + k / 10 for k, key in enumerate(VLLM_KEYS.values())}
+    for step, logs in ((1, {"loss": 0.3, **sampling}), (2, {"loss": 0.2})):
+        record.on_log(None, SimpleNamespace(global_step=step, is_world_process_zero=True), None, logs=logs)
+    rows = read_rows(tmp_path / "r.csv")
+    assert list(rows[0]) == [*RECORD_COLUMNS[:-1], *VLLM_KEYS, "config_hash"]
+    assert [rows[0][col] for col in VLLM_KEYS] == ["0.5", "0.6", "0.7", "0.8", "0.9"]
+    assert [rows[1][col] for col in VLLM_KEYS] == [""] * 5 and rows[1]["loss"] == "0.2"
+
+
+class Built(Exception):
+    """Raised where build_rl_trainer creates the trainer: the test has its callbacks."""
+
+
+@pytest.mark.parametrize("use_vllm", [False, True])
+def test_the_record_has_vllm_columns_only_when_rollouts_come_from_vllm(ci_model_path, tmp_path, monkeypatch,
+                                                                         use_vllm):
+    def spy(*args, callbacks, **kwargs):
+        raise Built([c for c in callbacks if isinstance(c, RunRecord)])
+    monkeypatch.setattr(gppo_trainer, "GPPOTrainer", spy)
+    cfg = get_config("rl_math", "ci", use_vllm=use_vllm)
+    with pytest.raises(Built) as built:
+        build_rl_trainer(cfg, ci_model_path, toy_rows(4), "math", tmp_path / "out", tmp_path / "r.csv")
+    (record,) = built.value.args[0]
+    today = ["step", "rl_step", "reward_mean", "accuracy", "kept_group_frac", "trained_group_frac",
+             "response_length", "entropy", "grad_norm", "learning_rate", "loss", "policy_loss", "sft_loss",
+             "frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg_ratio_low", "frac_adv_neg_ratio_high",
+             "clip_frac", "clipped_grad_share", "max_fa_clipped", "max_fa_rest", "clipped_logp_grad_norm",
+             "logp_grad_norm", "ratio_mean", "config_hash"]  # the columns of the stored records (vLLM off)
+    assert record.fields == ([*today[:-1], *VLLM_KEYS, "config_hash"] if use_vllm else today)
 
 
 # ---- config mapping and reward adapters ------------------------------------------------------------------

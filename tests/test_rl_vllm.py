@@ -18,6 +18,7 @@ from klear_lib.configs import get_config
 from klear_lib.models import load_or_build
 from klear_lib.training import build_rl_trainer
 from klear_lib.training import rewards as reward_adapters
+from klear_lib.training.run_record import VLLM_KEYS, read_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm,
               pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed")]
@@ -68,7 +69,7 @@ def policy_logps(model, ids: list[int]) -> torch.Tensor:
 
 def test_gppo_trains_through_colocated_vllm_and_syncs_its_weights(tmp_path, engine_state):
     cfg = get_config("rl_math", "ci", use_vllm=True, learning_rate=0.05, max_steps=2)
-    trainer = build_rl_trainer(cfg, load_or_build("tiny"), toy_rows(), "math", tmp_path / "run")
+    trainer = build_rl_trainer(cfg, load_or_build("tiny"), toy_rows(), "math", tmp_path / "run", tmp_path / "rec.csv")
     ids = trainer.processing_class("What is 3+3? It is 6, surely.")["input_ids"]
     before = policy_logps(trainer.model, ids)
     trainer.train()
@@ -76,6 +77,9 @@ def test_gppo_trains_through_colocated_vllm_and_syncs_its_weights(tmp_path, engi
     diffs = [h["sampling/sampling_logp_difference/mean"] for h in trainer.state.log_history
              if "sampling/sampling_logp_difference/mean" in h]
     assert len(diffs) == cfg.max_steps and all(math.isfinite(d) for d in diffs)  # every step's rollouts from vLLM
+    rows = read_rows(tmp_path / "rec.csv")  # TRL's sampling/* with each RL step's first update
+    assert all(math.isfinite(float(r[col])) for r in rows[::cfg.updates_per_step] for col in VLLM_KEYS)
+    assert all(r[col] == "" for k, r in enumerate(rows) if k % cfg.updates_per_step for col in VLLM_KEYS)
     trainer.vllm_generation.sync_weights()  # the last step's updates (TRL pushes them at the next generation)
     after, served = policy_logps(trainer.model, ids), vllm_logps(trainer.vllm_generation.llm, ids)
     assert (after - before).abs().max() > 0.05      # the policy moved, so a stale engine would show

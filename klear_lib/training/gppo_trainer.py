@@ -57,7 +57,7 @@ from klear_lib.training.checkpoints import CheckpointMarker, last_complete
 from klear_lib.training.overhead import lean
 from klear_lib.training.rewards import make_reward_func
 from klear_lib.training.rl_rows import drop_long_prompts, training_view, validate_rl_rows
-from klear_lib.training.run_record import RunRecord
+from klear_lib.training.run_record import RunRecord, rl_keys
 
 
 @dataclass
@@ -467,7 +467,8 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
         rows = drop_long_prompts(rows, tokenizer, rl_cfg.max_prompt_length)
     reward_func = make_reward_func(reward, mode=rl_cfg.code_reward_mode, max_tests=rl_cfg.max_tests, seed=rl_cfg.seed,
                                    tag_shaping=rl_cfg.tag_shaping, timeout_s=rl_cfg.code_timeout_s)
-    record = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg))] if run_record else []
+    keys = rl_keys(args.use_vllm and args.vllm_importance_sampling_correction)  # vLLM off: the stored records' columns
+    record = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg), keys)] if run_record else []
     callbacks = [CheckpointMarker(), *record]  # resume trusts only checkpoints the marker vouches for
     args.model_init_kwargs = {**(args.model_init_kwargs or {}), "dtype": weights_dtype(rl_cfg.bf16)}
     return lean(GPPOTrainer(str(model_path), reward_funcs=[reward_func], args=args,

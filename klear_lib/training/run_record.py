@@ -44,8 +44,22 @@ RECORD_KEYS = {
     "ratio_mean": "gppo/ratio_mean",
 }
 RECORD_COLUMNS = ["step", "rl_step", *RECORD_KEYS, "config_hash"]
+# RL with vLLM rollouts and TRL's importance-sampling correction: TRL's gap between the vLLM and trainer log-probs of
+# the generation batch, logged with the first update of each RL step (the step's other updates leave them empty)
+VLLM_KEYS = {
+    "sampling_logp_difference_mean": "sampling/sampling_logp_difference/mean",
+    "sampling_logp_difference_max": "sampling/sampling_logp_difference/max",
+    "importance_sampling_ratio_min": "sampling/importance_sampling_ratio/min",
+    "importance_sampling_ratio_mean": "sampling/importance_sampling_ratio/mean",
+    "importance_sampling_ratio_max": "sampling/importance_sampling_ratio/max",
+}
 # SFT runs (TRL SFTTrainer's log keys)
 SFT_KEYS = {k: k for k in ("epoch", "loss", "grad_norm", "learning_rate", "mean_token_accuracy", "entropy")}
+
+
+def rl_keys(vllm_correction: bool) -> dict:
+    """The logged keys of an RL run record: ``RECORD_KEYS``, plus ``VLLM_KEYS`` when TRL corrects for vLLM."""
+    return {**RECORD_KEYS, **VLLM_KEYS} if vllm_correction else RECORD_KEYS
 
 
 def format_value(value) -> str:
