@@ -73,10 +73,7 @@ ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(?:home|tmp|work|Users|root|usr|opt|var
 # The kit's own logged warnings (WARNING:klear_lib.…, e.g. the real benchmarks left out when no mirror is set) are
 # what it tells the reader, so they stay.
 WARNING = re.compile(r"\b[A-Z]\w*Warning\b|^WARNING\b(?!:klear_lib\.)|\bWARNING:(?!klear_lib\.)", re.MULTILINE)
-# Stored tiny notebooks executed before the filters and the inline figures, each to be re-executed by its own run
-# (make reproduce: 02-04, training the main job again): listed so that the test fails once one is clean again.
-NOT_YET_CLEAN = {"results/tiny/notebooks/02_long_cot_sft.ipynb", "results/tiny/notebooks/03_gppo_rl.ipynb",
-                 "results/tiny/notebooks/04_evaluation.ipynb"}
+
 
 
 def _output_text(output) -> str:
@@ -101,8 +98,6 @@ def _dirty_lines(path) -> list[str]:
 @pytest.mark.parametrize("path", STORED, ids=lambda p: p.relative_to(REPO).as_posix())
 def test_stored_outputs_hold_no_warning_or_absolute_path(path):
     name = path.relative_to(REPO).as_posix()
-    if name in NOT_YET_CLEAN:
-        pytest.xfail("executed before the warning filters; the next `make reproduce` stores it clean")
     bad = _dirty_lines(path)
     assert not bad, f"{name}: stored outputs a reader should not see:\n" + "\n".join(bad[:10])
 
