@@ -191,9 +191,10 @@ def stability_map(summary: pd.DataFrame, metric: str, *, title: str = "", fmt: s
     return fig
 
 
-def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "final held-out avg@k"):
+def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "final held-out avg@k (%)"):
     """Final accuracy (mean and 95% interval over seeds) against the learning rate, a line per loss, one panel per
-    updates-per-step setting; a cell where any seed collapsed is drawn with a cross. From ``aggregate`` rows."""
+    updates-per-step setting; a cell where any seed collapsed is drawn with a cross. From ``aggregate`` rows
+    (fractions, drawn in %)."""
     settings = sorted(summary["updates_per_step"].unique())
     losses = list(dict.fromkeys(summary["loss"]))
     lrs = sorted(summary["learning_rate"].unique())
@@ -204,13 +205,14 @@ def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "fi
             sub = summary[(summary["updates_per_step"] == updates) & (summary["loss"] == loss)]
             sub = sub.sort_values("learning_rate")
             x = sub["learning_rate"].astype(float) * (1 + 0.04 * (i - len(losses) / 2))  # dodge the bars
-            err = [sub["mean"] - sub["ci_low"], sub["ci_high"] - sub["mean"]]
-            line = ax.errorbar(x, sub["mean"], yerr=err, marker="o", ms=4, capsize=2, lw=1, label=loss)
+            mean = 100 * sub["mean"]
+            err = [mean - 100 * sub["ci_low"], 100 * sub["ci_high"] - mean]
+            line = ax.errorbar(x, mean, yerr=err, marker="o", ms=4, capsize=2, lw=1, label=loss)
             bad = sub["collapsed"] > 0
-            ax.scatter(x[bad], sub["mean"][bad], marker="x", s=60, color=line[0].get_color(), zorder=3)
+            ax.scatter(x[bad], mean[bad], marker="x", s=60, color=line[0].get_color(), zorder=3)
         if "start_mean" in summary:
             start = summary.loc[summary["updates_per_step"] == updates, "start_mean"].mean()
-            ax.axhline(start, color="grey", ls=":", lw=1, label="start (SFT)")
+            ax.axhline(100 * start, color="grey", ls=":", lw=1, label="start (SFT)")
         ax.set_xscale("log")
         ax.set_xticks(lrs, [f"{lr:g}" for lr in lrs], fontsize=7)
         ax.minorticks_off()

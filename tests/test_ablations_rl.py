@@ -475,6 +475,7 @@ def test_figures_draw_one_line_per_condition_and_one_panel_per_setting():
             for l in ("gppo", "cispo") for lr in (1e-4, 1e-3) for u in (1, 2) for s in range(2)]
     fig = plots.stability_lines(S.aggregate(pd.DataFrame(rows)))
     assert len(fig.axes) == 2 and all(len(ax.containers) == 2 for ax in fig.axes)  # a line per loss per panel
+    assert max(max(c[0].get_ydata()) for ax in fig.axes for c in ax.containers) == pytest.approx(20.5)  # in %
     from matplotlib.collections import PathCollection
 
     crosses = [len(c.get_offsets()) for ax in fig.axes for c in ax.collections
