@@ -11,7 +11,8 @@ import pandas as pd
 
 from klear_lib import plots, tables
 from klear_lib.ablations import claims as C
-from klear_lib.ablations import stability
+from klear_lib.ablations import rl, sft, stability
+from klear_lib.ablations import rl_runs as R
 from klear_lib.data.sources import SOURCES
 from klear_lib.paths import REPO, results_dir
 from klear_lib.results import EVAL, EVAL_SEED_GAINS, eval_csv, load_reported, side_by_side
@@ -99,14 +100,14 @@ def _headline(preset: str) -> str | None:
     if ("tiny_aime", "sft", "rl_math") not in gains.index:
         return None
     eval_ = tables.read(EVAL, eval_path)
-    sft = eval_[(eval_["benchmark"] == "tiny_aime") & (eval_["metric"] == "avg@k") & (eval_["stage"] == "sft")]
-    if sft.empty:
+    first = eval_[(eval_["benchmark"] == "tiny_aime") & (eval_["metric"] == "avg@k") & (eval_["stage"] == "sft")]
+    if first.empty:
         return None
-    g, start = gains.loc[("tiny_aime", "sft", "rl_math")], sft["mean"].iloc[0]
+    g, start = gains.loc[("tiny_aime", "sft", "rl_math")], first["mean"].iloc[0]
     per_seed = ", ".join(_pts(float(v)) for v in str(g["per_seed"]).split(";"))
     # every RL seed starts from the one SFT model and is read on its problems: the seeds' mean is start + mean gain
     text = (f"**GPPO math RL lifts the held-out `tiny_aime` by {_pts(g['gain'])} points {_ci(g['ci_low'], g['ci_high'])}"
-            f" over {int(g['n_seeds'])} RL seeds** from the one SFT model (avg@{int(sft['k'].iloc[0])} "
+            f" over {int(g['n_seeds'])} RL seeds** from the one SFT model (avg@{int(first['k'].iloc[0])} "
             f"{100 * start:.1f}% → {100 * (start + g['gain']):.1f}%, the mean over seeds; per seed {per_seed}; "
             f"the interval resamples seeds and problems together, a t-interval over the seeds alone gives "
             f"{_ci(g['seed_ci_low'], g['seed_ci_high'])}).")
@@ -158,21 +159,20 @@ def _rl_claims(preset: str) -> str | None:
     claims = _claims(preset)
     if claims is None:
         return None
-    rl = claims[(claims["family"] == "rl") & (claims["verdict"] != C.NOT_RUN)]
-    if rl.empty:
+    rows = claims[(claims["family"] == "rl") & (claims["verdict"] != C.NOT_RUN)]
+    if rows.empty:
         return None
     items = [f"{r.table} {r.better} > {r.worse} {_pts(r.ours_diff_pts, 1)} {_ci(r.ci_low_pts, r.ci_high_pts, 1)} "
              f"at {int(r.n_seeds)} seeds ({r.source} {_pts(r.paper_diff_pts, 1)}; *{r.verdict}*"
              + (f", MDE {r.mde_pts:.1f}, {int(r.seeds_needed)} seeds would decide it"
                 if r.verdict == "underpowered" and pd.notna(r.seeds_needed) else "") + ")"
-             for r in rl.itertuples()]
+             for r in rows.itertuples()]
     return ("**The RL claims**, Δ in points with its paired 95% interval: " + "; ".join(items)
             + f". (`{_rel(C.claims_csv(preset))}`)")
 
 
 def _fig2_arms(preset: str) -> str | None:
     """Fig. 2's arms: mean held-out avg@k over their seeds."""
-    from klear_lib.ablations import rl
     path = rl.RL.csv(preset).with_name(f"{rl.RL.csv(preset).stem}_summary.csv")
     if not path.exists():
         return None
@@ -189,8 +189,6 @@ def _fig2_arms(preset: str) -> str | None:
 
 def _dgpo_gradients(preset: str) -> str | None:
     """DGPO's divergence argument read in Fig. 2's run records: the largest |F·A| on clipped tokens and the rest."""
-    from klear_lib.ablations import rl
-    from klear_lib.ablations import rl_runs as R
     if not rl.RL.csv(preset).exists():
         return None
     runs = rl.RL.current_rows(preset)
@@ -213,7 +211,6 @@ def _dgpo_gradients(preset: str) -> str | None:
 
 def _self_verification(preset: str) -> str | None:
     """Table 3's rank-1 teacher: how often its code student writes checks, how many hold, and the student without."""
-    from klear_lib.ablations import sft
     styles_path = sft.SFT.csv(preset).with_name(f"{sft.SFT.csv(preset).stem}_styles.csv")
     if not (styles_path.exists() and sft.SFT.csv(preset).exists()):
         return None
