@@ -106,7 +106,8 @@ def _headline(preset: str) -> str | None:
     g, start = gains.loc[("tiny_aime", "sft", "rl_math")], first["mean"].iloc[0]
     per_seed = ", ".join(_pts(float(v)) for v in str(g["per_seed"]).split(";"))
     # every RL seed starts from the one SFT model and is read on its problems: the seeds' mean is start + mean gain
-    text = (f"**GPPO math RL lifts the held-out `tiny_aime` by {_pts(g['gain'])} points {_ci(g['ci_low'], g['ci_high'])}"
+    verb = "lifts" if g["ci_low"] > 0 else "lowers" if g["ci_high"] < 0 else "moves"  # as the interval says
+    text = (f"**GPPO math RL {verb} the held-out `tiny_aime` by {_pts(g['gain'])} points {_ci(g['ci_low'], g['ci_high'])}"
             f" over {int(g['n_seeds'])} RL seeds** from the one SFT model (avg@{int(first['k'].iloc[0])} "
             f"{100 * start:.1f}% → {100 * (start + g['gain']):.1f}%, the mean over seeds; per seed {per_seed}; "
             f"the interval resamples seeds and problems together, a t-interval over the seeds alone gives "

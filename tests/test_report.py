@@ -94,7 +94,7 @@ def test_standing_section_reads_each_number_from_the_table_it_names(monkeypatch,
            "ci_high": 0.05, "n_problems": 200, "n_samples": 3200, "seed": 0, "config_hash": "h", "model": "m"}
     tables.write(EVAL, pd.DataFrame([{**row, "stage": "sft"}]), tmp_path / "eval.csv")
     text = report.standing_section("tiny")
-    assert text.count("\n- ") == 0 and text.startswith("- **GPPO math RL lifts")  # only the bullet with its tables
+    assert text.count("\n- ") == 0 and text.startswith("- **GPPO math RL moves")  # its interval holds 0; one bullet
     assert "by +2.1 points [−0.4, +5.0] over 3 RL seeds" in text and "avg@16 4.0% → 6.1%" in text
     assert "per seed +1.8, +3.0, +1.5" in text and "gives [−2.0, +6.0]" in text
     assert text.endswith(f"(`{tmp_path / 'eval_seed_gains.csv'}`, `{tmp_path / 'eval.csv'}`)")
