@@ -29,11 +29,11 @@ from klear_lib.evaluation.benchmarks import BenchmarkSpec
 from klear_lib.models import load
 from klear_lib.paths import REPO
 from klear_lib.results import EVAL
-from klear_lib.seeding import py_rng
 from klear_lib.training import rewards as reward_adapters
 from klear_lib.training.checkpoints import MARKER, last_complete
 from klear_lib.training.run_record import RunRecord, read_rows, write_rows
 from klear_lib.training.sft import train_sft
+from sft_drills import drill_rows
 
 SFT_CFG = get_config("sft", "ci", per_device_batch_size=8, num_epochs=1.0, save_steps=3, max_rows=None)  # 8 steps
 EVAL_CFG = get_config("eval", "ci", k_math=2, max_problems=None, chunk_problems=2, max_new_tokens=24)
@@ -42,13 +42,8 @@ RL_KW = {"learning_rate": 0.005}  # ci: 2 RL steps of 2 updates, a checkpoint af
 
 
 def sft_rows(n: int = 64) -> list[dict]:
-    """Multiplication drills in the SFT schema (a user turn, a long-CoT assistant turn)."""
-    rng = py_rng(0, "test-faults")
-    pairs = [(rng.randint(10, 99), rng.randint(2, 9)) for _ in range(n)]
-    return [{"id": f"r{i}", "messages": [{"role": "user", "content": f"Compute {a}*{b}."},
-                                         {"role": "assistant", "content": f"<think>\n{a}*{b}={a * b}\n</think>\n"
-                                                                          f"\\boxed{{{a * b}}}"}]}
-            for i, (a, b) in enumerate(pairs)]
+    """Multiplication drills in the SFT schema (``sft_drills``)."""
+    return drill_rows(n, "test-faults")
 
 
 def math_rows(n: int = 5) -> list[dict]:

@@ -23,17 +23,11 @@ from klear_lib.training.sft import (
     train_sft,
     trl_args,
 )
+from sft_drills import drill_rows
 
 
 def _rows(n=64):
-    rng = py_rng(0, "test-sft")
-    rows = []
-    for i in range(n):
-        a, b = rng.randint(10, 99), rng.randint(2, 9)
-        rows.append({"id": f"r{i}", "messages": [
-            {"role": "user", "content": f"Compute {a}*{b}."},
-            {"role": "assistant", "content": f"<think>\n{a}*{b}={a * b}\n</think>\n\\boxed{{{a * b}}}"}]})
-    return rows
+    return drill_rows(n, "test-sft")
 
 
 CFG = get_config("sft", "ci", per_device_batch_size=8, num_epochs=1.0, save_steps=3, max_rows=None)

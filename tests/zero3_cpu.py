@@ -18,22 +18,15 @@ from accelerate.utils import DistributedType
 from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
 
 from klear_lib.configs import get_config
-from klear_lib.seeding import py_rng
 from klear_lib.training import sft
+from sft_drills import drill_rows
 
 CFG = get_config("sft", "ci", per_device_batch_size=8, max_rows=None, save_steps=100)  # 4 steps of 8 rows
 
 
 def rows(n: int = 32) -> list[dict]:
     """SFT rows of one-step products (the same for the ZeRO-3 run and the plain one it is compared with)."""
-    rng = py_rng(0, "zero3-cpu")
-    out = []
-    for i in range(n):
-        a, b = rng.randint(10, 99), rng.randint(2, 9)
-        out.append({"id": f"r{i}", "messages": [
-            {"role": "user", "content": f"Compute {a}*{b}."},
-            {"role": "assistant", "content": f"<think>\n{a}*{b}={a * b}\n</think>\n\\boxed{{{a * b}}}"}]})
-    return out
+    return drill_rows(n, "zero3-cpu")
 
 
 def gloo_for_cpu_deepspeed() -> None:
