@@ -236,6 +236,7 @@ def _claims(preset: str) -> pd.DataFrame | None:
 
 
 def _rel(path: Path) -> str:
+    """``path`` as the README names it: relative to the repository, else as given."""
     path = Path(path)
     return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.as_posix()
 
@@ -260,16 +261,14 @@ def claims_section(preset: str = "tiny") -> str:
 def forests(preset: str, claims: pd.DataFrame) -> str:
     """The README's view of the claims' forest plots (``claims.write_forests``): the one of every claim, embedded,
     and a link to each experiment's; '' before notebook 06 has drawn them."""
-    def link(path: Path) -> str:
-        return path.relative_to(REPO).as_posix()
     figure = plots.figure_path(C.forest_name(preset))
     if not figure.exists():
         return ""
-    links = [f"[{table}]({link(plots.figure_path(C.forest_name(preset, exp)))})"
+    links = [f"[{table}]({_rel(plots.figure_path(C.forest_name(preset, exp)))})"
              for exp, table in dict(zip(claims["experiment"], claims["table"])).items()
              if plots.figure_path(C.forest_name(preset, exp)).exists()]
     return (f"\n\n![Every claim run at {preset}: our difference with its interval and per-seed differences beside "
-            f"the claimed one]({link(figure)})\n\nOne claim family per figure: " + ", ".join(links) + ".")
+            f"the claimed one]({_rel(figure)})\n\nOne claim family per figure: " + ", ".join(links) + ".")
 
 
 def stability_section(preset: str = "tiny") -> str:
