@@ -224,101 +224,95 @@ def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "fi
     return fig
 
 
-VERDICT_COLORS = {"replicated": "tab:green", "opposite": "tab:red", "no effect of the paper's size": "tab:blue",
-                  "underpowered": "tab:gray"}
+VERDICT_COLORS = {"replicated": "tab:green", "opposite": "tab:red", "equivalent": "tab:blue",
+                  "smaller than claimed": "tab:purple", "undecided": "tab:gray"}
 
 
-def claims_power(claims: pd.DataFrame, title: str = ""):
-    """One row per claim run (``klear_lib.ablations.claims`` rows): the claimed |Δ| (open diamond), the minimum
-    detectable effect at the seeds run (bar, coloured by the decision) and our |Δ| with its interval folded onto
-    the claimed side (line): a bar past the diamond is a claim the seeds could not have seen."""
-    df = claims[claims["n_seeds"] > 0].reset_index(drop=True)
-    fig, ax = plt.subplots(figsize=(8.5, 0.8 + 0.24 * max(len(df), 1)))
-    ys = range(len(df))[::-1]
-    for y, r in zip(ys, df.to_dict("records")):
-        sign = 1 if r["paper_diff_pts"] >= 0 else -1  # read every claim on its own side of 0
-        ax.barh(y, min(r["mde_pts"], 40), height=0.6, color=VERDICT_COLORS.get(r["verdict"], "tab:gray"), alpha=0.45)
-        lo, hi = sorted((sign * r["ci_low_pts"], sign * r["ci_high_pts"]))
-        ax.plot([max(lo, -40), min(hi, 40)], [y, y], color="black", lw=1)
-        ax.plot(sign * r["ours_diff_pts"], y, "o", color="black", ms=3)
-        ax.plot(abs(r["paper_diff_pts"]), y, "D", mfc="none", color="tab:orange", ms=5)
-    ax.axvline(0, color="black", lw=0.5)
-    ax.set_yticks(list(ys), [f"{r['table']} {r['better']}>{r['worse']} @{r['benchmark']} ({r['n_seeds']}s)"
-                             for r in df.to_dict("records")], fontsize=6)
-    ax.set_xlabel("points: bar = MDE (80% power, α = 0.05); ◇ = claimed |Δ|; ● and line = ours, 95% CI", fontsize=7)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c, alpha=0.45) for c in VERDICT_COLORS.values()]
-    ax.legend(handles, VERDICT_COLORS.keys(), fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(title, fontsize=9)
+def _clip_mark(ax, lo: float, hi: float, y: float, limit: float, color: str, lw: float) -> None:
+    """The segment [lo, hi] at height ``y`` cut to ±``limit``, with an arrowhead where it runs past the frame."""
+    ax.plot([max(lo, -limit), min(hi, limit)], [y, y], color=color, lw=lw, zorder=3, solid_capstyle="butt")
+    for end, side in ((lo, -1), (hi, 1)):
+        if side * end > limit:
+            ax.plot(side * limit, y, marker=">" if side > 0 else "<", color=color, ms=6, zorder=4)
+
+
+def _span(ax, lo: float, hi: float, y: float, limit: float, **style) -> None:
+    """A paper reading at height ``y``: a diamond for one value, a bar for a range (a figure's two ends, or
+    several releases of the benchmark), cut to ±``limit``."""
+    if pd.isna(lo):
+        return
+    lo_c, hi_c = max(min(lo, limit), -limit), max(min(hi, limit), -limit)
+    if abs(hi - lo) < 0.05:
+        ax.plot(lo_c, y, "D", ms=6, zorder=5, **style)
+    else:
+        ax.plot([lo_c, hi_c], [y, y], lw=5, alpha=0.55, solid_capstyle="butt", zorder=2, color=style["color"])
+
+
+def _forest_panel(ax, df: pd.DataFrame, limit: float) -> None:
+    """One paper table or figure of the forest plot: a row per claim, top to bottom."""
+    for y, r in zip(range(len(df))[::-1], df.to_dict("records")):
+        color = VERDICT_COLORS.get(r["verdict"], "tab:gray")
+        if pd.notna(r["margin_pts"]):  # the equivalence zone, on the claimed side's scale
+            ax.fill_between([-r["margin_pts"], r["margin_pts"]], y - 0.4, y + 0.4, color="tab:blue", alpha=0.08, lw=0)
+        _span(ax, r["paper_diff_low_pts"], r["paper_diff_high_pts"], y + 0.28, limit, color="0.55", mfc="none")
+        _span(ax, r["carried_low_pts"], r["carried_high_pts"], y + 0.28, limit, color="tab:orange")
+        seeds = [float(v) for v in str(r.get("seed_diffs_pts") or "").split(";") if v not in ("", "nan")]
+        ax.scatter([min(max(v, -limit), limit) for v in seeds], [y - 0.25] * len(seeds), s=7, color="0.45",
+                   zorder=2, lw=0)
+        _clip_mark(ax, r["adj_ci_low_pts"], r["adj_ci_high_pts"], y, limit, color, 5.0)
+        _clip_mark(ax, r["ci_low_pts"], r["ci_high_pts"], y, limit, "black", 1.0)
+        ax.plot(r["ours_diff_pts"], y, "o", color="black", ms=4, zorder=6)
+        ax.text(1.01, y, f"{r['verdict']}  ·  base {r['paper_base_pct']:.0f}% → {r['ours_base_pct']:.1f}%",
+                transform=ax.get_yaxis_transform(), fontsize=7, color=color, va="center")
+    source = ["" if s == "paper" else f" [{s}]" for s in df["source"]]
+    ax.set_yticks(range(len(df))[::-1], [f"{b} > {w}{s} · {bench} ({n} seeds)" for b, w, s, bench, n in
+                                        zip(df["better"], df["worse"], source, df["benchmark"], df["n_seeds"])],
+                  fontsize=7)
+    ax.axvline(0, color="black", lw=0.7)
+    ax.set_xlim(-limit, limit)
+    ax.set_ylim(-0.7, len(df) - 0.3)
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    return fig
-
-
-FOREST_LIMIT = 25.0  # points: intervals past it are cut and marked with an arrow, so one wide claim keeps the rest legible
 
 
 def _forest_limit(df: pd.DataFrame, cap: float) -> float:
-    """The half-width of a forest plot's x axis: every finite interval end, seed, claimed Δ and MDE, up to ``cap``."""
-    ends = pd.concat([df[c].abs() for c in ("ci_low_pts", "ci_high_pts", "paper_diff_pts", "mde_pts")])
+    """The half-width of one panel's x axis: its family-wise interval ends, seeds and paper readings, up to
+    ``cap`` (an interval beyond it gets an arrow)."""
+    cols = ("adj_ci_low_pts", "adj_ci_high_pts", "paper_diff_low_pts", "paper_diff_high_pts")
+    ends = pd.concat([df[c].abs() for c in cols])
     seeds = [abs(float(v)) for s in df.get("seed_diffs_pts", []) for v in str(s or "").split(";") if v]
     finite = [v for v in list(ends) + seeds if pd.notna(v) and v != float("inf")]
     return min(cap, max(finite + [1.0]) * 1.08)
 
 
+FOREST_LIMIT = 25.0  # points: a panel's axis never reaches further; longer intervals end in an arrow
+
+
 def claims_forest(claims: pd.DataFrame, title: str = "", limit: float = FOREST_LIMIT):
-    """A forest plot of claims (``klear_lib.ablations.claims`` rows run), grouped by the paper's table or figure in
-    row order: per claim our Δ = better - worse in points (dot, coloured by the decision) with its 95% interval
-    (line; an arrow where it runs past ``limit``), the per-seed paired differences (small grey dots), the ±MDE band
-    around 0 (what the seeds could not tell from no effect) and the claimed Δ (diamond: filled where a table gives
-    it, hollow where it was read off a figure). The decision is written at the right."""
+    """A forest plot of claims (``klear_lib.ablations.claims`` rows run), one panel and x axis per paper table or
+    figure: per claim our Δ = better − worse in points (dot) with its family-wise interval (thick, coloured by the
+    decision it gives) and its plain 95% interval (thin), the per-seed paired differences (grey dots), the paper's
+    Δ in its own points (grey: a diamond, or a bar for a range) and carried to our base rate (orange: the size the
+    verdict reads), and the equivalence zone (blue). The decision and both base rates are written at the right."""
     df = claims[claims["n_seeds"] > 0].reset_index(drop=True)
     groups = list(dict.fromkeys(df["table"]))
-    limit = _forest_limit(df, limit)
-    height = 1.6 + 0.3 * max(len(df), 1) + 0.3 * len(groups)
-    fig, ax = plt.subplots(figsize=(8.0, height), layout="constrained")
-    y, ticks, labels = 0.0, [], []
-    for group in groups:
-        sub = df[df["table"] == group]
-        if len(groups) > 1:  # one group is the figure's title
-            ax.text(-limit, y, f"{group}", fontsize=8, fontweight="bold", va="center", ha="left")
-            y -= 0.8
-        for r in sub.to_dict("records"):
-            color = VERDICT_COLORS.get(r["verdict"], "tab:gray")
-            mde = min(float(r["mde_pts"]), limit)
-            ax.fill_between([-mde, mde], y - 0.35, y + 0.35, color=color, alpha=0.12, lw=0)
-            seeds = [float(v) for v in str(r.get("seed_diffs_pts") or "").split(";") if v not in ("", "nan")]
-            ax.scatter([min(max(v, -limit), limit) for v in seeds], [y - 0.18] * len(seeds), s=7, color="0.45",
-                       zorder=2, lw=0)
-            lo, hi = float(r["ci_low_pts"]), float(r["ci_high_pts"])
-            ax.plot([max(lo, -limit), min(hi, limit)], [y, y], color=color, lw=1.6, zorder=3)
-            for end, side in ((lo, -1), (hi, 1)):
-                if abs(end) > limit and (end > 0) == (side > 0):
-                    ax.plot(side * limit, y, marker=">" if side > 0 else "<", color=color, ms=5, zorder=3)
-            ax.plot(r["ours_diff_pts"], y, "o", color=color, ms=5, zorder=4)
-            read_off = r["paper_statistic"] != "table"
-            ax.plot(r["paper_diff_pts"], y, "D", color="tab:orange", mfc="none" if read_off else "tab:orange",
-                    ms=6, mew=1.4, zorder=5)
-            ax.text(1.01, y, r["verdict"], transform=ax.get_yaxis_transform(), fontsize=7, color=color,
-                    va="center")
-            ticks.append(y)
-            source = "" if r.get("source", "paper") == "paper" else f" [{r['source']}]"
-            labels.append(f"{r['better']} > {r['worse']}{source} · {r['benchmark']} ({r['n_seeds']} seeds)")
-            y -= 1.0
-        y -= 0.3
-    ax.axvline(0, color="black", lw=0.7)
-    ax.set_yticks(ticks, labels, fontsize=7)
-    ax.set_ylim(y + 0.5, 0.6)
-    ax.set_xlim(-limit, limit)
-    ax.set_xlabel("Δ = claimed better − claimed worse, points of avg@k (%), 95% interval over paired seeds",
-                  fontsize=8)
-    ax.grid(axis="x", alpha=0.3)
-    handles = [plt.Line2D([], [], marker="o", color="black", lw=1.6, label="ours: mean Δ and 95% CI"),
+    sizes = [int((df["table"] == g).sum()) for g in groups]
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9.0, 1.3 + 0.36 * sum(sizes) + 0.45 * len(groups)),
+                             gridspec_kw={"height_ratios": [n + 0.6 for n in sizes]}, layout="constrained",
+                             squeeze=False)
+    for ax, group in zip(axes[:, 0], groups):
+        sub = df[df["table"] == group].reset_index(drop=True)
+        _forest_panel(ax, sub, _forest_limit(sub, limit))
+        ax.set_title(group, fontsize=8, loc="left", fontweight="bold")
+    axes[-1, 0].set_xlabel("Δ = claimed better − claimed worse, points of avg@k (%)", fontsize=8)
+    handles = [plt.Line2D([], [], marker="o", color="black", lw=1.0, ms=4, label="ours: mean Δ, plain 95% CI"),
+               plt.Line2D([], [], color="tab:gray", lw=5, label="ours: family-wise CI (verdict; colour = decision)"),
                plt.Line2D([], [], marker="o", color="0.45", lw=0, ms=3, label="ours: one seed's paired Δ"),
-               plt.Rectangle((0, 0), 1, 1, color="black", alpha=0.12, label="±MDE (80% power) at these seeds"),
-               plt.Line2D([], [], marker="D", color="tab:orange", lw=0, label="claimed Δ (from a table)"),
-               plt.Line2D([], [], marker="D", color="tab:orange", mfc="none", lw=0, label="claimed Δ (read off a figure)")]
+               plt.Line2D([], [], marker="D", color="0.55", mfc="none", lw=0, label="paper's Δ, its own points"),
+               plt.Line2D([], [], marker="D", color="tab:orange", lw=0, label="paper's Δ at our base rate"),
+               plt.Rectangle((0, 0), 1, 1, color="tab:blue", alpha=0.15, label="equivalence zone (± half of it)"),
+               plt.Line2D([], [], color="0.55", lw=5, alpha=0.55, label="a bar: a range of paper readings")]
     fig.legend(handles=handles, fontsize=6.5, loc="outside lower center", ncol=3, frameon=False)
-    ax.set_title(title, fontsize=9)
+    fig.suptitle(title, fontsize=9)
     return fig
 
 

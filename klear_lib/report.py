@@ -12,7 +12,6 @@ import pandas as pd
 from klear_lib import plots, tables
 from klear_lib.ablations import claims as C
 from klear_lib.ablations import rl, sft, stability
-from klear_lib.ablations import rl_runs as R
 from klear_lib.data.sources import SOURCES
 from klear_lib.paths import REPO, results_dir
 from klear_lib.results import EVAL, EVAL_SEED_GAINS, eval_csv, load_reported, side_by_side
@@ -63,14 +62,14 @@ def seed_gains_section(preset: str = "tiny") -> str:
         return f"[{100 * lo:+.1f}, {100 * hi:+.1f}]".replace("inf", "∞")
     table = pd.DataFrame({"benchmark": df["benchmark"], "gain of": df["after"] + " over " + df["before"],
                           "seeds": df["n_seeds"], "mean gain pts": (100 * df["gain"]).map(lambda v: f"{v:+.1f}"),
-                          "95% CI (seeds × problems)": [pts(lo, hi) for lo, hi in zip(df["ci_low"], df["ci_high"])],
-                          "95% CI (seeds)": [pts(lo, hi) for lo, hi in zip(df["seed_ci_low"], df["seed_ci_high"])],
+                          "95% t-interval over seeds": [pts(lo, hi) for lo, hi in
+                                                        zip(df["seed_ci_low"], df["seed_ci_high"])],
                           "per seed pts": [" ".join(f"{100 * float(g):+.1f}" for g in str(v).split(";"))
                                            for v in df["per_seed"]]})
     note = (f"Generated from `results/{preset}/eval_seed_gains.csv` (notebook 03): each RL stage's avg@k gain over "
             "the stage before, in points, the mean over RL seeds trained from the one SFT model and read on the same "
-            "problems with the same sampling seed; intervals from a bootstrap over seeds and problems together, "
-            "and a t-interval over seeds alone.")
+            "problems with the same sampling seed, with the t-interval over seeds (the seed is the unit; at 3 seeds "
+            "it is wide, which is what 3 seeds can say).")
     return f"{note}\n\n{markdown_table(table)}"
 
 
@@ -78,7 +77,7 @@ def standing_section(preset: str = "tiny") -> str:
     """Where the study stands, in bullets whose every number is read from the table each one names; a bullet whose
     table is missing is left out."""
     parts = (_headline(preset), _claims_summary(preset), _rl_claims(preset), _fig2_arms(preset),
-             _dgpo_gradients(preset), _self_verification(preset))
+             _self_verification(preset))
     bullets = [f"- {p}" for p in parts if p]
     return "\n".join(bullets) or f"_No results at `{preset}` yet: run `make reproduce` and `make ablations`._"
 
@@ -106,12 +105,12 @@ def _headline(preset: str) -> str | None:
     g, start = gains.loc[("tiny_aime", "sft", "rl_math")], first["mean"].iloc[0]
     per_seed = ", ".join(_pts(float(v)) for v in str(g["per_seed"]).split(";"))
     # every RL seed starts from the one SFT model and is read on its problems: the seeds' mean is start + mean gain
-    verb = "lifts" if g["ci_low"] > 0 else "lowers" if g["ci_high"] < 0 else "moves"  # as the interval says
-    text = (f"**GPPO math RL {verb} the held-out `tiny_aime` by {_pts(g['gain'])} points {_ci(g['ci_low'], g['ci_high'])}"
+    lo, hi = g["seed_ci_low"], g["seed_ci_high"]
+    verb = "lifts" if lo > 0 else "lowers" if hi < 0 else "moves"  # as the interval says
+    text = (f"**GPPO math RL {verb} the held-out `tiny_aime` by {_pts(g['gain'])} points {_ci(lo, hi)}"
             f" over {int(g['n_seeds'])} RL seeds** from the one SFT model (avg@{int(first['k'].iloc[0])} "
             f"{100 * start:.1f}% → {100 * (start + g['gain']):.1f}%, the mean over seeds; per seed {per_seed}; "
-            f"the interval resamples seeds and problems together, a t-interval over the seeds alone gives "
-            f"{_ci(g['seed_ci_low'], g['seed_ci_high'])}).")
+            f"95% t-interval over the seeds, each seed read on the same {int(g['n_problems'])} problems).")
     lcb = [gains.loc[key] for key in (("tiny_lcb", "sft", "rl_math"), ("tiny_lcb", "rl_math", "rl_code"))
            if key in gains.index]
     if len(lcb) == 2:
@@ -121,7 +120,8 @@ def _headline(preset: str) -> str | None:
 
 
 def _claims_summary(preset: str) -> str | None:
-    """Verdict counts per claim family, the decided claims by name, the range of what the undecided ones need."""
+    """Decision counts per claim family, how many p-values survive multiplicity, the decided claims by name, and
+    the power the undecided ones had at the paper's effect carried to our base rate."""
     claims = _claims(preset)
     if claims is None:
         return None
@@ -130,45 +130,48 @@ def _claims_summary(preset: str) -> str | None:
     for family, rows in run.groupby("family", sort=False):
         tally = ", ".join(f"{n} {v}" for v, n in rows["verdict"].value_counts().sort_index().items())
         counts.append(f"{family.upper()} {len(rows)} ({tally})")
-    decided = run[run["verdict"].isin(["replicated", "opposite"])]
-    named = "; ".join(f"{r.table} {r.better} > {r.worse} on `{r.benchmark}` is *{r.verdict}*: "
-                      f"{_pts(r.ours_diff_pts, 1)} {_ci(r.ci_low_pts, r.ci_high_pts, 1)} at {int(r.n_seeds)} seeds "
-                      f"(paper {_pts(r.paper_diff_pts, 1)})" for r in decided.itertuples())
-    under = run[run["verdict"] == "underpowered"]
-    text = f"**{len(run)} claims run**: " + "; ".join(counts) + "."
-    if named:
-        text += f" Decided: {named}."
+    alive = C.survivors(claims)
+    text = (f"**{len(run)} claims run**, each decided from its family-wise interval (docs/design.md, \"Verdicts\"): "
+            + "; ".join(counts) + f". {alive['raw']} has p < 0.05 before correction, {alive['holm']} after Holm "
+            f"within its table or figure, {alive['bh']} after Benjamini–Hochberg across all {alive['run']}.")
+    decided = run[run["verdict"] != "undecided"]
+    if len(decided):
+        text += " Decided: " + "; ".join(
+            f"{r.table} {r.better} > {r.worse} on `{r.benchmark}` is *{r.verdict}*: {_pts(r.ours_diff_pts, 1)} "
+            f"{_ci(r.adj_ci_low_pts, r.adj_ci_high_pts, 1)} at {int(r.n_seeds)} seeds" for r in decided.itertuples()) + "."
+    under = run[(run["verdict"] == "undecided") & run["power_at_claim"].notna()]
     if len(under):
-        need = under["seeds_needed"].dropna()
-        text += (f" The {len(under)} underpowered ones could detect {under['mde_pts'].min():.1f}–"
-                 f"{under['mde_pts'].max():.1f} points at their seeds"
-                 + (f" and would need {int(need.min())}–{int(need.max())} seeds per arm for the claimed size"
-                    if len(need) else "") + ".")
-    no_effect = run[run["verdict"] == "no effect of the paper's size"]
-    if len(no_effect):
-        text += (" The *no effect of the paper's size* ones are on "
-                 + ", ".join(f"`{b}` ({n})" for b, n in no_effect["benchmark"].value_counts().sort_index().items())
-                 + ", where the SFT ablations' models score "
-                 + f"{no_effect[['ours_better_pct', 'ours_worse_pct']].min().min():.1f}–"
-                 + f"{no_effect[['ours_better_pct', 'ours_worse_pct']].max().max():.1f}% (a floor says as much "
-                 "about the benchmark as about the data).")
+        need = under["seeds_for_power"].dropna()
+        text += (f" Carried to our base rates the paper's effects are {under['claimed_pts'].min():.2f}–"
+                 f"{under['claimed_pts'].max():.1f} points; at the seeds run the undecided claims had "
+                 f"{100 * under['power_at_claim'].min():.0f}–{100 * under['power_at_claim'].max():.0f}% power to "
+                 "see them" + (f", and 80% power would take {int(need.min())}–{int(need.max())} seeds per arm "
+                               "(sized on an upper bound of the spread)" if len(need) else "") + ".")
     return text + f" (`{_rel(C.claims_csv(preset))}`)"
 
 
 def _rl_claims(preset: str) -> str | None:
-    """Each RL claim's paired difference, seeds, MDE and the seeds the claimed size needs."""
+    """Each RL claim: our paired difference with its family-wise interval, the paper's effect in its own points and
+    at our base rate, the decision and the power at the carried effect."""
     claims = _claims(preset)
     if claims is None:
         return None
     rows = claims[(claims["family"] == "rl") & (claims["verdict"] != C.NOT_RUN)]
     if rows.empty:
         return None
-    items = [f"{r.table} {r.better} > {r.worse} {_pts(r.ours_diff_pts, 1)} {_ci(r.ci_low_pts, r.ci_high_pts, 1)} "
-             f"at {int(r.n_seeds)} seeds ({r.source} {_pts(r.paper_diff_pts, 1)}; *{r.verdict}*"
-             + (f", MDE {r.mde_pts:.1f}, {int(r.seeds_needed)} seeds would decide it"
-                if r.verdict == "underpowered" and pd.notna(r.seeds_needed) else "") + ")"
-             for r in rows.itertuples()]
-    return ("**The RL claims**, Δ in points with its paired 95% interval: " + "; ".join(items)
+
+    def paper(r) -> str:
+        span = (f"{r.paper_diff_low_pts:+.1f}" if abs(r.paper_diff_high_pts - r.paper_diff_low_pts) < 0.05
+                else f"{r.paper_diff_low_pts:+.1f} to {r.paper_diff_high_pts:+.1f}")
+        at = (f"{r.carried_low_pts:+.2f}" if abs(r.carried_high_pts - r.carried_low_pts) < 0.005
+              else f"{r.carried_low_pts:+.2f} to {r.carried_high_pts:+.2f}")
+        return f"{r.source} {span} at {r.paper_base_pct:.0f}%, {at} at our {r.ours_base_pct:.1f}%"
+    items = [f"{r.table} {r.better} > {r.worse} {_pts(r.ours_diff_pts, 1)} {_ci(r.adj_ci_low_pts, r.adj_ci_high_pts, 1)}"
+             f" at {int(r.n_seeds)} seeds ({paper(r)}; *{r.verdict}*"
+             + (f", {100 * r.power_at_claim:.0f}% power at the carried effect" if pd.notna(r.power_at_claim) else "")
+             + ")" for r in rows.itertuples()]
+    return ("**The RL claims**, Δ in points of held-out avg@4 with its family-wise interval, beside the paper's Δ in "
+            "its own points and carried to our base rate: " + "; ".join(items)
             + f". (`{_rel(C.claims_csv(preset))}`)")
 
 
@@ -188,28 +191,6 @@ def _fig2_arms(preset: str) -> str | None:
             f"{lo if lo == hi else f'{lo}–{hi}'} seeds: {arms}. (`{_rel(path)}`)")
 
 
-def _dgpo_gradients(preset: str) -> str | None:
-    """DGPO's divergence argument read in Fig. 2's run records: the largest |F·A| on clipped tokens and the rest."""
-    if not rl.RL.csv(preset).exists():
-        return None
-    runs = rl.RL.current_rows(preset)
-    runs = runs[runs["experiment"] == "fig2"]
-    if runs.empty:
-        return None
-    ext = R.gradient_extremes(rl.records(preset, runs)).set_index("condition")
-    if "gppo" not in ext.index:
-        return None
-    g = ext.loc["gppo"]
-    shows = "shows" if g["worst_fa_clipped"] > g["worst_fa_rest"] else "does not show"
-    text = (f"**DGPO's blow-up {shows} in the runs**: over {int(g['seeds'])} seeds the largest per-token |F·A| "
-            f"GPPO keeps on clipped tokens is {g['max_fa_clipped']:.2f} on average ({g['worst_fa_clipped']:.2f} at "
-            f"worst), against {g['max_fa_rest']:.2f} ({g['worst_fa_rest']:.2f}) on the other tokens, and clipped "
-            f"tokens carry {100 * g['clipped_norm_share']:.1f}% of the log-prob gradient norm")
-    if "gppo_b0.25" in ext.index:
-        text += f" ({100 * ext.loc['gppo_b0.25', 'clipped_norm_share']:.1f}% at β_low = 0.25)"
-    return text + f". (`{_rel(rl.record_path(preset, rl.RL.get_experiment('fig2').condition('gppo'), 0).parent)}/`)"
-
-
 def _self_verification(preset: str) -> str | None:
     """Table 3's rank-1 teacher: how often its code student writes checks, how many hold, and the student without."""
     styles_path = sft.SFT.csv(preset).with_name(f"{sft.SFT.csv(preset).stem}_styles.csv")
@@ -227,7 +208,10 @@ def _self_verification(preset: str) -> str | None:
             f"checks in {100 * rank1['check'].mean():.0f}% of its answers, and {100 * rank1['check_true'].mean():.1f}% "
             f"of the checks are true; trained on the same traces with the checks taken out (a condition beyond the "
             f"paper) the student gains {_pts(c['diff'])} points {_ci(c['ci_low'], c['ci_high'])} on `tiny_lcb` over "
-            f"{int(c['n_seeds'])} seeds (Welch). (`{_rel(styles_path)}`, `{_rel(sft.SFT.csv(preset))}`)")
+            f"{int(c['n_seeds'])} seeds ({_TESTS[c['test']]}). (`{_rel(styles_path)}`, `{_rel(sft.SFT.csv(preset))}`)")
+
+
+_TESTS = {"paired": "paired t-interval over seeds", "welch": "Welch interval", "one seed": "one seed, no interval"}
 
 
 def _claims(preset: str) -> pd.DataFrame | None:
@@ -249,12 +233,15 @@ def claims_section(preset: str = "tiny") -> str:
         return f"_No `results/{preset}/claims.csv` yet: run `make ablations`._"
     claims = tables.read(C.CLAIMS, path)
     counts = claims["verdict"].value_counts().sort_index()
-    note = (f"Generated from `results/{preset}/claims.csv` (claimed numbers from `results/reported.csv`: the paper's, "
-            "and DGPO's where marked). Δ = claimed better minus claimed worse, in points (avg@k), with the statistic "
-            "the claimed value is; 95% interval over seeds, paired by seed; MDE = the difference those seeds detect "
-            "with 80% power; seeds for paper Δ = seeds per arm that would detect the claimed size at our spread "
-            "(docs/design.md, \"Verdicts\"); "
-            + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".")
+    alive = C.survivors(claims)
+    note = (f"Generated from `results/{preset}/claims.csv` (the paper's readings from `results/reported.csv`, DGPO's "
+            "where marked). Δ = claimed better minus claimed worse, in points of avg@k; the paper's Δ with the "
+            "statistic it is read as (a figure's range as a range, every release of the benchmark the paper "
+            "reports), and the same effect carried to our base rate on the log-odds scale; ours with its "
+            "family-wise interval (Bonferroni within the table or figure, paired by seed), p after Holm, the power "
+            "the seeds had at the carried effect and the seeds 80% power would take (docs/design.md, \"Verdicts\"); "
+            + ", ".join(f"{n} {v}" for v, n in counts.items())
+            + f"; p < 0.05: {alive['raw']} raw, {alive['holm']} after Holm, {alive['bh']} after Benjamini–Hochberg.")
     return note + forests(preset, claims) + "\n\n" + markdown_table(C.readme_table(claims))
 
 

@@ -29,7 +29,7 @@ from klear_lib.ablations import claims as C
 from klear_lib.paths import FIGURES, REPO, RESULTS
 
 REPORT = REPO / "build" / "report"
-KEY_FIGURES = ("claims_forest", "claims_power")  # figure stems after "<preset>_", shown beside the claims table
+KEY_FIGURES = ("claims_forest",)  # figure stems after "<preset>_", shown beside the claims table
 FAMILIES = "One claim family per figure"  # the per-experiment forest plots, shown after the claims table
 # Topic of a figure by its stem after "<preset>_" (the longest matching prefix wins), in the notebooks' order.
 TOPICS = ((FAMILIES, ("claims_forest_",)), ("SFT", ("sft_",)), ("RL", ("rl_",)), ("SFT data ablations", ("ablation_",)),

@@ -14,7 +14,7 @@ from klear_lib.ablations import claims as C
 
 PNG = base64.b64decode(  # a 1 x 1 pixel
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
-FIGURES = ("tiny_claims_power.png", "tiny_claims_forest.png", "tiny_claims_forest_fig2.png", "tiny_sft_curve.png",
+FIGURES = ("tiny_claims_forest.png", "tiny_claims_forest_fig2.png", "tiny_sft_curve.png",
            "tiny_rl_fig2_dynamics.png", "tiny_rl_fig2_heldout.png", "tiny_rl_math.png", "tiny_stability_mean.png")
 
 
@@ -96,7 +96,7 @@ def test_index_links_every_page_and_figure(study):
 def test_index_shows_titles_summaries_and_groups(study):
     text = study[1].read_text(encoding="utf-8")
     assert "01 · Make data" in text and "Rows from <code>a seed</code>." in text and "02 · Train" in text
-    order = ["tiny_claims_forest.png", "tiny_claims_power.png", "</table>", "tiny_claims_forest_fig2.png",
+    order = ["tiny_claims_forest.png", "</table>", "tiny_claims_forest_fig2.png",
              'id="figures"', ">SFT</h3>", "tiny_sft_curve", ">RL</h3>", "tiny_rl_math", ">RL ablations</h3>",
              "tiny_rl_fig2_heldout", "tiny_rl_fig2_dynamics", ">Stability map</h3>", "tiny_stability_mean"]
     assert [text.index(s) for s in order] == sorted(text.index(s) for s in order)

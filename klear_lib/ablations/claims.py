@@ -1,18 +1,22 @@
 """The claims table: one row per claim tested in miniature — every claimed pair (better, worse) of Tables 2-6 and
 Figures 2-5, and other papers' claims on the same runs (DGPO's GRPO > GPPO), on its experiment's primary
-benchmarks as the preset reads them — with the claimed difference and which statistic of the paper it is, ours
-with its 95% interval over seeds (paired by seed) and the per-seed differences it rests on, the power analysis (the spreads, the minimum detectable effect
-at the seeds run, the seeds the claimed size would need) and the decision; a claim without stored runs under the
-current config is "not run" (no number).
+benchmarks as the preset reads them — decided by one protocol (docs/design.md, "Verdicts"): the paper's readings
+of the pair (the same statistic on both sides, a figure's range kept as a range, every release of the benchmark
+the paper reports), the paper's effect carried to our base rate on the log-odds scale, our paired difference
+with its p, Holm within the claim's paper table or figure and Benjamini-Hochberg across all claims, the
+decision from the family-wise interval, and the power at the carried claim. A claim without stored runs under
+the current config is "not run" (no number).
 
 >>> from klear_lib.ablations import claims
->>> path = claims.write_claims("tiny")   # results/tiny/claims.csv, read by klear_lib.report.claims_section
+>>> path = claims.write_claims("tiny")   # results/tiny/claims.csv, read by klear_lib.report
 >>> figures = claims.write_forests("tiny")   # results/figures/tiny_claims_forest*.png, from that file
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from klear_lib import plots, tables
@@ -27,14 +31,20 @@ from klear_lib.results import ANALOGUE, load_reported
 
 FAMILIES: dict[str, Family] = {"sft": SFT, "rl": RL}
 NOT_RUN = "not run"
-COLUMNS = ["claim_id", "family", "table", "experiment", "benchmark", "better", "worse", "source", "paper_benchmark",
-           "paper_statistic", "paper_better", "paper_worse", "paper_diff_pts", "ours_better_pct", "ours_worse_pct",
-           "ours_diff_pts", "ci_low_pts", "ci_high_pts", "test", "df", "n_seeds", "sd_seed_pts", "eval_se_pts",
-           "sd_diff_pts", "mde_pts", "seeds_needed", "verdict", "seed_diffs_pts", "shares_runs", "claim"]
+COLUMNS = ["claim_id", "family", "table", "experiment", "benchmark", "better", "worse", "source", "paper_benchmarks",
+           "paper_statistic", "paper_better", "paper_worse", "paper_base_pct", "paper_diff_pts",
+           "paper_diff_low_pts", "paper_diff_high_pts", "direction", "ours_better_pct", "ours_worse_pct",
+           "ours_base_pct", "carried_low_pts", "carried_high_pts", "claimed_pts", "margin_pts", "ours_diff_pts",
+           "ci_low_pts", "ci_high_pts", "test", "df", "n_seeds", "p_value", "multiplicity_family", "family_size",
+           "p_holm", "q_bh", "adj_ci_low_pts", "adj_ci_high_pts", "sd_seed_pts", "eval_se_pts", "sd_diff_pts",
+           "sd_upper_pts", "power_at_claim", "seeds_for_power", "verdict", "seed_diffs_pts", "shares_runs",
+           "claim"]
+_BLANK = ("test", "df", "direction", "p_value", "p_holm", "q_bh", "family_size", "power_at_claim",
+          "seeds_for_power", "seed_diffs_pts", "shares_runs", "multiplicity_family")
 # ``claims.csv``: rows in definition order; a claim not run keeps its numbers blank (NaN when read)
 CLAIMS = tables.Table("claim", tuple(COLUMNS), ("claim_id",), float_format="%.4f", sort=False,
-                      nullable=tuple(c for c in COLUMNS if c.endswith(("pts", "pct")))
-                      + ("test", "df", "seeds_needed", "seed_diffs_pts", "shares_runs"))
+                      nullable=tuple(c for c in COLUMNS if c.endswith(("pts", "pct"))) + _BLANK
+                      + ("paper_better", "paper_worse"))
 
 
 def readings(family: Family, exp, preset: str | None = None) -> list[tuple[str, str]]:
@@ -49,77 +59,96 @@ def _paper_benchmark(primary: str, read: str) -> str:
     return ANALOGUE.get(primary, primary) if read not in SPECS or SPECS[read].source == "world" else read
 
 
-def statistic(table: str, setting: str) -> str:
-    """Which statistic of its source a reported value is: a table's entry ("table"), or, read off a figure, the
-    curve's "final", "peak" (or best) point or one end of a "range"; another study's reported result is "final"."""
-    if table.startswith("Table"):
-        return "table"
-    low = setting.lower()
-    return next((name for key, name in (("peak", "peak"), ("best", "peak"), ("range", "range"), ("end", "final"))
-                 if f"({key}" in low), "final")
-
-
-def pair_statistic(table: str, better: str, worse: str) -> str:
-    """``statistic`` of both sides: one word when they agree, "<better> vs <worse>" otherwise."""
-    a, b = statistic(table, better), statistic(table, worse)
-    return a if a == b else f"{a} vs {b}"
-
-
-def shared_runs(family: Family, exp, better: str, worse: str, preset: str | None) -> str:
-    """The other experiments' conditions trained by the same runs as ``better`` or ``worse`` ("fig5/filtered"),
-    ';'-joined; '' where the family does not say which runs are the same (``Family.identity``)."""
+def shared_runs(family: Family, exp, better: str, worse: str, preset: str | None) -> list[tuple[str, str]]:
+    """(own label, "experiment/condition") for every other experiment's condition trained by the same config as
+    ``better`` or ``worse`` (``Family.identity``); [] where the family does not say which runs are the same."""
     if family.identity is None or preset is None:
-        return ""
-    mine = {family.identity(preset, exp.condition(label)) for label in (better, worse)}
-    return ";".join(f"{e.id}/{c.label}" for e in family.experiments.values() if e.id != exp.id
-                    for c in e.conditions if family.identity(preset, c) in mine)
+        return []
+    mine = {family.identity(preset, exp.condition(label)): label for label in (better, worse)}
+    return [(mine[family.identity(preset, c)], f"{e.id}/{c.label}") for e in family.experiments.values()
+            if e.id != exp.id for c in e.conditions if family.identity(preset, c) in mine]
+
+
+def paper_readings(reported: pd.DataFrame | None, table: str, settings: tuple[str, str],
+                   benchmarks: tuple[str, ...]) -> tuple[str, list[tuple[float, float]], list[str]]:
+    """(statistic, [(better, worse) in points, ...], benchmarks read): the paper's readings of one pair on each
+    of ``benchmarks`` that it reports, every combination of a range's ends; the statistic is the first
+    benchmark's (``verdicts.pair_readings``)."""
+    stat, out, read = "", [], []
+    for bench in benchmarks:
+        b, w = (V.statistics_of(reported, table, s, bench) for s in settings)
+        if b and w:
+            name, bv, wv = V.pair_readings(b, w)
+            stat = stat or name
+            out += [(x, y) for x in bv for y in wv]
+            read.append(bench)
+    return stat or "none", out, read
+
+
+def _claim_readings(reported, exp, better: str, worse: str, primary: str, bench: str) -> dict:
+    """The paper's side of one claim: its source, benchmarks, statistic and readings."""
+    ext = exp.external_claim(better, worse)
+    if ext is None:
+        analog = _paper_benchmark(primary, bench)
+        benches = V.VERSIONS.get(analog, (analog,))
+        settings = tuple(exp.condition(label).paper_setting for label in (better, worse))
+        stat, reads, read = paper_readings(reported, exp.table, settings, benches)
+        return {"source": V.PAPER, "paper_benchmarks": ";".join(read or benches[:1]), "paper_statistic": stat,
+                "_first": paper_readings(reported, exp.table, settings, benches[:1])[1], "_readings": reads}
+    stat, reads, _ = paper_readings(reported, ext.table, ext.settings, (ext.benchmark,))
+    more = [r for pair in ext.more_settings for r in paper_readings(reported, ext.table, pair, (ext.benchmark,))[1]]
+    return {"source": ext.table, "paper_benchmarks": ext.benchmark, "paper_statistic": stat,
+            "_first": reads, "_readings": reads + more}
 
 
 def expected(reported: pd.DataFrame | None = None, preset: str | None = None) -> pd.DataFrame:
-    """Every claim the kit tests (on ``preset``'s readings of the primary benchmarks), with the claimed numbers
+    """Every claim the kit tests (on ``preset``'s readings of the primary benchmarks), with the paper's readings
     (``results/reported.csv``: the paper's, or an external claim's on its own benchmark) and no result yet."""
     rows = []
     for name, family in FAMILIES.items():
         for exp in family.experiments.values():
             for (better, worse) in exp.pairs:
-                ext = exp.external_claim(better, worse)
                 shares = shared_runs(family, exp, better, worse, preset)
                 for primary, bench in readings(family, exp, preset):
-                    if ext is None:
-                        paper, table = _paper_benchmark(primary, bench), exp.table
-                        pb, pw = (V.paper_value(reported, exp, label, paper) for label in (better, worse))
-                        settings = tuple(exp.condition(label).paper_setting for label in (better, worse))
-                    else:
-                        paper, table, settings = ext.benchmark, ext.table, ext.settings
-                        pb, pw = (V.reported_value(reported, ext.table, s, ext.benchmark) for s in ext.settings)
+                    side = _claim_readings(reported, exp, better, worse, primary, bench)
+                    first, reads = side["_first"], side["_readings"]
+                    diffs = [b - w for b, w in reads]
                     rows.append({"claim_id": f"{exp.id}:{better}>{worse}@{bench}", "family": name,
                                  "table": exp.table, "experiment": exp.id, "benchmark": bench, "better": better,
-                                 "worse": worse, "source": V.PAPER if ext is None else ext.table,
-                                 "paper_benchmark": paper, "paper_statistic": pair_statistic(table, *settings),
-                                 "paper_better": pb, "paper_worse": pw, "paper_diff_pts": pb - pw,
-                                 "shares_runs": shares, "claim": exp.claim if ext is None else ext.claim})
-    return pd.DataFrame(rows)
+                                 "worse": worse, **side,
+                                 "paper_better": np.mean([b for b, _ in first]) if first else np.nan,
+                                 "paper_worse": np.mean([w for _, w in first]) if first else np.nan,
+                                 "paper_diff_pts": np.mean(diffs) if diffs else np.nan,
+                                 "paper_diff_low_pts": min(diffs, default=np.nan),
+                                 "paper_diff_high_pts": max(diffs, default=np.nan),
+                                 "direction": -1 if diffs and np.mean(diffs) < 0 else 1,
+                                 "_shares": shares, "claim": exp.claim if side["source"] == V.PAPER
+                                 else exp.external_claim(better, worse).claim})
+    out = pd.DataFrame(rows)
+    out["paper_base_pct"] = (out["paper_better"] + out["paper_worse"]) / 2
+    return out
 
 
-def measured(preset: str, paths: dict | None = None, metric: str = "avg@k",
-             reported: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Pairwise verdicts of every family from its stored rows (``paths``: family -> table path override), read
-    against the claimed sizes in ``reported``."""
-    out = []
+def measured(preset: str, paths: dict | None = None, metric: str = "avg@k") -> tuple[pd.DataFrame, dict]:
+    """Every family's comparisons of its claimed pairs from its stored rows (``paths``: family -> table path
+    override), and every cell's per-seed values {(experiment, condition, benchmark): {seed: value}}."""
+    out, cells = [], {}
     for name, family in FAMILIES.items():
         rows = family.current_rows(preset, (paths or {}).get(name))
         if len(rows):
             summary = family.aggregate(rows)
-            pairs = family.verdicts(summary, metric, reported)
+            pairs = family.pairs(summary, metric)
             pairs["seed_diffs"] = seed_diffs(pairs, summary)
             out.append(pairs)
-    return (pd.concat(out, ignore_index=True) if out
-            else pd.DataFrame(columns=V.VERDICT_COLUMNS + ["seed_diffs"]))
+            for r in summary[summary["metric"] == metric].to_dict("records"):
+                cells[(r["experiment"], r["condition"], r["benchmark"])] = dict(zip(r["seeds"], r["values"]))
+    pairs = pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=V.PAIR_COLUMNS + ["seed_diffs"])
+    return pairs, cells
 
 
 def seed_diffs(pairs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """Per verdict row, the per-seed differences better - worse in points (';'-joined, seed order) that a paired
-    test used; '' for a Welch or one-seed comparison, which pairs no seeds (the figures draw them as dots)."""
+    """Per comparison row, the per-seed differences better - worse in points (';'-joined, seed order) that a
+    paired test used; '' for a Welch or one-seed comparison, which pairs no seeds (the figures draw them as dots)."""
     cells = {(r["experiment"], r["condition"], r["benchmark"], r["metric"]): r for r in summary.to_dict("records")}
     out = []
     for r in pairs.to_dict("records"):
@@ -132,32 +161,95 @@ def seed_diffs(pairs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
     return out
 
 
+def _seed_list(seeds: list[int]) -> str:
+    """Seeds as ranges: [0, 1, 2, 5, 6] -> "0-2,5-6"."""
+    out, start = [], None
+    for i, s in enumerate(seeds):
+        start = s if start is None else start
+        if i + 1 == len(seeds) or seeds[i + 1] != s + 1:
+            out.append(f"{start}" if start == s else f"{start}-{s}")
+            start = None
+    return ",".join(out)
+
+
+def shares_text(shares: list[tuple[str, str]], experiment: str, bench: str, cells: dict) -> str:
+    """The other experiments' conditions of the same config, each with the seeds on which its stored value is
+    the same as this claim's condition's (the runs are shared there; elsewhere they were drawn apart)."""
+    parts = []
+    for label, ref in shares:
+        mine, theirs = cells.get((experiment, label, bench), {}), cells.get((*ref.split("/", 1), bench), {})
+        same = sorted(s for s in mine if s in theirs and mine[s] == theirs[s])
+        common = sorted(set(mine) & set(theirs))
+        parts.append(ref if same == common and common else f"{ref} (seeds {_seed_list(same) or 'none'} of "
+                     f"{_seed_list(common) or 'none'})")
+    return ";".join(parts)
+
+
+def _carried(reads: list[tuple[float, float]], base: float) -> list[float]:
+    """Each reading (points) carried to our base rate ``base`` (a rate), in points."""
+    return [100 * S.carry(b / 100, w / 100, base) for b, w in reads]
+
+
+def decide_all(claims: pd.DataFrame) -> pd.DataFrame:
+    """The protocol on every claim run (``claims`` with our comparison merged in, in rates): carried claim,
+    multiplicity, family-wise interval, decision and power; returned in points."""
+    out = claims.copy()
+    ran = out["test"].isin(["paired", "welch"])
+    out["multiplicity_family"] = np.where(out["source"] == V.PAPER, out["table"], out["source"])
+    out["p_holm"], out["q_bh"], out["family_size"] = np.nan, np.nan, np.nan
+    for _, idx in out[ran].groupby("multiplicity_family").groups.items():
+        out.loc[idx, "p_holm"] = S.holm(out.loc[idx, "p_value"])
+        out.loc[idx, "family_size"] = int(out.loc[idx, "p_value"].notna().sum())
+    out.loc[ran, "q_bh"] = S.bh(out.loc[ran, "p_value"])
+    out["verdict"] = None
+    for i in out.index[ran]:
+        for col, value in _decision_fields(out.loc[i]).items():
+            out.loc[i, col] = value
+    return out
+
+
+def _decision_fields(r: pd.Series) -> dict:
+    """One claim's carried size, family-wise interval, decision and power (rates in, points out)."""
+    base = (r["mean_better"] + r["mean_worse"]) / 2
+    carried = _carried(r["_readings"], base)
+    d, m = int(r["direction"]), int(r["family_size"])
+    claimed = min((d * c for c in carried), default=np.nan)
+    lo, hi = S.adjusted_interval(r["diff"], r["se"], r["df"], m)
+    floor = r["note"] == V.FLOOR  # two conditions at 0 on every run measured nothing
+    paired_design, alpha = r["test"] == "paired", S.ALPHA / m
+    sd_up = S.sd_upper(r["sd_diff"], (r["n_seeds"] - 1) * (1 if paired_design else 2))
+    need = S.seeds_for_power(claimed / 100, sd_up, alpha, paired_design) if claimed > 0 else None
+    return {"ours_base_pct": 100 * base, "carried_low_pts": min(carried, default=np.nan),
+            "carried_high_pts": max(carried, default=np.nan), "claimed_pts": claimed,
+            "margin_pts": S.EQUIVALENCE * claimed if claimed > 0 else np.nan,
+            "adj_ci_low_pts": 100 * lo, "adj_ci_high_pts": 100 * hi, "sd_upper_pts": 100 * sd_up,
+            "verdict": S.UNDECIDED if floor else S.decide(lo, hi, claimed / 100, d),
+            "power_at_claim": S.power(claimed / 100, r["sd_diff"], int(r["n_seeds"]), alpha, paired_design)
+            if claimed > 0 else np.nan,
+            "seeds_for_power": np.nan if need is None else need}
+
+
 def build_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict | None = None) -> pd.DataFrame:
-    """One row per expected claim: the paper's numbers, ours (in points) and the verdict, or "not run"."""
+    """One row per expected claim: the paper's readings, ours (in points) and the decision, or "not run"."""
     reported = load_reported() if reported is None else reported
     claims = expected(reported, preset)
-    pairs = measured(preset, paths, reported=reported).rename(columns={"ci_low": "pair_ci_low", "ci_high": "pair_ci_high"})
+    pairs, cells = measured(preset, paths)
     merged = claims.merge(pairs[["experiment", "benchmark", "better", "worse", "mean_better", "mean_worse", "diff",
-                                 "pair_ci_low", "pair_ci_high", "test", "df", "n_seeds", "sd_seed", "eval_se",
-                                 "sd_diff", "mde", "seeds_needed", "verdict", "note", "seed_diffs"]],
+                                 "ci_low", "ci_high", "test", "df", "p_value", "se", "n_seeds", "sd_seed",
+                                 "eval_se", "sd_diff", "note", "seed_diffs"]],
                           on=["experiment", "benchmark", "better", "worse"], how="left")
+    merged = decide_all(merged)
     for col, src in (("ours_better_pct", "mean_better"), ("ours_worse_pct", "mean_worse"),
-                     ("ours_diff_pts", "diff"), ("ci_low_pts", "pair_ci_low"), ("ci_high_pts", "pair_ci_high"),
-                     ("sd_seed_pts", "sd_seed"), ("eval_se_pts", "eval_se"), ("sd_diff_pts", "sd_diff"),
-                     ("mde_pts", "mde")):
+                     ("ours_diff_pts", "diff"), ("ci_low_pts", "ci_low"), ("ci_high_pts", "ci_high"),
+                     ("sd_seed_pts", "sd_seed"), ("eval_se_pts", "eval_se"), ("sd_diff_pts", "sd_diff")):
         merged[col] = 100 * merged[src]
-    # the decision and the seeds needed read the claimed size of the claim's own paper benchmark (a held-out
-    # tier such as math_eval_t2 stands for its primary benchmark's analogue, which the family's files do not know)
-    ran = merged["test"].notna()
-    merged.loc[ran, "verdict"] = [V.decision({"diff": d, "low": lo, "high": hi}, p, note == V.FLOOR)
-                                  for d, lo, hi, p, note in merged.loc[ran, ["diff", "pair_ci_low", "pair_ci_high",
-                                                                             "paper_diff_pts", "note"]].values]
-    merged["seeds_needed"] = pd.array([S.seeds_needed(sd, p / 100, paired_design=t == "paired") if r else None
-                                       for r, sd, p, t in zip(ran, merged["sd_diff"], merged["paper_diff_pts"],
-                                                              merged["test"])], dtype="Int64")
+    merged["shares_runs"] = [shares_text(sh, e, b, cells) for sh, e, b in
+                             zip(merged["_shares"], merged["experiment"], merged["benchmark"])]
     merged["verdict"] = merged["verdict"].fillna(NOT_RUN)
     merged["n_seeds"] = merged["n_seeds"].fillna(0).astype(int)
     merged["seed_diffs_pts"] = merged["seed_diffs"].fillna("")
+    for col in ("family_size", "seeds_for_power"):
+        merged[col] = pd.array(merged[col], dtype="Int64")
     return merged[COLUMNS]
 
 
@@ -190,26 +282,51 @@ def write_forests(preset: str, claims: pd.DataFrame | None = None) -> list[Path]
     return paths
 
 
+def experiment_summary(claims: pd.DataFrame) -> pd.DataFrame:
+    """Per experiment with a claim run: how many claims, and how many of each decision."""
+    run = claims[claims["verdict"] != NOT_RUN]
+    counts = run.groupby(["experiment", "table"], sort=False)["verdict"].value_counts().unstack(fill_value=0)
+    counts = counts.reindex(columns=list(S.DECISIONS), fill_value=0)
+    counts.columns.name = None
+    return counts.assign(claims=counts.sum(axis=1)).reset_index()[["experiment", "table", "claims", *S.DECISIONS]]
+
+
+def survivors(claims: pd.DataFrame, alpha: float = S.ALPHA) -> dict[str, int]:
+    """How many claims run have p below ``alpha``: raw, after Holm within their table or figure, after BH."""
+    run = claims[claims["verdict"] != NOT_RUN]
+    return {"run": len(run), **{name: int((run[col] < alpha).sum())
+                                for name, col in (("raw", "p_value"), ("holm", "p_holm"), ("bh", "q_bh"))}}
+
+
 def readme_table(claims: pd.DataFrame) -> pd.DataFrame:
-    """The README view: claim, benchmark, the claimed difference and ours with its interval, seeds, the minimum
-    detectable effect at those seeds and the seeds the claimed size needs, and the decision."""
+    """The README view: claim, benchmark, the paper's difference (its reading and range) and the same effect
+    carried to our base rate, ours with its family-wise interval, seeds, p after Holm, the power at the carried
+    claim and the seeds 80% power would take, and the decision."""
     def pts(v, sign="+"):
         return "—" if pd.isna(v) else f"{v:{sign}.1f}".replace("inf", "∞")
 
     def interval(lo, hi):
         return "—" if pd.isna(lo) else f"[{lo:+.1f}, {hi:+.1f}]".replace("inf", "∞")
 
-    def need(n, verdict):
-        return "—" if verdict == NOT_RUN else ("≤ run" if verdict in ("replicated", "opposite") else
-                                               (f"{int(n)}" if pd.notna(n) else "?"))
+    def span(lo, hi):
+        return pts(lo) if pd.isna(hi) or round(lo, 1) == round(hi, 1) else f"{pts(lo)} to {pts(hi)}"
+
     source = ["" if s == V.PAPER else f" ({s})" for s in claims["source"]]
     return pd.DataFrame({
         "paper": [t + s for t, s in zip(claims["table"], source)],
         "claim (better > worse)": claims["better"] + " > " + claims["worse"],
-        "ours on (paper on)": claims["benchmark"] + " (" + claims["paper_benchmark"] + ")",
-        "paper Δ pts": claims["paper_diff_pts"].map(pts) + " (" + claims["paper_statistic"] + ")",
+        "ours on (paper on)": claims["benchmark"] + " (" + claims["paper_benchmarks"].str.replace(";", ", ") + ")",
+        "paper Δ pts (reading)": [f"{span(lo, hi)} ({st})" for lo, hi, st in
+                                  zip(claims["paper_diff_low_pts"], claims["paper_diff_high_pts"],
+                                      claims["paper_statistic"])],
+        "base rate paper → ours %": [f"{pts(p, '')} → {pts(o, '')}" for p, o in
+                                     zip(claims["paper_base_pct"], claims["ours_base_pct"])],
+        "paper Δ at our base pts": [span(lo, hi) for lo, hi in zip(claims["carried_low_pts"],
+                                                                    claims["carried_high_pts"])],
         "ours Δ pts": claims["ours_diff_pts"].map(pts),
-        "95% CI": [interval(lo, hi) for lo, hi in zip(claims["ci_low_pts"], claims["ci_high_pts"])],
-        "seeds": claims["n_seeds"], "MDE pts": claims["mde_pts"].map(lambda v: pts(v, "")),
-        "seeds for paper Δ": [need(n, v) for n, v in zip(claims["seeds_needed"], claims["verdict"])],
+        "family-wise CI": [interval(lo, hi) for lo, hi in zip(claims["adj_ci_low_pts"], claims["adj_ci_high_pts"])],
+        "seeds": claims["n_seeds"],
+        "p (Holm)": claims["p_holm"].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}"),
+        "power at claim": claims["power_at_claim"].map(lambda v: "—" if pd.isna(v) else f"{100 * v:.0f}%"),
+        "seeds for 80%": claims["seeds_for_power"].map(lambda v: "—" if pd.isna(v) else f"{int(v)}"),
         "verdict": claims["verdict"]})

@@ -24,7 +24,6 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from klear_lib import tables
-from klear_lib.ablations import stats as S
 from klear_lib.ablations import table as T
 from klear_lib.ablations import verdicts as V
 from klear_lib.configs.base import resolve
@@ -45,6 +44,7 @@ class ExternalClaim:
     settings: tuple[str, str]                 # its model_or_setting of ``better``, of ``worse``
     benchmark: str                            # its benchmark in reported.csv
     claim: str
+    more_settings: tuple[tuple[str, str], ...] = ()  # further readings of the same claim (another model size)
 
 
 @dataclass(frozen=True)
@@ -232,8 +232,8 @@ class Family:
                      conditions: Sequence | None = None) -> list[int]:
         """The seeds for which every condition (default: ``conditions_for``) of ``experiment`` at ``preset`` is
         stored under its current hash, on every benchmark it reads: ``run_experiment`` on them trains nothing, so a
-        notebook re-executed on them redraws its tables and figures from the stored rows, where ``run_to_decision``
-        would go on adding seeds. Raises ValueError where no seed is stored in full."""
+        notebook re-executed on them redraws its tables and figures from the stored rows. Raises ValueError where
+        no seed is stored in full."""
         exp, path = self.get_experiment(experiment), Path(path or self.csv(preset))
         conds = self.conditions_for(exp, preset) if conditions is None else tuple(conditions)
         stored = tables.read(self.table, path)
@@ -246,53 +246,19 @@ class Family:
                              f"conditions under their current config hash; run them first (seeds=None)")
         return seeds
 
-    def seed_plan(self, experiment: str | Experiment, preset: str) -> tuple[int, int, int]:
-        """(first seeds, cap, step) of ``run_to_decision``: the scale's ``min_seeds`` for the experiment (at least
-        its default count), its ``cap_seeds`` (default: the first seeds, i.e. no sequential seeds) and its
-        ``seed_step``."""
+    def fixed_seeds(self, experiment: str | Experiment, preset: str) -> int:
+        """The seeds per arm the protocol fixes for ``experiment`` before its rows are drawn (the scale's
+        ``fixed_seeds``, else its default count): no seed is added after looking at a result (docs/design.md,
+        "Verdicts")."""
         exp, scale = self.get_experiment(experiment), self.get_scale(preset)
-        first = max(scale.seeds, getattr(scale, "min_seeds", {}).get(exp.id, 0))
-        return first, max(first, getattr(scale, "cap_seeds", {}).get(exp.id, first)), getattr(scale, "seed_step", 1)
-
-    def undecided(self, runs: pd.DataFrame, preset: str, reported: pd.DataFrame | None,
-                  metric: str = "avg@k") -> list[dict]:
-        """The verdict rows of ``runs`` (one experiment) on its primary benchmarks that are "underpowered"."""
-        exp = self.get_experiment(runs["experiment"].iloc[0])
-        pairs = self.verdicts(self.aggregate(runs), metric, reported)
-        return [r for r in pairs.to_dict("records") if r["benchmark"] in self.primary_readings(exp, preset)
-                and r["verdict"] == S.UNDERPOWERED]
-
-    def primary_readings(self, experiment: str | Experiment, preset: str | None) -> tuple[str, ...]:
-        """The experiment's primary benchmarks as ``preset``'s scale reads them (as named without a preset)."""
-        exp = self.get_experiment(experiment)
-        mapping = self.get_scale(preset).benchmarks if preset else {}
-        return tuple(m for b in exp.primary for m in mapping.get(b, (b,)))
-
-    def run_to_decision(self, preset: str, experiment: str | Experiment, retrain: bool = False,
-                        path: Path | str | None = None, workers: int = 1, reported: pd.DataFrame | None = None,
-                        metric: str = "avg@k") -> pd.DataFrame:
-        """``run_experiment`` on seeds 0..first-1 (``seed_plan``), then ``step`` more seeds at a time while any of
-        the experiment's claims on its primary benchmarks is "underpowered", up to the cap. Every look reads the
-        stored rows, so a killed sequence resumes where it stopped. The looks inflate the false-positive rate
-        above the nominal 5% (a sequential design without a spending rule; docs/design.md, "Verdicts"): the cap
-        bounds how often one looks. Returns the rows of every seed run, in table order."""
-        exp = self.get_experiment(experiment)
-        first, cap, step = self.seed_plan(exp, preset)
-        seeds = list(range(first))
-        runs = self.run_experiment(preset, exp, seeds, retrain=retrain, path=path, workers=workers)
-        while len(seeds) < cap and self.undecided(runs, preset, reported, metric):
-            new = list(range(len(seeds), min(cap, len(seeds) + step)))
-            self.run_experiment(preset, exp, new, retrain=retrain, path=path, workers=workers)
-            seeds += new
-            runs = self.run_experiment(preset, exp, seeds, path=path)  # all stored now: no run
-        return runs
+        return getattr(scale, "fixed_seeds", {}).get(exp.id, scale.seeds)
 
     def runs(self, preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | str | None = None,
-             retrain: bool = False, workers: int = 1, reported: pd.DataFrame | None = None) -> pd.DataFrame:
-        """A notebook's ``SEEDS`` parameter as a call: ``None`` runs to a decision (``run_to_decision``); "stored",
-        a count or a list of seeds runs exactly those (``run_experiment``)."""
+             retrain: bool = False, workers: int = 1) -> pd.DataFrame:
+        """A notebook's ``SEEDS`` parameter as a call: ``None`` runs the experiment's fixed seeds (``fixed_seeds``);
+        "stored", a count or a list of seeds runs exactly those (``run_experiment``)."""
         if seeds is None:
-            return self.run_to_decision(preset, experiment, retrain=retrain, workers=workers, reported=reported)
+            seeds = self.fixed_seeds(experiment, preset)
         return self.run_experiment(preset, experiment, seeds, retrain=retrain, workers=workers)
 
     def _context(self, preset: str, seeds: list[int], path: Path, todo: list[tuple]):
@@ -330,15 +296,11 @@ class Family:
         """Mean over seeds ± 95% t-interval per (experiment, condition, benchmark, metric); per-seed values kept."""
         return T.aggregate(df, self.condition_order())
 
-    def verdicts(self, summary: pd.DataFrame, metric: str = "avg@k",
-                 reported: pd.DataFrame | None = None) -> pd.DataFrame:
-        """One row per (experiment, claimed pair, benchmark) present in ``summary`` (from ``aggregate``).
-
-        The pairs are the paper's comparisons, then other papers' claims on the same runs (``Experiment.external``).
-        Each difference is paired by seed (or Welch's where the seeds differ) with its power, and the decision
-        (``stats.decide``) reads it against the claimed size: ``paper_diff_pts``, the paper's own difference on the
-        analogous benchmark (``results/reported.csv``, in points), or the external claim's.
-        """
+    def pairs(self, summary: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:
+        """One row per (experiment, claimed pair, benchmark) present in ``summary`` (from ``aggregate``): the
+        difference paired by seed (or Welch's where the seeds differ) with its p. The pairs are the paper's
+        comparisons, then other papers' claims on the same runs (``Experiment.external``). Verdicts are made from
+        these once, for all claims together (``klear_lib.ablations.claims``)."""
         cells, out = V.by_cell(summary[summary["metric"] == metric]), []
         for exp in self.experiments.values():
             benches = sorted({b for (e, _, b) in cells if e == exp.id})
@@ -346,33 +308,18 @@ class Family:
                 for bench in benches:
                     b, w = cells.get((exp.id, better, bench)), cells.get((exp.id, worse, bench))
                     if b and w:
-                        out.append(V.comparison_row(exp, b, w, reported))
-        return pd.DataFrame(out, columns=V.VERDICT_COLUMNS)
+                        out.append(V.comparison_row(exp, b, w))
+        return pd.DataFrame(out, columns=V.PAIR_COLUMNS)
 
     def contrast(self, summary: pd.DataFrame, experiment: str, a: str, b: str,
                  metric: str = "avg@k") -> pd.DataFrame:
-        """Condition ``a`` minus ``b`` per benchmark, with Welch's 95% interval over seeds: a comparison that is no
-        paper claim, so it carries no verdict. Benchmarks where either condition is missing are skipped."""
+        """Condition ``a`` minus ``b`` per benchmark with its 95% interval over seeds (paired by seed where both ran
+        the same seeds, else Welch's; the ``test`` column says which): a comparison that is no paper claim, so it
+        carries no verdict. Benchmarks where either condition is missing are skipped."""
         exp, cells = self.get_experiment(experiment), V.by_cell(summary[summary["metric"] == metric])
         rows = [V.comparison_row(exp, cells[(e, c, bench)], cells[(e, b, bench)])
                 for (e, c, bench) in cells if e == exp.id and c == a and (e, b, bench) in cells]
-        return pd.DataFrame(rows, columns=V.VERDICT_COLUMNS).drop(
-            columns=["source", "paper_diff_pts", "seeds_needed", "verdict"])
-
-    def experiment_verdicts(self, pairs: pd.DataFrame) -> pd.DataFrame:
-        """Per experiment present in ``pairs``, on its primary benchmarks: counts of pairwise verdicts and one
-        verdict."""
-        out = []
-        for exp in self.experiments.values():
-            if exp.id not in set(pairs["experiment"]):
-                continue
-            mine = pairs[(pairs["experiment"] == exp.id) & pairs["benchmark"].isin(exp.primary)]
-            sel = mine[mine["source"] == V.PAPER]["verdict"].tolist()  # the paper's claims only
-            out.append({"experiment": exp.id, "table": exp.table, "primary": "+".join(exp.primary),
-                        "pairs": len(sel), **{c.replace(" ", "_").replace("'", ""): sel.count(c) for c in S.DECISIONS},
-                        "verdict": V.experiment_decision(sel), "claim": exp.claim})
-        counts = [c.replace(" ", "_").replace("'", "") for c in S.DECISIONS]
-        return pd.DataFrame(out, columns=["experiment", "table", "primary", "pairs", *counts, "verdict", "claim"])
+        return pd.DataFrame(rows, columns=V.PAIR_COLUMNS)
 
     def side_by_side(self, summary: pd.DataFrame, reported: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:
         """Our mean ± 95% CI (in %) per condition and benchmark beside the paper's value of the same setting."""
@@ -388,12 +335,12 @@ class Family:
         return pd.DataFrame(rows)
 
     def write_reports(self, summary: pd.DataFrame, preset: str, pairs: pd.DataFrame | None = None) -> list[Path]:
-        """``<name>_summary.csv`` (per-seed values ';'-joined) and, given ``pairs``, ``<name>_verdicts.csv`` beside
+        """``<name>_summary.csv`` (per-seed values ';'-joined) and, given ``pairs``, ``<name>_pairs.csv`` beside
         the family's table; rows as given, floats at the table's precision."""
         base = self.csv(preset)
         paths = [tables.write(self.summary, T.flat(summary), base.with_name(f"{base.stem}_summary.csv"))]
         if pairs is not None:
-            paths.append(tables.write(V.VERDICTS, pairs, base.with_name(f"{base.stem}_verdicts.csv")))
+            paths.append(tables.write(V.PAIRS, pairs, base.with_name(f"{base.stem}_pairs.csv")))
         return paths
 
 

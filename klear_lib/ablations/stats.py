@@ -1,4 +1,5 @@
-"""Statistics over seeds for the ablations: t-intervals, paired and Welch differences, power, and the verdicts.
+"""Statistics over seeds for the ablations: t-intervals, paired and Welch differences, p-values, multiplicity,
+power, and the decision rule of the verdict protocol (docs/design.md, "Verdicts").
 
 Pure functions of per-seed values (one value per independent training run). Seeds are the sampling unit. The
 interval of a condition is mean ± t_{0.975, n-1} · s / √n. Two conditions run on the same seeds are compared by
@@ -6,9 +7,10 @@ their per-seed differences (paired: one seed gives both the same start, data ord
 the seed does to both cancels); otherwise by Welch's interval with the exact Welch-Satterthwaite degrees of
 freedom. Every t quantile is exact (Student's t, any real df).
 
-Power (``mde``, ``seeds_needed``): the smallest true difference a two-sided test at α = 0.05 detects with 80%
-power is (t_{1-α/2, df} + t_{0.8, df}) · sd / √n, with sd the spread of the per-seed differences (paired) or
-√(s_a² + s_b²) (two independent arms of n seeds each).
+A paper's difference is carried to our base rate on the log-odds scale (``carry``); a claim is decided from its
+interval at the family-wise level (``adjusted_interval``: Bonferroni within the claim's paper table or figure)
+against 0, the carried claim and an equivalence margin (``decide``). Power is exact (noncentral t) at the carried
+claim; the seeds 80% power would take use an upper confidence bound on the spread, not the spread observed.
 """
 from __future__ import annotations
 
@@ -19,10 +21,13 @@ import numpy as np
 from scipy import stats as _st
 
 ALPHA, POWER = 0.05, 0.80
-# ``decide``'s outcomes; ``verdict`` keeps the sign-only rule of the stability map
-REPLICATED, OPPOSITE, NO_EFFECT, UNDERPOWERED = ("replicated", "opposite", "no effect of the paper's size",
-                                                 "underpowered")
-DECISIONS = (REPLICATED, OPPOSITE, NO_EFFECT, UNDERPOWERED)
+# ``decide``'s outcomes, mutually exclusive, tested in this order; ``verdict`` keeps the stability map's sign-only rule
+REPLICATED, OPPOSITE, EQUIVALENT, SMALLER, UNDECIDED = ("replicated", "opposite", "equivalent",
+                                                        "smaller than claimed", "undecided")
+DECISIONS = (REPLICATED, OPPOSITE, EQUIVALENT, SMALLER, UNDECIDED)
+EQUIVALENCE = 0.5   # the equivalence margin as a fraction of the carried claim: "less than half the claimed effect"
+SD_UPPER = 0.80     # one-sided confidence of the spread's upper bound that sizes a future design (Browne 1995)
+BASE_CLIP = 0.001   # base rates are clipped into [BASE_CLIP, 1 - BASE_CLIP] before the logit (a 0% run is finite)
 VERDICTS = ("replicated", "not replicated", "inconclusive")
 
 
@@ -88,77 +93,152 @@ def paired(a: Sequence[float], seeds_a: Sequence[int], b: Sequence[float],
 
 
 def compare(a: Sequence[float], seeds_a: Sequence[int], b: Sequence[float], seeds_b: Sequence[int]) -> dict:
-    """mean(a) - mean(b) with its 95% interval, the test used and its df, the spread and the power figures.
+    """mean(a) - mean(b) with its 95% interval, the test used and its df, its standard error and two-sided p.
 
     Paired over the seeds both sides ran when there are at least two (a side's runs on other seeds are left out:
     a sweep cut short leaves them unpaired); Welch over all runs otherwise. Keys: ``test`` ("paired" | "welch" |
-    "one seed": a side has one run, no interval), ``diff``, ``low``, ``high``, ``df``,
-    ``n`` (pairs, or the smaller side), ``sd`` (of the per-seed differences; for Welch √(s_a² + s_b²)), ``mde``
-    (at ``n``) and ``mean_a``/``mean_b`` (over the runs the test used).
+    "one seed": a side has one run, no interval), ``diff``, ``low``, ``high``, ``df``, ``se``, ``p``, ``n`` (pairs,
+    or the smaller side), ``sd`` (of the per-seed differences; for Welch √(s_a² + s_b²), so se = sd/√n at equal
+    arms) and ``mean_a``/``mean_b`` (over the runs the test used).
     """
     pa, pb = paired(a, seeds_a, b, seeds_b)
     if len(pa) >= 2:
         d = np.asarray(pa) - np.asarray(pb)
         diff, low, high = t_interval(d)
-        sd, n, df = float(d.std(ddof=1)), d.size, float(d.size - 1)
+        sd, n = float(d.std(ddof=1)), d.size
         if sd == 0.0:
             low = high = diff
-        return {"test": "paired", "diff": diff, "low": low, "high": high, "df": df, "n": n, "sd": sd,
-                "mde": mde(sd, n, paired_design=True), "mean_a": float(np.mean(pa)), "mean_b": float(np.mean(pb))}
+        return {"test": "paired", "diff": diff, "low": low, "high": high, "df": float(n - 1),
+                "se": sd / math.sqrt(n), "p": p_value(diff, sd / math.sqrt(n), n - 1), "n": n, "sd": sd,
+                "mean_a": float(np.mean(pa)), "mean_b": float(np.mean(pb))}
     a_, b_ = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     diff, low, high = welch_interval(a_, b_)
     n = int(min(a_.size, b_.size))
     sd = math.sqrt(a_.var(ddof=1) + b_.var(ddof=1)) if n >= 2 else math.nan
-    return {"test": "welch" if n >= 2 else "one seed", "diff": diff, "low": low, "high": high,
-            "df": welch_df(a_, b_), "n": n, "sd": sd,
-            "mde": mde(sd, n, paired_design=False), "mean_a": float(a_.mean()), "mean_b": float(b_.mean())}
+    se = math.sqrt(a_.var(ddof=1) / a_.size + b_.var(ddof=1) / b_.size) if n >= 2 else math.nan
+    df = welch_df(a_, b_)
+    return {"test": "welch" if n >= 2 else "one seed", "diff": diff, "low": low, "high": high, "df": df,
+            "se": se, "p": p_value(diff, se, df), "n": n, "sd": sd, "mean_a": float(a_.mean()),
+            "mean_b": float(b_.mean())}
 
 
-def mde(sd: float, n: int, paired_design: bool = True, alpha: float = ALPHA, power: float = POWER) -> float:
-    """The minimum detectable difference at ``n`` seeds (per arm): (t_{1-α/2} + t_{power}) · sd / √n, with df
-    n - 1 (paired) or 2(n - 1) (two arms, equal variances); inf below 2 seeds, NaN without an ``sd``."""
-    if n < 2:
-        return math.inf
-    if math.isnan(sd):
+def p_value(diff: float, se: float, df: float) -> float:
+    """Two-sided p of the t-test of no difference; 0 for a nonzero difference without spread, NaN without df."""
+    if not df > 0 or math.isnan(se):
         return math.nan
+    if se == 0:
+        return 1.0 if diff == 0 else 0.0
+    return float(2 * _st.t.sf(abs(diff) / se, df))
+
+
+def holm(p: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error); NaN entries stay NaN and do not count."""
+    p = np.asarray(p, dtype=float)
+    out, ok = np.full(p.shape, np.nan), ~np.isnan(p)
+    order = np.argsort(p[ok])
+    m = int(ok.sum())
+    adj = np.maximum.accumulate((m - np.arange(m)) * p[ok][order]) if m else np.array([])
+    vals = np.empty(m)
+    vals[order] = np.minimum(adj, 1.0)
+    out[ok] = vals
+    return out
+
+
+def bh(p: Sequence[float]) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (q, false discovery rate); NaN entries stay NaN and do not count."""
+    p = np.asarray(p, dtype=float)
+    out, ok = np.full(p.shape, np.nan), ~np.isnan(p)
+    m = int(ok.sum())
+    order = np.argsort(p[ok])[::-1]  # largest first: q_(i) = min over j >= i of m p_(j) / j
+    ranks = m - np.arange(m)
+    q = np.minimum.accumulate(p[ok][order] * m / ranks) if m else np.array([])
+    vals = np.empty(m)
+    vals[order] = np.minimum(q, 1.0)
+    out[ok] = vals
+    return out
+
+
+def adjusted_interval(diff: float, se: float, df: float, family_size: int) -> tuple[float, float]:
+    """The interval of ``diff`` at level 1 - α/``family_size`` (Bonferroni: simultaneous 95% over the family, the
+    interval whose exclusion of 0 implies Holm's rejection); infinite without df, a point without spread."""
+    if not df > 0 or math.isnan(se):
+        return -math.inf, math.inf
+    half = t_quantile(1 - ALPHA / (2 * max(family_size, 1)), df) * se
+    return diff - half, diff + half
+
+
+def logit(p: float) -> float:
+    """log(p / (1 - p)) of a rate clipped into [BASE_CLIP, 1 - BASE_CLIP]."""
+    p = min(max(p, BASE_CLIP), 1 - BASE_CLIP)
+    return math.log(p / (1 - p))
+
+
+def carry(paper_better: float, paper_worse: float, base: float) -> float:
+    """The paper's difference (rates in [0, 1]) carried to our base rate ``base`` on the log-odds scale: the
+    paper's log-odds ratio L placed symmetrically around ``base``, expit(logit(base) + L/2) - expit(logit(base) - L/2).
+
+    A treatment that shifts every problem's log-odds by the same amount moves a rate of 50% by the most points and
+    one near 0 or 100% by few: this is the difference the paper's effect would make where our models sit."""
+    ratio, mid = logit(paper_better) - logit(paper_worse), logit(base)
+    return float(_st.logistic.cdf(mid + ratio / 2) - _st.logistic.cdf(mid - ratio / 2))
+
+
+def power(effect: float, sd: float, n: int, alpha: float = ALPHA, paired_design: bool = True) -> float:
+    """Exact power of the two-sided t-test at level ``alpha`` to detect a true difference ``effect`` with ``n``
+    seeds per arm and spread ``sd`` (of the per-seed differences; two arms: √(s_a² + s_b²)); noncentral t with df
+    n - 1 (paired) or 2(n - 1). NaN without spread or effect."""
+    if n < 2 or math.isnan(sd) or math.isnan(effect):
+        return math.nan
+    if sd == 0:
+        return 1.0 if effect != 0 else alpha
     df = n - 1 if paired_design else 2 * (n - 1)
-    return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * sd / math.sqrt(n)
+    crit, ncp = t_quantile(1 - alpha / 2, df), effect * math.sqrt(n) / sd
+    return float(_st.nct.sf(crit, df, ncp) + _st.nct.cdf(-crit, df, ncp))
 
 
-def seeds_needed(sd: float, effect: float, paired_design: bool = True, cap: int = 10_000) -> int | None:
-    """The fewest seeds per arm (>= 2) whose ``mde`` is at most |``effect``|; None when ``sd`` or ``effect`` is
-    unknown or zero-effect, or when even ``cap`` seeds do not reach it."""
-    effect = abs(effect)
+def sd_upper(sd: float, df: float, conf: float = SD_UPPER) -> float:
+    """The one-sided ``conf`` upper confidence bound of a spread estimated with ``df`` degrees of freedom:
+    sd · √(df / χ²_{1-conf, df}). At 3 seeds the true spread can be several times the observed one."""
+    if not df > 0 or math.isnan(sd):
+        return math.nan
+    return float(sd * math.sqrt(df / _st.chi2.ppf(1 - conf, df)))
+
+
+def seeds_for_power(effect: float, sd: float, alpha: float = ALPHA, paired_design: bool = True,
+                    target: float = POWER, cap: int = 10_000) -> int | None:
+    """The fewest seeds per arm (>= 2) with ``power`` >= ``target`` at ``effect``; None when the effect or the
+    spread is unknown, the effect is 0, or even ``cap`` seeds fall short."""
     if math.isnan(sd) or math.isnan(effect) or effect == 0:
         return None
-    if sd == 0:
-        return 2
     n = 2
-    while mde(sd, n, paired_design) > effect:
+    while power(abs(effect), sd, n, alpha, paired_design) < target:
         n = n + 1 if n < 64 else int(n * 1.05) + 1
         if n > cap:
             return None
     return n
 
 
-def decide(diff: float, low: float, high: float, paper_effect: float, claimed_sign: int = 1) -> str:
-    """The decision on a claim that the difference has sign ``claimed_sign``, of the size ``paper_effect``.
+def decide(low: float, high: float, claimed: float, direction: int = 1) -> str:
+    """The decision on a claim from its family-wise interval [``low``, ``high``] (better - worse), the carried
+    claimed size ``claimed`` (> 0 on the claimed side; NaN or <= 0 where the paper's own readings give no positive
+    size) and the claimed ``direction`` (+1: better > worse; -1: the paper's own number has the other sign).
 
-    "replicated": the 95% interval excludes 0 on the claimed side; "opposite": it excludes 0 on the other side;
-    "no effect of the paper's size": it holds 0 and lies inside ±|paper_effect|; "underpowered": it holds 0 and
-    reaches past ±|paper_effect| (or the paper gives no size).
+    In the claimed direction, first match wins: *replicated* (interval above 0), *opposite* (below 0),
+    *equivalent* (inside ±EQUIVALENCE·claimed), *smaller than claimed* (holds 0, excludes the claimed size),
+    *undecided* (holds both 0 and the claimed size, or the paper gives no size).
     """
-    if claimed_sign not in (1, -1):
-        raise ValueError(f"claimed_sign must be +1 or -1, got {claimed_sign}")
-    lo, hi = sorted((claimed_sign * low, claimed_sign * high))
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 or -1, got {direction}")
+    lo, hi = sorted((direction * low, direction * high))
     if lo > 0:
         return REPLICATED
     if hi < 0:
         return OPPOSITE
-    size = abs(paper_effect)
-    if not math.isnan(size) and size > 0 and -size < lo and hi < size:
-        return NO_EFFECT
-    return UNDERPOWERED
+    if not claimed > 0:
+        return UNDECIDED
+    if -EQUIVALENCE * claimed < lo and hi < EQUIVALENCE * claimed:
+        return EQUIVALENT
+    return SMALLER if hi < claimed else UNDECIDED
 
 
 def verdict(diff: float, low: float, high: float, claimed_sign: int = 1) -> str:

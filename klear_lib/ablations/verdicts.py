@@ -1,5 +1,6 @@
-"""The pieces of a verdict against the paper's claims, from ``table.aggregate`` rows (any ablation family; the
-verdict tables themselves are ``Family`` methods in ``klear_lib.ablations.family``).
+"""The pieces of a verdict against the paper's claims, from ``table.aggregate`` rows (any ablation family): our
+comparison of a claimed pair, and the paper's readings of the same pair (the verdicts themselves are made once, for
+every claim, in ``klear_lib.ablations.claims``).
 
 An experiment here is any object with ``id``, ``table`` (as in ``results/reported.csv``), ``claim``,
 ``comparisons`` (pairs of condition labels: claimed better, claimed worse), ``primary`` (benchmarks the
@@ -7,6 +8,7 @@ experiment-level verdict reads) and ``condition(label).paper_setting`` (the repo
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -16,12 +18,11 @@ from klear_lib.ablations import stats as S
 from klear_lib.results import ANALOGUE
 from klear_lib.tables import Table
 
-VERDICT_COLUMNS = ["experiment", "benchmark", "metric", "better", "worse", "source", "mean_better", "mean_worse",
-                   "diff", "ci_low", "ci_high", "test", "df", "n_seeds", "sd_seed", "eval_se", "sd_diff", "mde",
-                   "paper_diff_pts", "seeds_needed", "verdict", "note"]
-# ``<family>_verdicts.csv``: one row per claimed pair and benchmark, in definition order
-VERDICTS = Table("verdict", tuple(VERDICT_COLUMNS), ("experiment", "benchmark", "metric", "better", "worse"),
-                 sort=False)
+PAIR_COLUMNS = ["experiment", "benchmark", "metric", "better", "worse", "mean_better", "mean_worse", "diff",
+                "ci_low", "ci_high", "test", "df", "p_value", "se", "n_seeds", "sd_seed", "eval_se", "sd_diff", "note"]
+# ``<family>_pairs.csv``: one row per claimed pair and benchmark, in definition order; no verdict (those are made
+# once, for every claim together, in ``klear_lib.ablations.claims``)
+PAIRS = Table("pair", tuple(PAIR_COLUMNS), ("experiment", "benchmark", "metric", "better", "worse"), sort=False)
 
 
 def analogue(bench: str) -> str:
@@ -31,6 +32,11 @@ def analogue(bench: str) -> str:
 
 FLOOR = "both at 0"  # the note on a pair whose runs all score 0 (a floor effect, not a measurement)
 PAPER = "paper"  # ``source`` of a claim the paper makes (else the external claim's table, e.g. "DGPO")
+# the releases of one benchmark the paper reports side by side: a claim reads every one of them
+VERSIONS = {"aime24": ("aime24", "aime25"), "lcb_v5": ("lcb_v5", "lcb_v6")}
+# a setting read off a figure names its statistic: "GPPO (end)", "CISPO (range low)", "soft reward (best)"
+_READ_OFF = re.compile(r"^(.*) \((end|peak|best|range low|range high)\)$")
+FINAL, BEST = ("end", "range low", "range high"), ("peak", "best")
 
 
 def reported_value(reported: pd.DataFrame | None, table: str, setting: str, bench: str) -> float:
@@ -47,47 +53,58 @@ def paper_value(reported: pd.DataFrame | None, exp, label: str, bench: str) -> f
     return reported_value(reported, exp.table, exp.condition(label).paper_setting, analogue(bench))
 
 
-def claimed_diff(reported: pd.DataFrame | None, exp, better: str, worse: str, bench: str) -> tuple[str, float]:
-    """(source, claimed difference in points) of the pair (better, worse) on the benchmark ``bench`` stands for:
-    the paper's, or an external claim's on its own benchmark."""
-    ext = exp.external_claim(better, worse)
-    if ext is None:
-        return PAPER, paper_value(reported, exp, better, bench) - paper_value(reported, exp, worse, bench)
-    b, w = (reported_value(reported, ext.table, s, ext.benchmark) for s in ext.settings)
-    return ext.table, b - w
+def statistics_of(reported: pd.DataFrame | None, table: str, setting: str, bench: str) -> dict[str, float]:
+    """Every reading of ``setting``'s curve on ``bench``: {statistic: value} ("end", "peak", "range low", ...) for
+    a setting read off a figure, {"table": value} for a table entry; {} where the paper gives none."""
+    m = _READ_OFF.match(setting)
+    if reported is None or m is None:
+        value = reported_value(reported, table, setting, bench)
+        return {} if np.isnan(value) else {"table": value}
+    sel = reported[(reported["table"] == table) & (reported["benchmark"] == bench)]
+    found = {name: float(v) for name, v in zip(sel["model_or_setting"], sel["value"])}
+    return {stat: found[f"{m.group(1)} ({stat})"] for stat in FINAL + BEST if f"{m.group(1)} ({stat})" in found}
 
 
-def comparison_row(exp, better: dict, worse: dict, reported: pd.DataFrame | None = None) -> dict:
-    """The verdict row of one claimed pair on one benchmark (two ``aggregate`` rows): the difference over seeds
-    (paired by seed where both ran the same seeds, else Welch; ``stats.compare``), its power and the decision.
+def _pick(stats: dict[str, float], kinds: tuple[str, ...]) -> list[float]:
+    """The values of ``stats`` of the first statistic kind present: the end point before a range's two ends."""
+    if "end" in kinds and "end" in stats:
+        return [stats["end"]]
+    return [stats[k] for k in kinds if k in stats]
+
+
+def pair_readings(better: dict[str, float], worse: dict[str, float]) -> tuple[str, list[float], list[float]]:
+    """(statistic, the better side's values, the worse side's): the same statistic on both sides — a table's
+    entries; final against final (an end point, or a range kept as its two ends); else best against best; a
+    side with neither is "mixed" (each side's final, else best)."""
+    if "table" in better and "table" in worse:
+        return "table", [better["table"]], [worse["table"]]
+    for name, kinds in (("final", FINAL), ("best", BEST)):
+        b, w = _pick(better, kinds), _pick(worse, kinds)
+        if b and w:
+            ranged = len(b) > 1 or len(w) > 1
+            return name + (" (range)" if ranged else ""), b, w
+    b, w = (_pick(s, FINAL) or _pick(s, BEST) for s in (better, worse))
+    return "mixed", b, w
+
+
+def comparison_row(exp, better: dict, worse: dict) -> dict:
+    """The comparison of one claimed pair on one benchmark (two ``aggregate`` rows): the difference over seeds
+    (paired by seed where both ran the same seeds, else Welch; ``stats.compare``) with its two-sided p.
 
     ``sd_seed``: the spread of one condition's per-seed values (root mean of the two variances); ``eval_se``: one
     run's evaluation standard error (root mean square over both conditions' runs); ``sd_diff``: the spread the
-    test uses; ``mde``: the difference it detects with 80% power at these seeds; ``seeds_needed``: seeds per arm
-    to detect the claimed |Δ| at that spread (blank where it cannot be estimated).
+    test uses.
     """
     bench, b, w = better["benchmark"], better["condition"], worse["condition"]
     c = S.compare(better["values"], better["seeds"], worse["values"], worse["seeds"])
     floor = max(better["values"]) == 0 and max(worse["values"]) == 0
-    source, claimed = claimed_diff(reported, exp, b, w, bench)
     var = [np.var(x["values"], ddof=1) if len(x["values"]) > 1 else np.nan for x in (better, worse)]
     se = [x.get("eval_se", np.nan) for x in (better, worse)]
-    need = S.seeds_needed(c["sd"], claimed / 100, paired_design=c["test"] == "paired")
     return {"experiment": exp.id, "benchmark": bench, "metric": better["metric"], "better": b, "worse": w,
-            "source": source, "mean_better": c["mean_a"], "mean_worse": c["mean_b"], "diff": c["diff"],
-            "ci_low": c["low"], "ci_high": c["high"], "test": c["test"], "df": c["df"], "n_seeds": c["n"],
-            "sd_seed": float(np.sqrt(np.mean(var))), "eval_se": float(np.sqrt(np.mean(np.square(se)))),
-            "sd_diff": c["sd"], "mde": c["mde"], "paper_diff_pts": claimed,
-            "seeds_needed": np.nan if need is None else need,
-            "verdict": decision(c, claimed, floor), "note": FLOOR if floor else ""}
-
-
-def decision(compared: dict, claimed_pts: float, floor: bool) -> str:
-    """``stats.decide`` on a comparison (``stats.compare``) against the claimed size in points; two conditions
-    that both score 0 everywhere measured nothing, so they are "underpowered" whatever the interval says."""
-    if floor:
-        return S.UNDERPOWERED
-    return S.decide(compared["diff"], compared["low"], compared["high"], claimed_pts / 100)
+            "mean_better": c["mean_a"], "mean_worse": c["mean_b"], "diff": c["diff"], "ci_low": c["low"],
+            "ci_high": c["high"], "test": c["test"], "df": c["df"], "p_value": c["p"], "se": c["se"],
+            "n_seeds": c["n"], "sd_seed": float(np.sqrt(np.mean(var))),
+            "eval_se": float(np.sqrt(np.mean(np.square(se)))), "sd_diff": c["sd"], "note": FLOOR if floor else ""}
 
 
 def by_cell(summary: pd.DataFrame) -> dict[tuple, dict]:
@@ -100,17 +117,6 @@ def by_cell(summary: pd.DataFrame) -> dict[tuple, dict]:
                              f"{row['config_hash']}): aggregate the rows of one configuration")
         cells[key] = row
     return cells
-
-
-def experiment_decision(labels: Sequence[str]) -> str:
-    """One decision from the pairs' decisions (``stats.decide``): all alike -> that one; any "opposite" and no
-    "replicated" -> "opposite"; otherwise (a mix, or no pair) "underpowered" when any pair is, else "mixed"."""
-    labels = list(labels)
-    if labels and len(set(labels)) == 1:
-        return labels[0]
-    if S.OPPOSITE in labels and S.REPLICATED not in labels:
-        return S.OPPOSITE
-    return S.UNDERPOWERED if not labels or S.UNDERPOWERED in labels else "mixed"
 
 
 def claim_verdict(labels: Sequence[str]) -> str:
