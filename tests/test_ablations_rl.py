@@ -16,7 +16,7 @@ import pytest
 from klear_lib import artifacts, paths, tables
 from klear_lib.ablations import claims as C
 from klear_lib.ablations import family as F
-from klear_lib.ablations import rl, sft, table
+from klear_lib.ablations import rl, sft, stats, table
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import stability as S
 from klear_lib.configs import get_config
@@ -150,29 +150,28 @@ def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkey
     assert sorted(c[:2] for c in calls) == [("clip_higher", 1), ("gppo", 1)] and prepared[-1] == (2, "sft-ckpt")
 
 
-@pytest.mark.parametrize("effect, seeds_run", [(0.30, 3), (0.0, 7)])
-def test_run_to_decision_adds_seeds_until_the_claim_is_decided_or_capped(monkeypatch, tmp_path, effect, seeds_run):
-    # gppo beats clip_higher by ``effect`` with seed noise 0.01: 0.30 is replicated at the first look (3 seeds);
-    # no effect stays "underpowered" (no paper size is given), so seeds go 3 -> 5 -> 7, the cap
-    calls = []
+def test_runs_draw_the_fixed_seeds_once_and_resume_from_the_stored_rows(monkeypatch, tmp_path):
+    # no optional stopping: SEEDS=None runs the experiment's fixed seeds whatever the results say
+    calls, seeds_run = [], 3
 
     def fake_run(preset, cond, seed, context):
         calls.append((cond.label, seed))
         h = rl.condition_hash(preset, cond)
-        noise = 0.01 * ((seed * 7919 + len(cond.label)) % 5 - 2)
-        mean = 0.3 + noise + (effect if cond.label == "gppo" else 0.0)
+        mean = 0.3 + (0.30 if cond.label == "gppo" else 0.0)  # decided at the first seed: still 3 seeds
         rows = [_row(cond.experiment, cond.label, seed, b, mean, h) for b in rl.RL.benchmarks_at(cond, preset)]
         return F.RunRows(rows, R.curve_rows(pd.DataFrame(rows[:1]), cond.experiment, cond.label, seed, 2, h))
 
-    scale = dataclasses.replace(rl.SCALES["ci"], seeds=3, cap_seeds={"fig2": 7}, seed_step=2)
+    scale = dataclasses.replace(rl.SCALES["ci"], seeds=1, fixed_seeds={"fig2": seeds_run})
     monkeypatch.setitem(rl.SCALES, "ci", scale)
     monkeypatch.setattr(rl, "RL", dataclasses.replace(rl.RL, run=fake_run, prepare=None))
     monkeypatch.setattr(rl, "start_checkpoint", lambda preset: "sft-ckpt")
-    runs = rl.RL.run_to_decision("ci", "fig2", path=tmp_path / "t.csv")
+    monkeypatch.setattr(F.Family, "csv", lambda self, preset: tmp_path / "t.csv")
+    assert rl.RL.fixed_seeds("fig2", "ci") == seeds_run and rl.RL.fixed_seeds("fig3", "ci") == 1
+    runs = rl.RL.runs("ci", "fig2")
     assert sorted(set(runs["seed"])) == list(range(seeds_run))
     assert sorted(calls) == sorted((c, s) for c in ("clip_higher", "gppo") for s in range(seeds_run))  # once each
     calls.clear()
-    again = rl.RL.run_to_decision("ci", "fig2", path=tmp_path / "t.csv")
+    again = rl.RL.runs("ci", "fig2")
     assert calls == [], calls
     pd.testing.assert_frame_equal(again, runs)  # resumes from the stored rows
     # seeds="stored": the seeds held in full, nothing trains; a seed missing one arm's rows is not one of them
@@ -367,11 +366,26 @@ def test_claims_mark_missing_runs_not_run_and_carry_the_papers_numbers(tmp_path)
     assert len(got) == len(C.expected())
     hit = got.loc["table4:top1>top4@tiny_aime"]
     assert hit["verdict"] == "replicated" and hit["ours_diff_pts"] == pytest.approx(30.0) and hit["n_seeds"] == 3
-    assert hit["paper_diff_pts"] == pytest.approx(40.83 - 37.29)  # docs/paper.md §3 Table 4, AIME 2024
+    # docs/paper.md §3 Table 4: AIME 2024 and 2025 both read, the effect carried to our base rate of 36%
+    assert hit["paper_benchmarks"] == "aime24;aime25" and hit["paper_statistic"] == "table"
+    assert (hit["paper_diff_low_pts"], hit["paper_diff_high_pts"]) == pytest.approx((40.83 - 37.29, 36.04 - 29.79))
+    assert hit["ours_base_pct"] == pytest.approx(36.0)
+    assert hit["carried_low_pts"] == pytest.approx(100 * stats.carry(0.4083, 0.3729, 0.36))
+    assert hit["claimed_pts"] == pytest.approx(hit["carried_low_pts"]) and hit["direction"] == 1
+    assert hit["family_size"] == 1 and hit["p_holm"] == pytest.approx(hit["p_value"])
     assert got.loc["table4:top2>top4@tiny_aime", "verdict"] == C.NOT_RUN
     rl_rows = got[got["family"] == "rl"]
     assert set(rl_rows["verdict"]) == {C.NOT_RUN} and rl_rows["ours_diff_pts"].isna().all()
-    assert got.loc["fig3:soft>hard@tiny_lcb", "paper_diff_pts"] == pytest.approx(61.0 - 59.2)
+    assert got.loc["fig3:soft>hard@tiny_lcb", "paper_diff_pts"] == pytest.approx(61.0 - 59.2)  # best vs best
+    assert got.loc["fig3:soft>hard@tiny_lcb", "paper_statistic"] == "best"
+    # a figure's range stays a range: CISPO 79.5-81.2 against GPPO's end point 81.0
+    cispo = got.loc["fig2:gppo>cispo@tiny_aime"]
+    assert (cispo["paper_diff_low_pts"], cispo["paper_diff_high_pts"]) == pytest.approx((-0.2, 1.5))
+    assert cispo["paper_statistic"] == "final (range)"
+    dgpo = got.loc["fig2:grpo>gppo@tiny_aime"]  # DGPO's two model sizes
+    assert (dgpo["paper_diff_low_pts"], dgpo["paper_diff_high_pts"]) == pytest.approx((2.8, 3.9))
+    t5 = got.loc["table5:top1>top4@tiny_lcb"]  # the paper's own Table 5 number on LiveCodeBench is negative
+    assert t5["direction"] == -1 and t5["paper_diff_high_pts"] < 0
     assert hit["seed_diffs_pts"] == "30.00;30.00;30.00"  # the paired differences the interval rests on, in seed order
     assert got.loc["table4:top2>top4@tiny_aime", "seed_diffs_pts"] == ""
     path = C.write_claims("ci", paths={"sft": tmp_path / "sft.csv", "rl": tmp_path / "rl.csv"},
@@ -380,35 +394,73 @@ def test_claims_mark_missing_runs_not_run_and_carry_the_papers_numbers(tmp_path)
     assert (md.loc[md["verdict"] == C.NOT_RUN, "ours Δ pts"] == "—").all()
 
 
-def test_forest_plot_marks_each_claim_run_beside_the_claimed_difference(monkeypatch, tmp_path):
+def test_multiplicity_is_holm_within_a_table_and_bh_across_all():
+    base = {"source": "paper", "test": "paired", "df": 9.0, "n_seeds": 10, "note": "", "direction": 1,
+            "mean_better": 0.5, "mean_worse": 0.5, "sd_diff": 0.01, "_readings": [(51.0, 50.0)]}
+    rows = [{**base, "table": "Figure 2", "p_value": 0.01, "diff": 0.02, "se": 0.005},
+            {**base, "table": "Figure 2", "p_value": 0.04, "diff": 0.01, "se": 0.004},
+            {**base, "table": "Table 6", "p_value": 0.03, "diff": 0.01, "se": 0.004},
+            {**base, "table": "Figure 2", "p_value": 0.5, "diff": 0.0, "se": 0.004, "source": "DGPO"}]
+    got = C.decide_all(pd.DataFrame(rows))
+    assert got["multiplicity_family"].tolist() == ["Figure 2", "Figure 2", "Table 6", "DGPO"]
+    assert got["family_size"].tolist() == [2, 2, 1, 1]
+    assert got["p_holm"].tolist() == pytest.approx([0.02, 0.04, 0.03, 0.5])
+    assert got["q_bh"].tolist() == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5])
+    lo, hi = stats.adjusted_interval(0.02, 0.005, 9.0, 2)
+    assert (got.loc[0, "adj_ci_low_pts"], got.loc[0, "adj_ci_high_pts"]) == pytest.approx((100 * lo, 100 * hi))
+    assert got.loc[0, "verdict"] == "replicated"
+    assert got.loc[3, "verdict"] in ("equivalent", "smaller than claimed", "undecided")
+
+
+def test_a_stored_verdict_never_contradicts_its_own_interval():
+    claims = tables.read(C.CLAIMS, C.claims_csv("tiny"))
+    run = claims[claims["verdict"] != C.NOT_RUN]
+    for r in run.itertuples():
+        lo, hi = sorted((r.direction * r.adj_ci_low_pts, r.direction * r.adj_ci_high_pts))
+        claimed = r.claimed_pts if r.claimed_pts > 0 else float("nan")
+        assert (r.verdict == "replicated") == (lo > 0), r.claim_id
+        assert (r.verdict == "opposite") == (hi < 0), r.claim_id
+        if r.verdict == "undecided" and claimed == claimed:
+            assert lo <= 0 <= hi and (hi >= claimed or lo <= -claimed), r.claim_id
+        if r.verdict in ("equivalent", "smaller than claimed"):
+            assert hi < claimed, r.claim_id
+    assert run["p_holm"].notna().all() and run["q_bh"].notna().all()
+
+
+def test_forest_plot_draws_the_margin_the_base_rates_and_ranges(monkeypatch, tmp_path):
     from klear_lib import plots
     from klear_lib import report
 
-    base = {"family": "rl", "benchmark": "tiny_aime", "source": "paper", "paper_benchmark": "aime24", "test": "paired",
-            "df": 2.0, "seeds_needed": 5, "shares_runs": "", "claim": "", "paper_better": 50.0, "paper_worse": 48.0}
+    base = {"family": "rl", "benchmark": "tiny_aime", "source": "paper", "paper_benchmarks": "aime24",
+            "test": "paired", "df": 2.0, "shares_runs": "", "claim": "", "paper_better": 50.0, "paper_worse": 48.0,
+            "paper_base_pct": 49.0, "ours_base_pct": 8.0, "direction": 1}
     rows = [{**base, "claim_id": "fig2:gppo>cispo@tiny_aime", "table": "Figure 2", "experiment": "fig2",
-             "better": "gppo", "worse": "cispo", "paper_statistic": "final", "paper_diff_pts": 2.0,
-             "ours_diff_pts": -1.0, "ci_low_pts": -float("inf"), "ci_high_pts": 3.0, "mde_pts": 90.0, "n_seeds": 3,
-             "seed_diffs_pts": "-2.00;0.00;-1.00", "verdict": "underpowered"},
+             "better": "gppo", "worse": "cispo", "paper_statistic": "final (range)", "paper_diff_low_pts": -0.2,
+             "paper_diff_high_pts": 1.5, "carried_low_pts": -0.1, "carried_high_pts": 0.7, "margin_pts": None,
+             "ours_diff_pts": -1.0, "ci_low_pts": -4.0, "ci_high_pts": 3.0, "adj_ci_low_pts": -float("inf"),
+             "adj_ci_high_pts": 5.0, "n_seeds": 3, "seed_diffs_pts": "-2.00;0.00;-1.00", "verdict": "undecided"},
             {**base, "claim_id": "table6:a0.1>a0@tiny_aime", "table": "Table 6", "experiment": "table6",
-             "better": "a0.1", "worse": "a0", "paper_statistic": "table", "paper_diff_pts": 1.2,
-             "ours_diff_pts": 4.0, "ci_low_pts": 2.0, "ci_high_pts": 6.0, "mde_pts": 1.5, "n_seeds": 3,
-             "seed_diffs_pts": "3.00;4.00;5.00", "verdict": "replicated"},
+             "better": "a0.1", "worse": "a0", "paper_statistic": "table", "paper_diff_low_pts": 1.2,
+             "paper_diff_high_pts": 1.2, "carried_low_pts": 0.5, "carried_high_pts": 0.5, "margin_pts": 0.25,
+             "ours_diff_pts": 4.0, "ci_low_pts": 2.0, "ci_high_pts": 6.0, "adj_ci_low_pts": 1.5,
+             "adj_ci_high_pts": 6.5, "n_seeds": 3, "seed_diffs_pts": "3.00;4.00;5.00", "verdict": "replicated"},
             {**base, "claim_id": "fig3:soft>hard@tiny_lcb", "table": "Figure 3", "experiment": "fig3",
-             "better": "soft", "worse": "hard", "paper_statistic": "peak", "paper_diff_pts": 1.8, "n_seeds": 0,
-             "verdict": C.NOT_RUN}]
+             "better": "soft", "worse": "hard", "paper_statistic": "best", "paper_diff_low_pts": 1.8,
+             "paper_diff_high_pts": 1.8, "n_seeds": 0, "verdict": C.NOT_RUN}]
     claims = pd.DataFrame(rows).reindex(columns=C.COLUMNS)
-    ax = plots.claims_forest(claims).axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["gppo > cispo · tiny_aime (3 seeds)",
-                                                          "a0.1 > a0 · tiny_aime (3 seeds)"]  # the claim not run: no row
-    diamonds = [ln for ln in ax.lines if ln.get_marker() == "D"]
-    assert [d.get_xdata()[0] for d in diamonds] == [2.0, 1.2]
-    assert [d.get_markerfacecolor() for d in diamonds][0] == "none"  # read off a figure: hollow; a table: filled
-    assert diamonds[1].get_markerfacecolor() != "none"
-    lo, hi = ax.get_xlim()
-    assert lo == -hi and hi >= 6.0  # a symmetric axis that holds every finite end; the infinite one is an arrow
-    assert any(ln.get_marker() == "<" for ln in ax.lines)
-    assert sum(len(c.get_offsets()) for c in ax.collections if len(c.get_offsets()) == 3) == 6  # per-seed dots
+    fig = plots.claims_forest(claims)
+    axes = [ax for ax in fig.axes if ax.get_yticklabels()]
+    assert [ax.get_title(loc="left") for ax in axes] == ["Figure 2", "Table 6"]  # the claim not run: no panel
+    fig2, t6 = axes
+    assert [t.get_text() for t in fig2.get_yticklabels()] == ["gppo > cispo · tiny_aime (3 seeds)"]
+    assert fig2.get_xlim() != t6.get_xlim()  # an axis per family
+    assert any(ln.get_marker() == "<" for ln in fig2.lines)  # the infinite end leaves the frame as an arrow
+    diamonds = [ln for ln in t6.lines if ln.get_marker() == "D"]
+    assert sorted(d.get_xdata()[0] for d in diamonds) == [0.5, 1.2]  # carried and as printed
+    bars = [ln for ln in fig2.lines if ln.get_linewidth() == 5 and ln.get_alpha() == 0.55]
+    assert sorted(tuple(b.get_xdata()) for b in bars) == [(-0.2, 1.5), (-0.1, 0.7)]  # ranges stay ranges
+    texts = " ".join(t.get_text() for ax in axes for t in ax.texts)
+    assert "base 49% → 8.0%" in texts and "replicated" in texts
 
     monkeypatch.setattr(C, "claims_csv", lambda preset: tmp_path / "claims.csv")
     monkeypatch.setattr(report, "REPO", tmp_path)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from klear_lib import tables
 from klear_lib.ablations import sft, stats, table
-from klear_lib.ablations import verdicts as V
-from klear_lib.ablations.verdicts import claim_verdict
 from klear_lib.results import load_reported
+from klear_lib.ablations.verdicts import claim_verdict
 
 # --- statistics and the verdict rule -------------------------------------------------------------------------
 
@@ -59,17 +59,60 @@ def test_verdict_rejects_a_bad_sign():
         stats.verdict(0.1, 0.0, 0.2, claimed_sign=0)
 
 
-@pytest.mark.parametrize("interval, paper, expected", [
-    ((0.10, 0.05, 0.20), 0.03, "replicated"),
-    ((-0.10, -0.20, -0.05), 0.03, "opposite"),
-    ((0.001, -0.01, 0.02), 0.03, "no effect of the paper's size"),  # the interval sits inside ±3 points
-    ((0.001, -0.01, 0.04), 0.03, "underpowered"),                   # it reaches past +3 points
-    ((0.001, -0.04, 0.02), -0.03, "underpowered"),                  # the size is |paper Δ|, whatever its sign
-    ((0.0, -0.01, 0.01), float("nan"), "underpowered"),             # no size to rule out
-    ((0.3, -math.inf, math.inf), 0.03, "underpowered"),
+@pytest.mark.parametrize("interval, claimed, direction, expected", [
+    ((0.05, 0.20), 0.03, 1, "replicated"),
+    ((-0.20, -0.05), 0.03, 1, "opposite"),
+    ((-0.20, -0.05), 0.03, -1, "replicated"),            # the paper's own number has the other sign
+    ((-0.01, 0.01), 0.03, 1, "equivalent"),              # inside ± half the claimed 3 points
+    ((-0.01, 0.02), 0.03, 1, "smaller than claimed"),    # holds 0, excludes +3 points, not inside ±1.5
+    ((-0.01, 0.04), 0.03, 1, "undecided"),               # holds both 0 and the claim
+    ((-0.01, 0.01), float("nan"), 1, "undecided"),       # no size to rule out
+    ((-0.01, 0.01), -0.002, 1, "undecided"),             # the paper's own readings reach below 0
+    ((-math.inf, math.inf), 0.03, 1, "undecided"),
 ])
-def test_decision_rule(interval, paper, expected):
-    assert stats.decide(*interval, paper_effect=paper) == expected
+def test_decision_rule_is_one_of_five_mutually_exclusive_outcomes(interval, claimed, direction, expected):
+    assert stats.decide(*interval, claimed, direction) == expected
+    with pytest.raises(ValueError, match="direction"):
+        stats.decide(*interval, claimed, 0)
+
+
+def test_carry_moves_the_papers_effect_to_our_base_rate_on_the_log_odds_scale():
+    assert stats.carry(0.55, 0.45, 0.5) == pytest.approx(0.10, abs=1e-9)   # at the paper's own base: unchanged
+    small = stats.carry(0.4083, 0.3396, 0.014)   # Table 4 top1 > top6, 6.9 points at 37%, carried to 1.4%
+    assert 0.003 < small < 0.005                 # a fraction of a point (the issue's +0.4)
+    assert stats.carry(0.30, 0.40, 0.9) < 0 and stats.carry(0.5, 0.5, 0.2) == 0.0
+    assert math.isfinite(stats.carry(1.0, 0.0, 0.0))  # rates at 0 or 1 are clipped, never infinite
+
+
+def test_holm_and_bh_match_their_definitions():
+    p = [0.01, 0.04, 0.03, float("nan"), 0.20]
+    holm, bh = stats.holm(p), stats.bh(p)
+    assert holm[:3].tolist() == pytest.approx([0.04, 0.09, 0.09]) and holm[4] == pytest.approx(0.20)
+    assert math.isnan(holm[3]) and math.isnan(bh[3])
+    assert bh[[0, 1, 2, 4]].tolist() == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.20])
+    assert (holm[~np.isnan(holm)] >= np.array(p)[~np.isnan(holm)]).all()
+
+
+def test_family_wise_interval_widens_with_the_family_and_matches_bonferroni():
+    lo1, hi1 = stats.adjusted_interval(0.02, 0.01, 9, 1)
+    lo4, hi4 = stats.adjusted_interval(0.02, 0.01, 9, 4)
+    assert hi1 - 0.02 == pytest.approx(stats.t_crit95(9) * 0.01)
+    assert hi4 - 0.02 == pytest.approx(stats.t_quantile(1 - 0.05 / 8, 9) * 0.01) and lo4 < lo1
+    assert stats.adjusted_interval(0.02, float("nan"), 9, 1) == (-math.inf, math.inf)
+
+
+def test_power_is_exact_against_a_simulation_and_sizes_seeds_on_an_upper_bound():
+    rng = np.random.default_rng(0)
+    effect, sd, n = 0.02, 0.03, 10
+    draws = rng.normal(effect, sd, size=(20000, n))
+    t = draws.mean(axis=1) / (draws.std(axis=1, ddof=1) / math.sqrt(n))
+    simulated = float((np.abs(t) > stats.t_crit95(n - 1)).mean())
+    assert stats.power(effect, sd, n) == pytest.approx(simulated, abs=0.01)
+    need = stats.seeds_for_power(effect, sd)
+    assert stats.power(effect, sd, need) >= 0.8 > stats.power(effect, sd, need - 1)
+    upper = stats.sd_upper(sd, 2)
+    assert upper > 1.5 * sd and stats.seeds_for_power(effect, upper) > need  # 3 seeds say little about the spread
+    assert stats.seeds_for_power(0.0, sd) is None and stats.seeds_for_power(effect, float("nan")) is None
 
 
 def test_paired_comparison_uses_the_common_seeds_and_beats_welch_when_seeds_share_a_shift():
@@ -82,26 +125,6 @@ def test_paired_comparison_uses_the_common_seeds_and_beats_welch_when_seeds_shar
     welch = stats.compare(a[:3], [0, 1, 2], b[:3], [3, 4, 5])  # no common seed: Welch
     assert welch["test"] == "welch" and welch["low"] < 0 < welch["high"]
     assert welch["df"] == pytest.approx(stats.welch_df(a[:3], b[:3]))
-
-
-def test_power_mde_and_seeds_needed_agree():
-    sd = 0.02
-    assert stats.mde(sd, 1) == math.inf
-    m10 = stats.mde(sd, 10)
-    assert m10 == pytest.approx((stats.t_quantile(0.975, 9) + stats.t_quantile(0.8, 9)) * sd / math.sqrt(10))
-    n = stats.seeds_needed(sd, m10)
-    assert n == 10 and stats.mde(sd, n - 1) > m10  # the fewest seeds that reach it
-    assert stats.mde(sd, 10, paired_design=False) < m10 * 1.01  # same sd: two arms get more df
-    assert stats.seeds_needed(sd, 0.0) is None and stats.seeds_needed(float("nan"), 0.01) is None
-    assert stats.seeds_needed(sd, 1e-6, cap=1000) is None
-
-
-def test_experiment_decision_combines_pairs():
-    assert V.experiment_decision(["replicated", "replicated"]) == "replicated"
-    assert V.experiment_decision(["replicated", "underpowered"]) == "underpowered"
-    assert V.experiment_decision(["opposite", "underpowered"]) == "opposite"
-    assert V.experiment_decision(["replicated", "no effect of the paper's size"]) == "mixed"
-    assert V.experiment_decision([]) == "underpowered"
 
 
 def test_claim_verdict_combines_pairs():
@@ -138,19 +161,15 @@ def test_aggregate_t_interval_seed_values_and_definition_order():
     assert first["ci_high"] - first["mean"] == pytest.approx(stats.t_crit95(2) * 0.05 / math.sqrt(3))
 
 
-def test_verdicts_per_pair_with_the_papers_difference():
-    pairs = sft.SFT.verdicts(sft.SFT.aggregate(_table2_runs()), reported=load_reported())
+def test_pairs_are_paired_differences_with_p_and_no_verdict():
+    pairs = sft.SFT.pairs(sft.SFT.aggregate(_table2_runs()))
     aime = pairs[pairs["benchmark"] == "tiny_aime"].set_index("better")
-    assert aime.loc["easy/only_correct", "verdict"] == "replicated"
-    assert aime.loc["hard/mixed", "verdict"] == "opposite"
-    assert aime.loc["easy/only_correct", "paper_diff_pts"] == pytest.approx(45.00 - 40.22)
-    assert (aime["test"] == "paired").all() and (aime["df"] == 2).all() and (aime["source"] == "paper").all()
+    assert "verdict" not in pairs and aime.loc["easy/only_correct", "diff"] == pytest.approx(0.30)
+    assert (aime["test"] == "paired").all() and (aime["df"] == 2).all()
     assert aime.loc["easy/only_correct", "sd_diff"] == pytest.approx(0.0, abs=1e-12)  # +0.30 on every seed
+    assert aime.loc["easy/only_correct", "p_value"] < 1e-6 and aime.loc["hard/mixed", "diff"] < 0
     lcb = pairs[pairs["benchmark"] == "tiny_lcb"]
-    assert set(lcb["verdict"]) == {"underpowered"} and set(lcb["note"]) == {"both at 0"}
-    claims = sft.SFT.experiment_verdicts(pairs)
-    assert claims.set_index("experiment").loc["table2", ["replicated", "opposite", "verdict"]].tolist() == [
-        1, 1, "mixed"]
+    assert set(lcb["note"]) == {"both at 0"}
 
 
 def test_contrast_is_a_difference_with_an_interval_and_no_verdict():
@@ -167,7 +186,7 @@ def test_verdicts_refuse_two_configurations_of_one_cell():
     runs = _table2_runs()
     runs.loc[0, "config_hash"] = "h2"
     with pytest.raises(ValueError, match="two config hashes"):
-        sft.SFT.verdicts(sft.SFT.aggregate(runs))
+        sft.SFT.pairs(sft.SFT.aggregate(runs))
 
 
 def test_upsert_replaces_every_row_of_a_rerun(tmp_path):
@@ -320,9 +339,11 @@ def test_claims_read_each_primary_benchmark_as_the_preset_maps_it():
 
     plain, tiny, full = table2(None), table2("tiny"), table2("full")
     assert set(plain["benchmark"]) == {"tiny_aime"}
-    # tiny reads tiny_aime and a held-out tier; both stand for the paper's AIME 2024
-    assert set(tiny["benchmark"]) == {"tiny_aime", "math_eval_t2"} and set(tiny["paper_benchmark"]) == {"aime24"}
+    # tiny reads tiny_aime and a held-out tier; both stand for AIME (no readings given: the first release)
+    assert set(tiny["benchmark"]) == {"tiny_aime", "math_eval_t2"} and set(tiny["paper_benchmarks"]) == {"aime24"}
     assert len(tiny) == 2 * len(plain)
+    with_paper = C.expected(load_reported(), "tiny")
+    assert set(with_paper[with_paper["experiment"] == "table2"]["paper_benchmarks"]) == {"aime24;aime25"}
     # full reads the paper's own benchmarks, each compared with itself
     assert set(full["benchmark"]) == {"aime24", "aime25"}
-    assert (full["benchmark"] == full["paper_benchmark"]).all()
+    assert (full["benchmark"] == full["paper_benchmarks"]).all()

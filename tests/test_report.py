@@ -69,7 +69,8 @@ def test_seed_gains_section_reads_the_stored_gains_and_the_results_section_the_m
         "ci_high": 0.05, "seed_ci_low": -0.02, "seed_ci_high": 0.06, "n_problems": 200,
         "per_seed": "0.0184;0.0300;0.0146", "significant": False}]), tmp_path / "eval_seed_gains.csv")
     text = report.seed_gains_section("tiny")
-    assert "| tiny_aime | rl_math over sft | 3 | +2.1 | [-0.4, +5.0] | [-2.0, +6.0] | +1.8 +3.0 +1.5 |" in text
+    assert "| tiny_aime | rl_math over sft | 3 | +2.1 | [-2.0, +6.0] | +1.8 +3.0 +1.5 |" in text  # the t-interval
+    assert "[-0.4, +5.0]" not in text  # the bootstrap under-covers at 3 seeds: not shown
     row = {"benchmark": "tiny_aime", "metric": "avg@k", "k": 16, "mean": 0.06, "stderr": 0.01, "ci_low": 0.04,
            "ci_high": 0.08, "n_problems": 200, "n_samples": 3200, "seed": 0, "config_hash": "h", "model": "m"}
     tables.write(EVAL, pd.DataFrame([{**row, "stage": "rl_math"}, {**row, "stage": "rl_math-s1"}]),
@@ -95,8 +96,8 @@ def test_standing_section_reads_each_number_from_the_table_it_names(monkeypatch,
     tables.write(EVAL, pd.DataFrame([{**row, "stage": "sft"}]), tmp_path / "eval.csv")
     text = report.standing_section("tiny")
     assert text.count("\n- ") == 0 and text.startswith("- **GPPO math RL moves")  # its interval holds 0; one bullet
-    assert "by +2.1 points [−0.4, +5.0] over 3 RL seeds" in text and "avg@16 4.0% → 6.1%" in text
-    assert "per seed +1.8, +3.0, +1.5" in text and "gives [−2.0, +6.0]" in text
+    assert "by +2.1 points [−2.0, +6.0] over 3 RL seeds" in text and "avg@16 4.0% → 6.1%" in text
+    assert "per seed +1.8, +3.0, +1.5" in text and "95% t-interval over the seeds" in text
     assert text.endswith(f"(`{tmp_path / 'eval_seed_gains.csv'}`, `{tmp_path / 'eval.csv'}`)")
 
 

@@ -89,8 +89,8 @@ def _claim_readings(reported, exp, better: str, worse: str, primary: str, bench:
     """The paper's side of one claim: its source, benchmarks, statistic and readings."""
     ext = exp.external_claim(better, worse)
     if ext is None:
-        analog = _paper_benchmark(primary, bench)
-        benches = V.VERSIONS.get(analog, (analog,))
+        analog = _paper_benchmark(primary, bench)  # a miniature stands for every release the paper reports
+        benches = V.VERSIONS.get(analog, (analog,)) if analog != bench else (bench,)
         settings = tuple(exp.condition(label).paper_setting for label in (better, worse))
         stat, reads, read = paper_readings(reported, exp.table, settings, benches)
         return {"source": V.PAPER, "paper_benchmarks": ";".join(read or benches[:1]), "paper_statistic": stat,
@@ -201,11 +201,17 @@ def decide_all(claims: pd.DataFrame) -> pd.DataFrame:
         out.loc[idx, "p_holm"] = S.holm(out.loc[idx, "p_value"])
         out.loc[idx, "family_size"] = int(out.loc[idx, "p_value"].notna().sum())
     out.loc[ran, "q_bh"] = S.bh(out.loc[ran, "p_value"])
+    for col in _DECIDED:
+        out[col] = np.nan
     out["verdict"] = None
     for i in out.index[ran]:
         for col, value in _decision_fields(out.loc[i]).items():
             out.loc[i, col] = value
     return out
+
+
+_DECIDED = ("ours_base_pct", "carried_low_pts", "carried_high_pts", "claimed_pts", "margin_pts", "adj_ci_low_pts",
+            "adj_ci_high_pts", "sd_upper_pts", "power_at_claim", "seeds_for_power")  # ``_decision_fields``' numbers
 
 
 def _decision_fields(r: pd.Series) -> dict:
