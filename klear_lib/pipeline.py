@@ -18,10 +18,10 @@ from klear_lib.configs import config_hash, get_config, rl_stage_name
 from klear_lib.data import load_split
 from klear_lib.evaluation.benchmarks import get_spec, load_rows
 from klear_lib.evaluation.checkpoints import checkpoint_label, register_stage_checkpoint
-from klear_lib.evaluation.harness import evaluate, summarize
+from klear_lib.evaluation.harness import evaluate, problem_counts, summarize
 from klear_lib.models import load_or_build
-from klear_lib.paths import runs_dir
-from klear_lib.results import EVAL, eval_csv
+from klear_lib.paths import results_dir, runs_dir
+from klear_lib.results import EVAL, MAIN, PROBLEMS, eval_csv, problems_csv
 from klear_lib.training.checkpoints import last_complete
 from klear_lib.training.gppo_trainer import build_rl_trainer
 from klear_lib.training.sft import train_sft
@@ -118,20 +118,28 @@ def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dic
 
 
 def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None, write_csv: bool = True,
-               **overrides):
+               problems: list | None = None, **overrides):
     """avg@k and pass@k of one checkpoint on ``benchmarks`` (default: the preset's), upserted into eval.csv
-    unless ``write_csv`` is False (the ablations keep their own table).
+    (and its per-problem counts into ``results/<preset>/problems/main.csv``) unless ``write_csv`` is False (the
+    ablations keep their own tables); ``problems``, a list, receives the per-problem counts
+    (``harness.problem_counts`` with their benchmark).
 
     Samples go to ``<artifacts>/<preset>/eval/<eval config hash>``, the folder notebook 04 reads, in files keyed
     by the checkpoint: a rerun resumes, and another checkpoint under the same stage name never reuses them.
     """
     cfg = get_config("eval", preset, **overrides)
-    rows = []
+    rows, counts = [], []
     for name, samples in stage_samples(preset, stage, model_path, benchmarks, **overrides).items():
         rows += summarize(samples, stage=stage, benchmark=name, seed=cfg.seed, config_hash=config_hash(cfg),
                           model=checkpoint_label(str(model_path)))
+        counts += [{"benchmark": name, **c} for c in problem_counts(samples)]
+    if problems is not None:
+        problems += counts
     if write_csv:
         tables.upsert_file(EVAL, rows, eval_csv(preset))
+        tables.upsert_file(PROBLEMS, [{"experiment": MAIN, "condition": stage, "seed": cfg.seed, **c,
+                                       "config_hash": config_hash(cfg)} for c in counts],
+                           problems_csv(results_dir(preset), MAIN))
     return pd.DataFrame(rows)
 
 

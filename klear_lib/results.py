@@ -32,6 +32,22 @@ EVAL_GAINS = Table("eval gains", ("benchmark", "before", "after", "gain", "ci_lo
 EVAL_SEED_GAINS = Table("eval seed gains", ("benchmark", "before", "after", "n_seeds", "gain", "ci_low", "ci_high",
                                             "seed_ci_low", "seed_ci_high", "n_problems", "per_seed", "significant"),
                         ("benchmark", "before", "after"), sort=False, types=(("per_seed", str),))
+# Per-problem results of every run, one file per experiment (``results/<preset>/problems/<experiment>.csv``): how
+# many of the k samples of each problem were correct, so anyone can recompute a run's avg@k, a claim's verdict or a
+# test of their own without our code. The main job's stages are experiment "main", condition = the stage label.
+PROBLEM_RUN = ("experiment", "condition", "seed", "benchmark")
+PROBLEMS = Table("problems", PROBLEM_RUN + ("problem", "k", "correct", "config_hash"), PROBLEM_RUN + ("problem",),
+                 run_key=PROBLEM_RUN, required=("config_hash",),
+                 types=(("seed", int), ("problem", str), ("k", int), ("correct", int), ("config_hash", str)))
+MAIN = "main"  # the experiment name of the main job's evaluations in the problems files
+
+
+def problems_csv(folder: Path, experiment: str) -> Path:
+    """``<folder>/problems/<experiment>.csv``: the per-problem file of ``experiment`` beside the tables of a run
+    (``folder``: ``results/<preset>`` or the folder of an ablation table)."""
+    return Path(folder) / "problems" / f"{experiment}.csv"
+
+
 # Our miniature benchmarks and their paper analogues (for side-by-side tables).
 ANALOGUE = {"tiny_aime": "aime24", "tiny_lcb": "lcb_v5"}
 PAPER_MODEL_OF_STAGE = {"sft": "Klear-Reasoner-8B-SFT", "rl_code": "Klear-Reasoner-8B (32K)",

@@ -21,7 +21,7 @@ from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import stability as S
 from klear_lib.configs import get_config
 from klear_lib.data import load_split
-from klear_lib.results import load_reported
+from klear_lib.results import PROBLEMS, load_reported
 from klear_lib.seeding import torch_threads
 
 
@@ -159,7 +159,9 @@ def test_runs_draw_the_fixed_seeds_once_and_resume_from_the_stored_rows(monkeypa
         h = rl.condition_hash(preset, cond)
         mean = 0.3 + (0.30 if cond.label == "gppo" else 0.0)  # decided at the first seed: still 3 seeds
         rows = [_row(cond.experiment, cond.label, seed, b, mean, h) for b in rl.RL.benchmarks_at(cond, preset)]
-        return F.RunRows(rows, R.curve_rows(pd.DataFrame(rows[:1]), cond.experiment, cond.label, seed, 2, h))
+        counts = [{"benchmark": "tiny_aime", "problem": f"p{i}", "k": 4, "correct": i % 5} for i in range(3)]
+        return F.RunRows(rows, R.curve_rows(pd.DataFrame(rows[:1]), cond.experiment, cond.label, seed, 2, h),
+                         F.problem_rows(counts, cond.experiment, cond.label, seed, h))
 
     scale = dataclasses.replace(rl.SCALES["ci"], seeds=1, fixed_seeds={"fig2": seeds_run})
     monkeypatch.setitem(rl.SCALES, "ci", scale)
@@ -170,6 +172,8 @@ def test_runs_draw_the_fixed_seeds_once_and_resume_from_the_stored_rows(monkeypa
     runs = rl.RL.runs("ci", "fig2")
     assert sorted(set(runs["seed"])) == list(range(seeds_run))
     assert sorted(calls) == sorted((c, s) for c in ("clip_higher", "gppo") for s in range(seeds_run))  # once each
+    problems = tables.read(PROBLEMS, tmp_path / "problems" / "fig2.csv")  # one file per experiment, every run
+    assert len(problems) == 3 * 2 * seeds_run and problems["correct"].tolist()[:3] == [0, 1, 2]
     calls.clear()
     again = rl.RL.runs("ci", "fig2")
     assert calls == [], calls
@@ -396,7 +400,7 @@ def test_claims_mark_missing_runs_not_run_and_carry_the_papers_numbers(tmp_path)
 
 def test_multiplicity_is_holm_within_a_table_and_bh_across_all():
     base = {"source": "paper", "test": "paired", "df": 9.0, "n_seeds": 10, "note": "", "direction": 1,
-            "mean_better": 0.5, "mean_worse": 0.5, "sd_diff": 0.01, "_readings": [(51.0, 50.0)]}
+            "mean_better": 0.5, "mean_worse": 0.5, "sd_diff": 0.01, "_readings": [("aime24", 51.0, 50.0)]}
     rows = [{**base, "table": "Figure 2", "p_value": 0.01, "diff": 0.02, "se": 0.005},
             {**base, "table": "Figure 2", "p_value": 0.04, "diff": 0.01, "se": 0.004},
             {**base, "table": "Table 6", "p_value": 0.03, "diff": 0.01, "se": 0.004},
@@ -545,6 +549,10 @@ def test_one_ci_run_end_to_end(monkeypatch, tmp_path):
     df = tables.validate(table.ABLATION, pd.DataFrame(result.rows))
     assert set(df["benchmark"]) == {"tiny_aime"} and set(df["metric"]) == {"avg@k", "pass@k"}
     assert set(df["config_hash"]) == {rl.condition_hash("ci", cond)} and set(df["n_train"]) == {40}
+    problems = pd.DataFrame(result.problems)  # the last point's per-problem counts give its avg@k back
+    avg = df[df["metric"] == "avg@k"].iloc[0]
+    assert len(problems) == avg["n_problems"] and set(problems["seed"]) == {0}
+    assert (problems["correct"] / problems["k"]).mean() == pytest.approx(avg["mean"], abs=1e-6)
     record = pd.read_csv(tmp_path / "ablations_rl" / "table6" / "a0-s0.csv")
     assert record["rl_step"].max() == 2 and (record["sft_loss"] == 0).all()  # α = 0: no SFT term
     assert (record["loss"] == record["policy_loss"]).all()

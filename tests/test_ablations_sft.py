@@ -11,7 +11,7 @@ import pytest
 
 from klear_lib import tables
 from klear_lib.ablations import sft, stats, table
-from klear_lib.results import load_reported
+from klear_lib.results import PROBLEMS, load_reported
 from klear_lib.ablations.verdicts import claim_verdict
 
 # --- statistics and the verdict rule -------------------------------------------------------------------------
@@ -315,11 +315,16 @@ def test_one_ci_run_end_to_end(ci_pool, monkeypatch, tmp_path):
     monkeypatch.setattr("klear_lib.pipeline.runs_dir", lambda preset: tmp_path)
     monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path / "artifacts"))  # train afresh: a cached run writes no record
     cond = sft.EXPERIMENTS["table5"].condition("top1")
-    rows = sft.run_condition("ci", cond, seed=0, pool=ci_pool)
-    df = tables.validate(table.ABLATION, pd.DataFrame(rows))
+    result = sft.run_condition("ci", cond, seed=0, pool=ci_pool)
+    df = tables.validate(table.ABLATION, pd.DataFrame(result.rows))
     assert set(df["benchmark"]) == {"tiny_lcb"} and set(df["metric"]) == {"avg@k", "pass@k"}
     assert set(df["config_hash"]) == {sft.condition_hash("ci", cond)} and set(df["n_train"]) == {96}
     assert (tmp_path / "ablations_sft" / "table5" / "top1-s0.csv").exists()
+    # the per-problem counts give the run's avg@k back exactly
+    problems = tables.validate(PROBLEMS, pd.DataFrame(result.problems))
+    avg = df[df["metric"] == "avg@k"].iloc[0]
+    assert len(problems) == avg["n_problems"] and (problems["k"] == avg["k"]).all()
+    assert (problems["correct"] / problems["k"]).mean() == pytest.approx(avg["mean"], abs=1e-6)
 
 
 def test_ablation_bars_draws_one_bar_per_condition_and_benchmark():

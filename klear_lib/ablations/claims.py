@@ -32,14 +32,14 @@ from klear_lib.results import ANALOGUE, load_reported
 FAMILIES: dict[str, Family] = {"sft": SFT, "rl": RL}
 NOT_RUN = "not run"
 COLUMNS = ["claim_id", "family", "table", "experiment", "benchmark", "better", "worse", "source", "paper_benchmarks",
-           "paper_statistic", "paper_better", "paper_worse", "paper_base_pct", "paper_diff_pts",
+           "paper_statistic", "paper_readings", "paper_better", "paper_worse", "paper_base_pct", "paper_diff_pts",
            "paper_diff_low_pts", "paper_diff_high_pts", "direction", "ours_better_pct", "ours_worse_pct",
            "ours_base_pct", "carried_low_pts", "carried_high_pts", "claimed_pts", "margin_pts", "ours_diff_pts",
            "ci_low_pts", "ci_high_pts", "test", "df", "n_seeds", "p_value", "multiplicity_family", "family_size",
            "p_holm", "q_bh", "adj_ci_low_pts", "adj_ci_high_pts", "sd_seed_pts", "eval_se_pts", "sd_diff_pts",
            "sd_upper_pts", "power_at_claim", "seeds_for_power", "verdict", "seed_diffs_pts", "shares_runs",
            "claim"]
-_BLANK = ("test", "df", "direction", "p_value", "p_holm", "q_bh", "family_size", "power_at_claim",
+_BLANK = ("paper_readings", "test", "df", "direction", "p_value", "p_holm", "q_bh", "family_size", "power_at_claim",
           "seeds_for_power", "seed_diffs_pts", "shares_runs", "multiplicity_family")
 # ``claims.csv``: rows in definition order; a claim not run keeps its numbers blank (NaN when read)
 CLAIMS = tables.Table("claim", tuple(COLUMNS), ("claim_id",), float_format="%.4f", sort=False,
@@ -71,7 +71,7 @@ def shared_runs(family: Family, exp, better: str, worse: str, preset: str | None
 
 def paper_readings(reported: pd.DataFrame | None, table: str, settings: tuple[str, str],
                    benchmarks: tuple[str, ...]) -> tuple[str, list[tuple[float, float]], list[str]]:
-    """(statistic, [(better, worse) in points, ...], benchmarks read): the paper's readings of one pair on each
+    """(statistic, [(benchmark, better, worse in points), ...], benchmarks read): the paper's readings of one pair on each
     of ``benchmarks`` that it reports, every combination of a range's ends; the statistic is the first
     benchmark's (``verdicts.pair_readings``)."""
     stat, out, read = "", [], []
@@ -80,7 +80,7 @@ def paper_readings(reported: pd.DataFrame | None, table: str, settings: tuple[st
         if b and w:
             name, bv, wv = V.pair_readings(b, w)
             stat = stat or name
-            out += [(x, y) for x in bv for y in wv]
+            out += [(bench, x, y) for x in bv for y in wv]
             read.append(bench)
     return stat or "none", out, read
 
@@ -112,12 +112,13 @@ def expected(reported: pd.DataFrame | None = None, preset: str | None = None) ->
                 for primary, bench in readings(family, exp, preset):
                     side = _claim_readings(reported, exp, better, worse, primary, bench)
                     first, reads = side["_first"], side["_readings"]
-                    diffs = [b - w for b, w in reads]
+                    diffs = [b - w for _, b, w in reads]
                     rows.append({"claim_id": f"{exp.id}:{better}>{worse}@{bench}", "family": name,
                                  "table": exp.table, "experiment": exp.id, "benchmark": bench, "better": better,
                                  "worse": worse, **side,
-                                 "paper_better": np.mean([b for b, _ in first]) if first else np.nan,
-                                 "paper_worse": np.mean([w for _, w in first]) if first else np.nan,
+                                 "paper_readings": ";".join(f"{k} {b:.2f}/{w:.2f}" for k, b, w in reads),
+                                 "paper_better": np.mean([b for _, b, _ in first]) if first else np.nan,
+                                 "paper_worse": np.mean([w for _, _, w in first]) if first else np.nan,
                                  "paper_diff_pts": np.mean(diffs) if diffs else np.nan,
                                  "paper_diff_low_pts": min(diffs, default=np.nan),
                                  "paper_diff_high_pts": max(diffs, default=np.nan),
@@ -185,9 +186,9 @@ def shares_text(shares: list[tuple[str, str]], experiment: str, bench: str, cell
     return ";".join(parts)
 
 
-def _carried(reads: list[tuple[float, float]], base: float) -> list[float]:
-    """Each reading (points) carried to our base rate ``base`` (a rate), in points."""
-    return [100 * S.carry(b / 100, w / 100, base) for b, w in reads]
+def _carried(reads: list[tuple[str, float, float]], base: float) -> list[float]:
+    """Each reading (benchmark, better, worse in points) carried to our base rate ``base`` (a rate), in points."""
+    return [100 * S.carry(b / 100, w / 100, base) for _, b, w in reads]
 
 
 def decide_all(claims: pd.DataFrame) -> pd.DataFrame:

@@ -28,6 +28,7 @@ from klear_lib.ablations import table as T
 from klear_lib.ablations import verdicts as V
 from klear_lib.configs.base import resolve
 from klear_lib.paths import results_dir
+from klear_lib.results import PROBLEMS, problems_csv
 
 EVAL_KEEP = ["benchmark", "metric", "k", "mean", "stderr", "ci_low", "ci_high", "n_problems", "n_samples"]
 NOT_IN_PAPER = "(beyond the paper)"  # paper_setting of a condition the paper does not run
@@ -94,6 +95,12 @@ def result_rows(scores: pd.DataFrame, experiment: str, label: str, seed: int, cf
              "n_train": int(n_train), "config_hash": cfg_hash} for r in scores.to_dict("records")]
 
 
+def problem_rows(counts: list[dict], experiment: str, label: str, seed: int, cfg_hash: str) -> list[dict]:
+    """``results.PROBLEMS`` rows from the per-problem counts ``eval_stage`` collected for one run."""
+    return [{"experiment": experiment, "condition": label, "seed": int(seed), **c, "config_hash": cfg_hash}
+            for c in counts]
+
+
 STORED = "stored"  # seeds="stored": the seeds a stored table holds in full (``Family.stored_seeds``)
 
 
@@ -117,11 +124,13 @@ def ablation_fields(condition, seed: int) -> dict:
 
 @dataclass(frozen=True)
 class RunRows:
-    """What a run returns when its family keeps a side table (``Family.side``) besides its table: both sets of rows
-    go back to the process that started the run, which writes both files, so parallel runs never share one."""
+    """What a run returns: its rows of the family's table, of the side table where the family keeps one
+    (``Family.side``), and its per-problem counts; all go back to the process that started the run, which writes
+    every file, so parallel runs never share one."""
 
     rows: list[dict]                          # the family's table
-    side: list[dict]                          # the side table (the RL held-out curves)
+    side: list[dict] = ()                     # the side table (the RL held-out curves)
+    problems: list[dict] = ()                 # ``results.PROBLEMS`` rows of the run's final evaluation
 
 
 @dataclass(frozen=True)
@@ -269,12 +278,16 @@ class Family:
         return context
 
     def _save(self, path: Path, stored: pd.DataFrame, rows: list[dict] | RunRows) -> pd.DataFrame:
-        """``stored`` with one finished run's ``rows``, written to ``path`` at once (its side rows first, so a
-        killed sweep never holds table rows of a run whose side rows are missing: that run is simply redone)."""
+        """``stored`` with one finished run's ``rows``, written to ``path`` at once (its side rows and per-problem
+        counts first, so a killed sweep never holds table rows of a run whose other rows are missing: that run is
+        simply redone)."""
         if isinstance(rows, RunRows):
-            if self.side is None:
+            if rows.side and self.side is None:
                 raise TypeError(f"{self.title} runs return side rows, but the family has no side table to hold them")
-            tables.upsert_file(self.side, rows.side, self.side_csv(path))
+            if self.side is not None:
+                tables.upsert_file(self.side, rows.side, self.side_csv(path))
+            for exp, mine in pd.DataFrame(list(rows.problems)).groupby("experiment") if rows.problems else ():
+                tables.upsert_file(PROBLEMS, mine, problems_csv(path.parent, exp))
             rows = rows.rows
         stored = tables.upsert(self.table, stored, rows)
         tables.write(self.table, stored, path)

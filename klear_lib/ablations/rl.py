@@ -33,6 +33,7 @@ from klear_lib.ablations.family import (
     Family,
     RunRows,
     mapped_benchmarks,
+    problem_rows,
     result_rows,
 )
 from klear_lib.configs import config_hash, get_config, rl_stage_name, to_dict
@@ -269,11 +270,11 @@ def curve_benchmarks(preset: str, condition: Condition, last: bool) -> tuple[str
 
 
 def evaluate(preset: str, condition: Condition, seed: int, path: Path, stage: str,
-             benchmarks: Sequence[str] | None = None) -> pd.DataFrame:
+             benchmarks: Sequence[str] | None = None, problems: list | None = None) -> pd.DataFrame:
     """``eval_stage`` rows of one checkpoint on ``benchmarks`` (default: the condition's); samples are reused per
-    stage and path."""
+    stage and path; ``problems``, a list, receives the per-problem counts."""
     bench = RL.benchmarks_at(condition, preset) if benchmarks is None else benchmarks
-    return pd.concat([eval_stage(preset, stage, path, group, write_csv=False, **over)
+    return pd.concat([eval_stage(preset, stage, path, group, write_csv=False, problems=problems, **over)
                       for group, over in eval_calls(preset, bench, seed)], ignore_index=True)
 
 
@@ -310,10 +311,12 @@ def run_condition(preset: str, condition: Condition, seed: int, init: Path | Non
         for i, (step, path) in enumerate(points):
             # samples are stored per stage label and checkpoint path: one label per step lets conditions that
             # share a stage (or the start) share its samples, while another checkpoint never reuses them
+            last, counts = i == len(points) - 1, []
             scores = evaluate(preset, condition, seed, path, START_STAGE if step == 0 else f"{FAMILY}--step{step}",
-                              curve_benchmarks(preset, condition, last=i == len(points) - 1))
+                              curve_benchmarks(preset, condition, last=last), problems=counts)
             curve += R.curve_rows(scores, condition.experiment, condition.label, seed, step, cfg_hash)
-    return RunRows(result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows)), curve)
+    return RunRows(result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows)), curve,
+                   problem_rows(counts, condition.experiment, condition.label, seed, cfg_hash))
 
 
 def curves_csv(preset: str, path: Path | str | None = None) -> Path:

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from klear_lib.ablations.family import NOT_IN_PAPER, Experiment, Family, result_rows
+from klear_lib.ablations.family import NOT_IN_PAPER, Experiment, Family, RunRows, problem_rows, result_rows
 from klear_lib.configs import config_hash, get_config, to_dict
 from klear_lib.data import load_split, sft_subset
 from klear_lib.data.teachers import without_checks
@@ -191,18 +191,20 @@ def _without_checks(row: dict) -> dict:
     return {**row, "id": f"{row['id']}/no_checks", "messages": [*context, {**answer, "content": content}]}
 
 
-def run_condition(preset: str, condition: Condition, seed: int, pool: Sequence[dict] | None = None) -> list[dict]:
-    """Train (or reuse the checkpoint of) one condition with one seed, evaluate it; one row per benchmark/metric."""
+def run_condition(preset: str, condition: Condition, seed: int, pool: Sequence[dict] | None = None) -> RunRows:
+    """Train (or reuse the checkpoint of) one condition with one seed, evaluate it: one row per benchmark/metric,
+    and the per-problem counts."""
     pool = load_split("sft_pool", preset) if pool is None else pool
     rows = condition_rows(pool, condition, preset, seed)
     name, scale = SFT.run_name(condition, seed), SFT.get_scale(preset)
     log.info("%s: %d SFT rows", name, len(rows))
+    counts, cfg_hash = [], condition_hash(preset, condition)
     with torch_threads(scale.torch_threads):
         ckpt = sft_stage(preset, rows, name=name, **{**scale.sft, "seed": seed})
         scores = eval_stage(preset, name.replace("/", "--"), ckpt, SFT.benchmarks_at(condition, preset),
-                            write_csv=False, **{**scale.eval, "seed": seed})
-    return result_rows(scores, condition.experiment, condition.label, seed, condition_hash(preset, condition),
-                       len(rows))
+                            write_csv=False, problems=counts, **{**scale.eval, "seed": seed})
+    return RunRows(result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows)),
+                   problems=problem_rows(counts, condition.experiment, condition.label, seed, cfg_hash))
 
 
 def describe(preset: str) -> pd.DataFrame:

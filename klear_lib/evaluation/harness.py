@@ -201,6 +201,12 @@ def summarize(samples: pd.DataFrame, *, stage: str, benchmark: str, seed: int, c
     return out
 
 
+def problem_counts(samples: pd.DataFrame) -> list[dict]:
+    """Per problem of one benchmark's samples: its id, k and how many samples were correct."""
+    by_problem = samples.sort_values(["problem_index", "sample"]).groupby("problem_id", sort=False)["correct"]
+    return [{"problem": str(pid), "k": int(len(v)), "correct": int(sum(map(bool, v)))} for pid, v in by_problem]
+
+
 def _verdicts(samples: pd.DataFrame) -> dict:
     """problem_index -> the sample verdicts of that problem, in sample order."""
     by_problem = samples.sort_values(["problem_index", "sample"]).groupby("problem_index")["correct"]
