@@ -41,7 +41,7 @@ reproduce: setup
 	$(MAKE) --no-print-directory readme PRESET=$(PRESET)
 
 # Every ablation at tiny: the SFT data ablations (Tables 2-5, 3 seeds), the RL ablations and the claims table
-# (Figs. 2-5, Table 6, seeds until decided), the stability map (issue 8); stored rows with a matching config hash
+# (Figs. 2-5, Table 6, the seeds each fixes in advance), the stability map (issue 8); stored rows with a matching config hash
 # are reused. SEEDS=stored redraws the tables and figures from the seeds stored in full, training nothing.
 ABLATIONS := 05_sft_ablations 06_rl_ablations 07_stability_map
 SEEDS ?=
