@@ -195,13 +195,14 @@ def decide_all(claims: pd.DataFrame) -> pd.DataFrame:
     """The protocol on every claim run (``claims`` with our comparison merged in, in rates): carried claim,
     multiplicity, family-wise interval, decision and power; returned in points."""
     out = claims.copy()
-    ran = out["test"].isin(["paired", "welch"])
+    ran = out["test"].notna()  # one seed a side ran but gives no interval: undecided, outside the corrections
     out["multiplicity_family"] = np.where(out["source"] == V.PAPER, out["table"], out["source"])
     out["p_holm"], out["q_bh"], out["family_size"] = np.nan, np.nan, np.nan
-    for _, idx in out[ran].groupby("multiplicity_family").groups.items():
+    tested = out["p_value"].notna()
+    for _, idx in out[tested].groupby("multiplicity_family").groups.items():
         out.loc[idx, "p_holm"] = S.holm(out.loc[idx, "p_value"])
-        out.loc[idx, "family_size"] = int(out.loc[idx, "p_value"].notna().sum())
-    out.loc[ran, "q_bh"] = S.bh(out.loc[ran, "p_value"])
+        out.loc[idx, "family_size"] = len(idx)
+    out.loc[tested, "q_bh"] = S.bh(out.loc[tested, "p_value"])
     for col in _DECIDED:
         out[col] = np.nan
     out["verdict"] = None
@@ -219,7 +220,7 @@ def _decision_fields(r: pd.Series) -> dict:
     """One claim's carried size, family-wise interval, decision and power (rates in, points out)."""
     base = (r["mean_better"] + r["mean_worse"]) / 2
     carried = _carried(r["_readings"], base)
-    d, m = int(r["direction"]), int(r["family_size"])
+    d, m = int(r["direction"]), int(r["family_size"]) if pd.notna(r["family_size"]) else 1
     claimed = min((d * c for c in carried), default=np.nan)
     lo, hi = S.adjusted_interval(r["diff"], r["se"], r["df"], m)
     floor = r["note"] == V.FLOOR  # two conditions at 0 on every run measured nothing
