@@ -146,7 +146,8 @@ def _claims_summary(preset: str) -> str | None:
                  f"{under['claimed_pts'].max():.1f} points; at the seeds run the undecided claims had "
                  f"{100 * under['power_at_claim'].min():.0f}–{100 * under['power_at_claim'].max():.0f}% power to "
                  "see them" + (f", and 80% power would take {int(need.min())}–{int(need.max())} seeds per arm "
-                               "(sized on an upper bound of the spread)" if len(need) else "") + ".")
+                               "(sized on an upper bound of the spread)" if len(need) else "")
+                 + (f", more than 10,000 for {len(under) - len(need)}" if len(need) < len(under) else "") + ".")
     return text + f" (`{_rel(C.claims_csv(preset))}`)"
 
 

@@ -100,9 +100,10 @@ def recompute(claims: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         direction = -1 if np.mean([x - y for _, x, y in reads]) < 0 else 1
         base = (b[common].mean() + w[common].mean()) / 2
         claimed = min(direction * carried(x, y, base) for _, x, y in reads)
+        size = claimed if claimed > 0 else max(direction * carried(x, y, base) for _, x, y in reads)
         sd_up = sd * math.sqrt((n - 1) / stats.chi2.ppf(1 - SD_CONF, n - 1))
         rows.append({"n": n, "diff": 100 * mean, "p": 2 * stats.t.sf(abs(mean) / se, n - 1), "se": se,
-                     "direction": direction, "claimed": claimed, "sd": sd, "sd_up": 100 * sd_up,
+                     "direction": direction, "claimed": claimed, "size": size, "sd": sd, "sd_up": 100 * sd_up,
                      "family": c["table"] if c["source"] == "paper" else c["source"], "base": 100 * base})
     out = pd.DataFrame(rows)
     out["holm"] = out.groupby("family")["p"].transform(lambda p: holm(p.to_numpy()))
@@ -112,8 +113,8 @@ def recompute(claims: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     out["lo"], out["hi"] = out["diff"] - 100 * np.array(half), out["diff"] + 100 * np.array(half)
     out["verdict"] = [decide(lo, hi, cl, dr) for lo, hi, cl, dr in
                       zip(out["lo"], out["hi"], out["claimed"], out["direction"])]
-    out["power"] = [power(cl / 100, sd, n, ALPHA / m) if cl > 0 else np.nan
-                    for cl, sd, n, m in zip(out["claimed"], out["sd"], out["n"], out["m"])]
+    out["power"] = [power(sz / 100, sd, n, ALPHA / m) if sz > 0 else np.nan
+                    for sz, sd, n, m in zip(out["size"], out["sd"], out["n"], out["m"])]
     return out
 
 

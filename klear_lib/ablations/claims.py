@@ -222,18 +222,20 @@ def _decision_fields(r: pd.Series) -> dict:
     carried = _carried(r["_readings"], base)
     d, m = int(r["direction"]), int(r["family_size"]) if pd.notna(r["family_size"]) else 1
     claimed = min((d * c for c in carried), default=np.nan)
+    # power is read at the claimed size; where the paper's own readings reach 0, at the most they claim
+    size = claimed if claimed > 0 else max((d * c for c in carried), default=np.nan)
     lo, hi = S.adjusted_interval(r["diff"], r["se"], r["df"], m)
     floor = r["note"] == V.FLOOR  # two conditions at 0 on every run measured nothing
     paired_design, alpha = r["test"] == "paired", S.ALPHA / m
     sd_up = S.sd_upper(r["sd_diff"], (r["n_seeds"] - 1) * (1 if paired_design else 2))
-    need = S.seeds_for_power(claimed / 100, sd_up, alpha, paired_design) if claimed > 0 else None
+    need = S.seeds_for_power(size / 100, sd_up, alpha, paired_design) if size > 0 else None
     return {"ours_base_pct": 100 * base, "carried_low_pts": min(carried, default=np.nan),
             "carried_high_pts": max(carried, default=np.nan), "claimed_pts": claimed,
             "margin_pts": S.EQUIVALENCE * claimed if claimed > 0 else np.nan,
             "adj_ci_low_pts": 100 * lo, "adj_ci_high_pts": 100 * hi, "sd_upper_pts": 100 * sd_up,
             "verdict": S.UNDECIDED if floor else S.decide(lo, hi, claimed / 100, d),
-            "power_at_claim": S.power(claimed / 100, r["sd_diff"], int(r["n_seeds"]), alpha, paired_design)
-            if claimed > 0 else np.nan,
+            "power_at_claim": S.power(size / 100, r["sd_diff"], int(r["n_seeds"]), alpha, paired_design)
+            if size > 0 else np.nan,
             "seeds_for_power": np.nan if need is None else need}
 
 
@@ -336,5 +338,6 @@ def readme_table(claims: pd.DataFrame) -> pd.DataFrame:
         "seeds": claims["n_seeds"],
         "p (Holm)": claims["p_holm"].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}"),
         "power at claim": claims["power_at_claim"].map(lambda v: "—" if pd.isna(v) else f"{100 * v:.0f}%"),
-        "seeds for 80%": claims["seeds_for_power"].map(lambda v: "—" if pd.isna(v) else f"{int(v)}"),
+        "seeds for 80%": ["—" if pd.isna(pw) else "> 10,000" if pd.isna(v) else f"{int(v)}"
+                          for v, pw in zip(claims["seeds_for_power"], claims["power_at_claim"])],
         "verdict": claims["verdict"]})
