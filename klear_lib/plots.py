@@ -254,7 +254,9 @@ def _forest_panel(ax, df: pd.DataFrame, limit: float) -> None:
         color = VERDICT_COLORS.get(r["verdict"], "tab:gray")
         if pd.notna(r["margin_pts"]):  # the equivalence zone, on the claimed side's scale
             ax.fill_between([-r["margin_pts"], r["margin_pts"]], y - 0.4, y + 0.4, color="tab:blue", alpha=0.08, lw=0)
-        _span(ax, r["paper_diff_low_pts"], r["paper_diff_high_pts"], y + 0.28, limit, color="0.55", mfc="none")
+        table = r["paper_statistic"] == "table"  # a table's number is filled; one read off a figure is hollow
+        _span(ax, r["paper_diff_low_pts"], r["paper_diff_high_pts"], y + 0.28, limit, color="0.55",
+              mfc="0.55" if table else "none")
         _span(ax, r["carried_low_pts"], r["carried_high_pts"], y + 0.28, limit, color="tab:orange")
         seeds = [float(v) for v in str(r.get("seed_diffs_pts") or "").split(";") if v not in ("", "nan")]
         ax.scatter([min(max(v, -limit), limit) for v in seeds], [y - 0.25] * len(seeds), s=7, color="0.45",
@@ -307,7 +309,8 @@ def claims_forest(claims: pd.DataFrame, title: str = "", limit: float = FOREST_L
     handles = [plt.Line2D([], [], marker="o", color="black", lw=1.0, ms=4, label="ours: mean Δ, plain 95% CI"),
                plt.Line2D([], [], color="tab:gray", lw=5, label="ours: family-wise CI (verdict; colour = decision)"),
                plt.Line2D([], [], marker="o", color="0.45", lw=0, ms=3, label="ours: one seed's paired Δ"),
-               plt.Line2D([], [], marker="D", color="0.55", mfc="none", lw=0, label="paper's Δ, its own points"),
+               plt.Line2D([], [], marker="D", color="0.55", lw=0, label="paper's Δ, its own points (a table)"),
+               plt.Line2D([], [], marker="D", color="0.55", mfc="none", lw=0, label="… read off a figure"),
                plt.Line2D([], [], marker="D", color="tab:orange", lw=0, label="paper's Δ at our base rate"),
                plt.Rectangle((0, 0), 1, 1, color="tab:blue", alpha=0.15, label="equivalence zone (± half of it)"),
                plt.Line2D([], [], color="0.55", lw=5, alpha=0.55, label="a bar: a range of paper readings")]

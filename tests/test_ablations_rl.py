@@ -461,6 +461,7 @@ def test_forest_plot_draws_the_margin_the_base_rates_and_ranges(monkeypatch, tmp
     assert any(ln.get_marker() == "<" for ln in fig2.lines)  # the infinite end leaves the frame as an arrow
     diamonds = [ln for ln in t6.lines if ln.get_marker() == "D"]
     assert sorted(d.get_xdata()[0] for d in diamonds) == [0.5, 1.2]  # carried and as printed
+    assert all(d.get_markerfacecolor() != "none" for d in diamonds)  # from a table: filled
     bars = [ln for ln in fig2.lines if ln.get_linewidth() == 5 and ln.get_alpha() == 0.55]
     assert sorted(tuple(b.get_xdata()) for b in bars) == [(-0.2, 1.5), (-0.1, 0.7)]  # ranges stay ranges
     texts = " ".join(t.get_text() for ax in axes for t in ax.texts)
