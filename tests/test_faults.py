@@ -331,6 +331,34 @@ def test_a_record_rewrite_that_fails_leaves_the_old_file(tmp_path, monkeypatch):
     assert record.path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["run.csv"]
 
 
+def test_a_resumed_run_refuses_rows_of_another_config(tmp_path):
+    """Config X killed at step 4, config Y run into the same record, X resumed: before the fix X's record held Y's
+    first steps and X's later ones, silently."""
+    record = record_of(tmp_path / "run.csv")  # config "h" (Y) wrote steps 1..6
+    resumed = RunRecord(record.path, None, "x", {"loss": "loss"})
+    before = record.path.read_bytes()
+    with pytest.raises(ValueError, match=rf"{record.path}: resuming a run of config 'x' .* config_hash 'h'"):
+        resumed.on_train_begin(None, State(4), None)
+    assert record.path.read_bytes() == before
+
+
+@pytest.mark.parametrize("value, why", [("abc", "field 'loss' is 'abc', not a number"),
+                                        ("x" * (200 << 10), "line 3: not a run record row")])
+def test_a_record_value_that_is_not_a_number_is_named_by_file_line_and_field(tmp_path, value, why):
+    record = record_of(tmp_path / "run.csv")
+    lines = record.path.read_text().splitlines(keepends=True)
+    lines[2] = f"2,{value},h\r\n"
+    record.path.write_text("".join(lines))
+    with pytest.raises(ValueError, match=rf"{record.path}, {why if why.startswith('line') else 'line 3: ' + why}"):
+        read_rows(record.path)
+
+
+def test_a_logged_value_that_is_not_a_number_is_refused(tmp_path):
+    record = record_of(tmp_path / "run.csv")
+    with pytest.raises(ValueError, match="step 7: field 'loss' is 'abc', not a number"):
+        record.on_log(None, State(7), None, logs={"loss": "abc"})
+
+
 class Unwritable:
     """A value whose text cannot be made: the writer fails halfway through a row."""
 
