@@ -229,8 +229,8 @@ CPU_HOG = "import os\nfor _ in range(24):\n    if os.fork() == 0:\n        os.se
           "            pass\nwhile True:\n    pass\n"
 # a line to stdout, then out before the driver prints anything: the judge compares this text as the result
 DEEP_PRINT = "import os, sys\nsys.stdout.write({text})\nsys.stdout.flush()\nos._exit(0)\n"
-DEEP_RETURN = ("class Solution:\n    def f(self, x):\n        r = []\n        for _ in range(5000):\n            r = [r]\n"
-               "        return r\n")
+DEEP_RETURN = ("class Solution:\n    def f(self, x):\n        r = []\n        for _ in range(5000):\n"
+               "            r = [r]\n        return r\n")
 SHM_LEAK = """import os
 p = os.path.join({folder!r}, 'klear-leak')
 print('2' if os.path.exists(p) else 'first')

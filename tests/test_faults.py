@@ -32,7 +32,7 @@ from klear_lib.evaluation.benchmarks import BenchmarkSpec
 from klear_lib.models import load
 from klear_lib.paths import REPO
 from klear_lib.results import EVAL
-from klear_lib.rewards import sandbox
+from klear_lib.rewards import sandbox_uids as uids
 from klear_lib.training import rewards as reward_adapters
 from klear_lib.training.checkpoints import MARKER, last_complete
 from klear_lib.training.run_record import RunRecord, read_rows, write_rows
@@ -418,8 +418,8 @@ def test_a_table_write_killed_midway_leaves_the_old_table(tmp_path):
 # ---- sandboxes of a killed run, model outputs and loaders that once crashed an evaluation -------------------
 REWARD_CHILD = """
 import json, sys
-from klear_lib.rewards import code, sandbox
-sandbox.UID_BASE, sandbox.UID_COUNT = int(sys.argv[1]), 1
+from klear_lib.rewards import code, sandbox_uids
+sandbox_uids.UID_BASE, sandbox_uids.UID_COUNT = int(sys.argv[1]), 1
 print(code.code_rewards([sys.argv[2]], [json.loads(sys.argv[3])], timeout_s=10), flush=True)
 """
 FAULT_UID = 61241  # pinned, so the restart is handed the uid the killed run held
@@ -443,14 +443,14 @@ def test_a_run_killed_with_a_stopped_sandbox_restarts_and_scores_an_honest_progr
     honest program -1 (its forks failed against the uid's process limit)."""
     killed = reward_child(hp.STOPPED.format(child="pass", parent=hp.STOP_SELF), hp.TESTS)
     deadline = time.monotonic() + 120
-    while len(sandbox.sandbox_pids(FAULT_UID)) < 20 and time.monotonic() < deadline:
+    while len(uids.sandbox_pids(FAULT_UID)) < 20 and time.monotonic() < deadline:
         time.sleep(0.2)
     killed.send_signal(signal.SIGKILL)
     killed.communicate()
-    assert len(sandbox.sandbox_pids(FAULT_UID)) >= 20  # stopped, alive, holding the uid
+    assert len(uids.sandbox_pids(FAULT_UID)) >= 20  # stopped, alive, holding the uid
     restarted = reward_child(HONEST, hp.ASSERTS)
     assert restarted.communicate(timeout=300)[0].strip() == "[1.0]"
-    assert sandbox.sandbox_pids(FAULT_UID) == set()
+    assert uids.sandbox_pids(FAULT_UID) == set()
 
 
 def test_one_model_output_cannot_crash_an_evaluation():

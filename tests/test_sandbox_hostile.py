@@ -31,6 +31,7 @@ from klear_lib.paths import REPO
 from klear_lib.rewards import code as cj
 from klear_lib.rewards import judge
 from klear_lib.rewards import sandbox
+from klear_lib.rewards import sandbox_uids as uids
 
 pytestmark = [pytest.mark.firejail,
               pytest.mark.skipif(shutil.which("firejail") is None, reason="firejail is not installed")]
@@ -248,7 +249,7 @@ def _held(result: sandbox.ExecutionResult) -> int:
     return int(found.group(1)) if found else 0
 
 
-@pytest.mark.skipif(sandbox.memory_cgroup_available() is False, reason="no writable memory cgroup here")
+@pytest.mark.skipif(uids.memory_cgroup_available() is False, reason="no writable memory cgroup here")
 def test_memory_is_capped_across_processes():
     """3 x 600 MiB: all three held at once without the cgroup (the earlier scheme), at most two with it."""
     capped = sandbox.execute(hp.MEMORY_ACROSS, timeout_s=10)
@@ -256,7 +257,7 @@ def test_memory_is_capped_across_processes():
     assert _held(capped) <= 2 and _held(uncapped) == 3
 
 
-@pytest.mark.skipif(sandbox.memory_cgroup_available() is False, reason="no writable memory cgroup here")
+@pytest.mark.skipif(uids.memory_cgroup_available() is False, reason="no writable memory cgroup here")
 def test_dev_shm_is_private_and_bounded():
     """A 2 GiB /dev/shm filler stops below the sandbox's 1.5 GiB cap, and nothing reaches the host's /dev/shm."""
     before = shutil.disk_usage("/dev/shm").used
@@ -269,7 +270,7 @@ POOL = ("from multiprocessing import Pool\n\nclass Solution:\n    def total(self
         "        with Pool(2) as pool:\n            return sum(pool.map(abs, nums))\n")
 
 
-@pytest.mark.skipif(sandbox.memory_cgroup_available() is False, reason="no writable memory cgroup here")
+@pytest.mark.skipif(uids.memory_cgroup_available() is False, reason="no writable memory cgroup here")
 def test_multiprocessing_pool_works():
     """Legitimate ``multiprocessing.Pool`` code passes; with the earlier read-only /dev/shm it failed."""
     assert cj.code_reward(respond(POOL), hp.ASSERTS, timeout_s=10) == 1.0
@@ -279,14 +280,15 @@ def test_multiprocessing_pool_works():
 
 HONEST_FORKS = (hp.WRONG.replace("return -1", "return sum(nums)"), hp.ASSERTS)  # the checker forks the program
 KILLED_UID = 61240  # a uid of its own, the only one handed out while a test pins the range to it
-CHILD = ("import sys\nfrom klear_lib.rewards import sandbox\nsandbox.UID_BASE, sandbox.UID_COUNT = int(sys.argv[2]), 1\n"
+CHILD = ("import sys\nfrom klear_lib.rewards import sandbox, sandbox_uids\n"
+         "sandbox_uids.UID_BASE, sandbox_uids.UID_COUNT = int(sys.argv[2]), 1\n"
          "sandbox.run_in_sandbox(sys.argv[1], ['1\\n'], timeout_s=120)\n")
 
 
 def _pinned(monkeypatch) -> None:
     """Sandboxes of this process get ``KILLED_UID`` only."""
-    monkeypatch.setattr(sandbox, "UID_BASE", KILLED_UID)
-    monkeypatch.setattr(sandbox, "UID_COUNT", 1)
+    monkeypatch.setattr(uids, "UID_BASE", KILLED_UID)
+    monkeypatch.setattr(uids, "UID_COUNT", 1)
 
 
 def _killed_in_flight(program: str, at_least: int = 20) -> set[int]:
@@ -294,12 +296,12 @@ def _killed_in_flight(program: str, at_least: int = 20) -> set[int]:
     ``at_least`` processes; the sandbox's processes still alive a moment later."""
     child = subprocess.Popen([sys.executable, "-c", CHILD, program, str(KILLED_UID)], cwd=REPO)
     deadline = time.monotonic() + 120
-    while len(sandbox.sandbox_pids(KILLED_UID)) < at_least and time.monotonic() < deadline and child.poll() is None:
+    while len(uids.sandbox_pids(KILLED_UID)) < at_least and time.monotonic() < deadline and child.poll() is None:
         time.sleep(0.2)
     child.kill()
     child.wait()
     time.sleep(0.5)
-    return sandbox.sandbox_pids(KILLED_UID)
+    return uids.sandbox_pids(KILLED_UID)
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="sandbox uids (and their reaper) need root")
@@ -308,19 +310,18 @@ def test_a_killed_run_leaves_stopped_sandboxes_that_the_reaper_clears(cases, mon
     reaper off an honest program given that uid fails (its forks hit the uid's process limit); with the reaper
     the same uid scores it +1 and nothing of the old sandbox is left, its cgroups included."""
     _pinned(monkeypatch)
-    reap = sandbox.reap
+    reap = uids.reap
     for case in [c for c in cases.values() if c.control == "killed_run"]:
         assert len(_killed_in_flight(case.program)) >= 20, case.name
-        monkeypatch.setattr(sandbox, "reap", lambda uid: None)
+        monkeypatch.setattr(uids, "reap", lambda uid: None)
         assert cj.code_reward(respond(HONEST_FORKS[0]), HONEST_FORKS[1], timeout_s=10) == -1.0, case.name
-        monkeypatch.setattr(sandbox, "reap", reap)
+        monkeypatch.setattr(uids, "reap", reap)
         assert cj.code_reward(respond(HONEST_FORKS[0]), HONEST_FORKS[1], timeout_s=10) == 1.0, case.name
-        assert sandbox.sandbox_pids(KILLED_UID) == set() and not _cgroups_of(KILLED_UID), case.name
+        assert uids.sandbox_pids(KILLED_UID) == set() and not _cgroups_of(KILLED_UID), case.name
 
 
 def _cgroups_of(uid: int) -> list[Path]:
-    return [p for p in sandbox.CGROUP_ROOT.glob(f"*/klear-sandbox-{uid}")] + \
-        [p for p in sandbox.CGROUP_ROOT.glob(f"klear-sandbox-{uid}")]
+    return [*uids.CGROUP_ROOT.glob(f"*/klear-sandbox-{uid}"), *uids.CGROUP_ROOT.glob(f"klear-sandbox-{uid}")]
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="sandbox uids (and their reaper) need root")
@@ -328,8 +329,8 @@ def test_the_harness_reaps_idle_uids_when_it_starts(cases, monkeypatch):
     """What a killed run left on a uid nobody holds is gone after ``reap_idle`` (run once as a harness starts)."""
     _pinned(monkeypatch)
     assert len(_killed_in_flight(cases["stopped_sessions"].program)) >= 20
-    sandbox.reap_idle([KILLED_UID])
-    assert sandbox.sandbox_pids(KILLED_UID) == set() and not _cgroups_of(KILLED_UID)
+    uids.reap_idle([KILLED_UID])
+    assert uids.sandbox_pids(KILLED_UID) == set() and not _cgroups_of(KILLED_UID)
 
 
 def _timed_run(program: str, limits: sandbox.SandboxLimits) -> float:
@@ -364,7 +365,7 @@ def _beside_hog(limits: sandbox.SandboxLimits) -> sandbox.ExecutionResult:
     return found
 
 
-@pytest.mark.skipif(not sandbox.cpu_cgroup_available(), reason="no writable cpu cgroup here")
+@pytest.mark.skipif(not uids.cpu_cgroup_available(), reason="no writable cpu cgroup here")
 def test_a_neighbour_cannot_starve_an_honest_program(cases):
     """Control: without CPU cgroups (fairness per session only) the hog beside it slows the honest program at least
     twice as much as with each sandbox's own share; measured against each other, so a loaded machine only scales

@@ -1,9 +1,9 @@
 """Runs inside the sandbox (its source arrives on stdin, run by a stub): one program, many stdin tests, one start.
 
 Reads ``{"source", "stdins", "timeout_s", "max_timeouts", "max_output", "max_stderr", "python", "reap_all",
-"program_uid", "clear_shm"}`` as JSON on stdin and writes one JSON list of ``{"status", "returncode", "stdout", "stderr", "wall_s"}`` on stdout. Each
-test gets its own child process with its own wall-clock timeout. Both its stdout and its stderr are read to the end
-(a child blocked on a full pipe would look like a timeout): stdout is kept up to ``max_output`` bytes, stderr up to
+"program_uid", "clear_shm"}`` as JSON on stdin and writes one JSON list of ``{"status", "returncode", "stdout",
+"stderr", "wall_s"}`` on stdout. Each test gets its own child process with its own wall-clock timeout. Both its
+stdout and its stderr are read to the end (a child blocked on a full pipe would look like a timeout): stdout is kept up to ``max_output`` bytes, stderr up to
 ``max_stderr``; a stream that goes past ``max_output`` bytes ends the test as ``killed`` with a note saying which.
 Once a program has timed out ``max_timeouts`` times, its remaining tests count as timeouts without running. After
 each test every process of the sandbox user is killed (``reap_all``), so a stray child of one test cannot touch
