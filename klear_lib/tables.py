@@ -69,6 +69,7 @@ def validate(table: Table, df: pd.DataFrame, where: str | Path = "") -> pd.DataF
     if missing:
         raise ValueError(f"{prefix}{table.name} rows miss columns {missing}")
     check_values(table, df, where)
+    check_one_config(table, df, where)
     filled = list(table.key) + list(table.required)
     rows = lambda mask: df.loc[mask, list(table.key)].to_dict("records")  # noqa: E731
     blank = df[filled].isna() | (df[filled].astype(str) == "")
@@ -104,6 +105,20 @@ def check_values(table: Table, df: pd.DataFrame, where: str | Path = "") -> None
 def _plain(value):
     """A numpy scalar as the Python value it holds (for messages)."""
     return value.item() if hasattr(value, "item") else value
+
+
+def check_one_config(table: Table, df: pd.DataFrame, where: str | Path = "") -> None:
+    """``ValueError`` naming ``where`` and the run when the rows of one run (``table.runs``) carry more than one
+    ``config_hash``: rows another config wrote are not this run's (an upsert replaces a run's rows whole, so only
+    rows given together can mix)."""
+    if "config_hash" not in df.columns or "config_hash" in table.runs or not len(df):
+        return
+    hashes = df.groupby(list(table.runs), sort=False)["config_hash"].unique()
+    mixed = hashes[hashes.map(len) > 1]
+    if len(mixed):
+        run = dict(zip(table.runs, mixed.index[0] if len(table.runs) > 1 else (mixed.index[0],)))
+        raise ValueError(f"{where or 'rows'}: {table.name} run {run} has rows of config_hash "
+                         f"{sorted(map(str, mixed.iloc[0]))}: one run's rows come from one config")
 
 
 def _first_bad(column: pd.Series, whole: bool, bounds: tuple, nullable: bool) -> tuple[int, str] | None:

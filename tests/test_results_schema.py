@@ -120,3 +120,16 @@ def test_values_are_typed_and_range_checked_on_read_naming_file_row_and_field(tm
     path.write_text("".join(lines))
     with pytest.raises(ValueError, match=rf"{path}: eval row 2 .*'stage': 'sft'.*, field 'mean': 'abc' is not a num"):
         tables.read(EVAL, path)
+
+
+def test_a_run_with_rows_of_another_config_hash_is_refused(tmp_path):
+    """Rows of one run written by two configs (a resumed run over another's) name the file, the run and both."""
+    schema = tables.Table("curve", ("run", "step", "x", "config_hash"), ("run", "step"), run_key=("run",),
+                          types=(("step", int), ("config_hash", str)))
+    rows = [{"run": "a", "step": s, "x": 0.5, "config_hash": h} for s, h in ((1, "yyy"), (2, "xxx"))]
+    path = tmp_path / "curve.csv"
+    with pytest.raises(ValueError, match=rf"{path}: curve run {{'run': 'a'}} has rows of config_hash \['xxx', 'yyy'\]"):
+        tables.write(schema, rows, path)
+    stored = tables.upsert(schema, tables.empty(schema), [dict(r, config_hash="yyy") for r in rows])
+    assert tables.upsert(schema, stored, [dict(r, config_hash="xxx") for r in rows])["config_hash"].tolist() == \
+        ["xxx", "xxx"]  # a rerun of the run replaces its rows whole
