@@ -1,11 +1,13 @@
 """Hostile programs end contained: the harness survives, the reward is a failure, nothing outside changes.
 
 The cases (``hostile_programs.py``) are reward hacks on assert tests (early exits, exception hooks, forged verdict
-lines, ``__eq__`` overrides, peeking at the expected values) and attacks on the machine (processes, memory, CPU,
-output, disk, network, files, environment, the parent, the repository, the runner's verdict). All of them are
-judged in one batch and must score -1; each case's control shows the attack is real: the earlier judge passes
-the hacks, and the machine attacks do read, leak, connect, write, flood or outlive their parent when run
-unsandboxed (bounded, aimed at scratch folders or a throwaway parent).
+lines, ``__eq__`` overrides, peeking at the expected values), attacks on the machine (processes, memory, CPU,
+output, disk, network, files, environment, the parent, the repository, the runner's verdict) and on the sandbox's
+own machinery (stopping the runner, stopped processes outliving a killed run, CPU hogs in many sessions, deeply
+nested results, files left in /dev/shm for the next test). All of them are judged in one batch and must score -1;
+each case's control shows the attack is real: the earlier judge passes the hacks, the machine attacks do read,
+leak, connect, write, flood or outlive their parent when run unsandboxed (bounded, aimed at scratch folders or a
+throwaway parent), and the attacks on the machinery work where its defence is off (a test of its own each).
 """
 from __future__ import annotations
 
