@@ -210,7 +210,7 @@ def reap(uid: int) -> None:
 def _kill(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)
-    except OSError:  # gone already (a pid is only reused after its parent reaped it: then it is not ours)
+    except OSError:  # gone already (pids are handed out in a cycle: a freed one is not reused within ms)
         pass
 
 
