@@ -316,3 +316,12 @@ def test_the_rl_reward_function_matches_one_judge_call_per_completion():
     expected = [cj.code_reward(c, SQUARES, max_tests=16, seed=stable_seed(0, "code-tests", "r1", 0, k))
                 for k, c in enumerate(completions)]
     assert found == expected and found[-1] == -0.5
+
+
+def test_call_based_results_compare_as_json_up_to_the_depth_bound():
+    """Honest results (nested lists) still compare as JSON; deeper ones compare as text, never raising."""
+    deep_ok = "[" * cj.MAX_JSON_DEPTH + "1" + "]" * cj.MAX_JSON_DEPTH
+    assert cj._json_match("[[1, 2], [3]]\n", "[[1,2],[3]]") and cj._json_match(deep_ok, deep_ok.replace("1", " 1 "))
+    too_deep = "[" + deep_ok + "]"
+    assert not cj._json_match(too_deep, too_deep.replace("1", " 1 ")) and cj._json_match(too_deep, too_deep)
+    assert cj.json_depth('{"a": "[[[", "b": [["\\"]"]]}') == 3
