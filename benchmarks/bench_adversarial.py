@@ -1,6 +1,8 @@
-"""Worst-case seconds of the judges on adversarial 100 KB model outputs, and the code extraction beside the regex.
+"""Worst-case seconds of the judges on adversarial 100 KB model outputs, and the code extraction beside the regex;
+of the output comparison, the evaluation's judge call and the loaders on 1 MiB ones.
 
-    .venv/bin/python benchmarks/bench_adversarial.py [--size 100000] [--regex-size 6000] [--no-record]
+    .venv/bin/python benchmarks/bench_adversarial.py [--size 100000] [--regex-size 6000] [--large 1048000]
+                                                     [--no-record]
 
 Three questions (issue 22): how long can one crafted response hold an RL step?
 - **Code extraction**: ``rewards.code.extract_program`` (a linear scan) on six crafted 100 KB texts, and, side by
@@ -9,6 +11,12 @@ Three questions (issue 22): how long can one crafted response hold an RL step?
 - **Code judge**: one whole ``code_reward`` call (think checks, extraction, sandboxed tests) per crafted response.
 - **Math judge**: one ``math_reward`` call per crafted 100 KB answer (deep nesting, towers of powers, 10^5 digits,
   long operator chains, thousands of boxes ...), in the main thread and in a worker thread (the pool path).
+- **Output comparison** (issue 43): ``rewards.code.passes`` of a call-based test on ``--large``-character program
+  outputs (100,000s of nested brackets, quotes, flat lists), and **the evaluation's judge call**
+  (``rewards.judge.verdict``, the sandbox included) on programs printing them: each must be a wrong answer, none
+  may raise.
+- **Loaders** (issue 43): a mirror file (JSONL and JSON), a samples file, a code ground truth nested ``--large``
+  deep, a run record and a table with a ``--large``-character field: each must raise ``ValueError`` naming where.
 Each figure is the worst over its inputs; the notes name the input that took longest. Every verdict must be -1
 (except a long answer whose last box is the truth, which must be +1): a fast wrong verdict is the point.
 """
@@ -16,12 +24,21 @@ from __future__ import annotations
 
 import argparse
 import logging
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-from klear_lib import perf
+from klear_lib import perf, tables
+from klear_lib.data import fetch
+from klear_lib.evaluation import harness
+from klear_lib.results import EVAL
 from klear_lib.rewards import code as cj
+from klear_lib.rewards import judge
 from klear_lib.rewards.math import math_reward
+from klear_lib.rewards.sandbox import ExecutionResult
+from klear_lib.training import rewards as reward_adapters
+from klear_lib.training.run_record import read_rows
 
 BENCH = "adversarial"
 TESTS = [{"input": "1\n", "output": "2\n"}]
@@ -141,9 +158,79 @@ def math_judge_rows(size: int) -> list[dict]:
     return rows
 
 
+FUNCTIONAL = [{"input": "1", "output": "2", "kind": "functional", "fn_name": "f"}]
+
+
+def outputs(n: int) -> dict[str, str]:
+    """Program outputs of about ``n`` characters a call-based test compares (none of them the expected 2)."""
+    half = n // 2
+    return {"brackets": "[" * n, "nested": "[" * half + "]" * half, "objects": nest('{"a": ', "}", n),
+            "flat": "[" + "1," * (half - 1) + "1]", "quotes": '"' * n, "escapes": '"' + "\\" * (n - 2) + '"',
+            "digits": "9" * n}
+
+
+def compare_row(n: int) -> dict:
+    times = {}
+    for name, text in outputs(n).items():
+        ok, times[name] = timed(cj.passes, FUNCTIONAL[0], ExecutionResult(text, "", "ok", 0))
+        if ok:
+            raise RuntimeError(f"output {name} passed")
+    secs, name = worst(times)
+    return perf.row(BENCH, "compare.worst_s", secs, "s", notes=f"{len(times)} outputs of ~{n} chars; worst {name}")
+
+
+def verdict_row(n: int) -> dict:
+    """``judge.verdict`` (as the evaluation calls it) on programs printing the outputs, each a wrong answer."""
+    times = {}
+    for name in ("brackets", "nested", "objects", "quotes"):
+        program = f"import sys\nsys.stdout.write({outputs(n)[name]!r})\n"
+        response = f"<think>\nx\n</think>\n```python\n{program}\n```"
+        row = {"ability": "code", "extra_info": {"id": name, "tests": FUNCTIONAL}}
+        found, times[name] = timed(judge.verdict, response, row)
+        if found != {"correct": False, "reward": -1.0}:
+            raise RuntimeError(f"verdict {found} on {name}")
+    secs, name = worst(times)
+    return perf.row(BENCH, "eval_verdict.worst_s", secs, "s",
+                    notes=f"{len(times)} programs printing ~{n} chars (sandbox included); worst {name}")
+
+
+def loader_inputs(n: int, folder: Path) -> dict:
+    """(loader, path or text) pairs, each of which must raise ``ValueError``: JSON nested ``n`` deep, a field of
+    ``n`` characters."""
+    deep, half = "[" * n, n // 2
+    files = {"mirror.jsonl": '{"a": 1}\n' + deep + "\n", "mirror.json": "[\n" + "[" * half + "]" * half + "\n]",
+             "t.samples.jsonl": deep + "\n", "record.csv": f"step,loss,config_hash\r\n1,{'7' * n}x,h\r\n",
+             "eval.csv": ",".join(EVAL.columns) + "\n" + f"sft,b,avg@k,1,{'0' * n}x,0,0,1,1,1,0,h,m\n"}
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return {"fetch.read_records jsonl": (fetch.read_records, folder / "mirror.jsonl"),
+            "fetch.read_records json": (fetch.read_records, folder / "mirror.json"),
+            "harness.parse_samples": (harness.parse_samples, folder / "t.samples.jsonl"),
+            "code ground truth": (reward_adapters.code_tests, deep),
+            "run_record.read_rows": (read_rows, folder / "record.csv"),
+            "tables.read": (lambda path: tables.read(EVAL, path), folder / "eval.csv")}
+
+
+def loaders_row(n: int) -> dict:
+    times = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (load, arg) in loader_inputs(n, Path(tmp)).items():
+            start = time.perf_counter()
+            try:
+                load(arg)
+            except ValueError:
+                times[name] = time.perf_counter() - start
+            else:
+                raise RuntimeError(f"{name} accepted its input")
+    secs, name = worst(times)
+    return perf.row(BENCH, "loaders.worst_s", secs, "s", notes=f"{len(times)} inputs of ~{n} chars, each refused "
+                    f"naming where; worst {name}")
+
+
 def run(args) -> list[dict]:
     before = perf.loadavg()
     rows = extraction_rows(args.size, args.regex_size) + [code_judge_row(args.size)] + math_judge_rows(args.size)
+    rows += [compare_row(args.large), verdict_row(args.large), loaders_row(args.large)]
     note = perf.load_note(before, perf.loadavg())
     return [{**r, "notes": f"{r['notes']}; {note}"} for r in rows]
 
@@ -152,6 +239,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--regex-size", type=int, default=6_000)
+    parser.add_argument("--large", type=int, default=1_048_000)  # under the 1 MiB response cap with its wrapping
     perf.add_output_args(parser)
     args = parser.parse_args(argv)
     perf.emit(run(args), args)

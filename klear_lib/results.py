@@ -17,11 +17,14 @@ from klear_lib import tables
 from klear_lib.tables import MEAN_IN_CI, Table
 
 EVAL_KEY = ["stage", "benchmark", "metric", "k", "config_hash"]
+# mean and its interval: numbers here, their range in MEAN_IN_CI
 EVAL_COLUMNS = EVAL_KEY[:4] + ["mean", "stderr", "ci_low", "ci_high", "n_problems", "n_samples", "seed",
                                "config_hash", "model"]
 EVAL = Table("eval", tuple(EVAL_COLUMNS), tuple(EVAL_KEY), checks=(MEAN_IN_CI,),
              types=(("k", int), ("n_problems", int), ("n_samples", int), ("seed", int), ("config_hash", str),
-                    ("model", str)))
+                    ("model", str)),
+             bounds=(("k", 1, None), ("mean", None, None), ("stderr", 0, None), ("ci_low", None, None),
+                     ("ci_high", None, None), ("n_problems", 1, None), ("n_samples", 1, None), ("seed", 0, None)))
 REPORTED_COLUMNS = ["table", "model_or_setting", "benchmark", "metric", "k", "value", "source", "note"]
 REPORTED = Table("reported", tuple(REPORTED_COLUMNS), ("table", "model_or_setting", "benchmark", "metric"),
                  nullable=("k", "value"))

@@ -21,6 +21,7 @@ from klear_lib import artifacts
 
 Rows = Iterable[dict] | pd.DataFrame
 Check = tuple[str, Callable[[pd.DataFrame], pd.Series]]   # (what a bad row has, its mask over the rows)
+Bound = tuple[str, float | None, float | None]           # (numeric column, lowest, highest value; None: open)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Table:
     sort: bool = True                               # False: rows as given (summaries in definition order)
     rank: tuple[tuple[str, tuple[str, ...]], ...] = ()  # columns sorted by position in a given order
     nullable: tuple[str, ...] = ()                  # columns where a blank cell reads as NaN
+    bounds: tuple[Bound, ...] = ()                  # numeric columns and their ranges (``check_values``)
 
     @property
     def runs(self) -> tuple[str, ...]:
@@ -66,6 +68,8 @@ def validate(table: Table, df: pd.DataFrame, where: str | Path = "") -> pd.DataF
     missing = [c for c in table.columns if c not in df.columns]
     if missing:
         raise ValueError(f"{prefix}{table.name} rows miss columns {missing}")
+    check_values(table, df, where)
+    check_one_config(table, df, where)
     filled = list(table.key) + list(table.required)
     rows = lambda mask: df.loc[mask, list(table.key)].to_dict("records")  # noqa: E731
     blank = df[filled].isna() | (df[filled].astype(str) == "")
@@ -81,6 +85,52 @@ def validate(table: Table, df: pd.DataFrame, where: str | Path = "") -> pd.DataF
         if bad.any():
             raise ValueError(f"{prefix}{table.name} rows with {what}: {rows(bad)}")
     return df
+
+
+def check_values(table: Table, df: pd.DataFrame, where: str | Path = "") -> None:
+    """``ValueError`` naming ``where`` (a file), the row (1-based: a file's line less its header), the row's key and
+    the field of the first value of a numeric column (``int`` in ``types``, or in ``bounds``) that is not a number,
+    not a whole number (``int``) or out of its bounds; a blank counts only in ``nullable`` columns. Run on read and
+    on write, before anything casts (4.5 would be written as 4, "two" raise a bare error)."""
+    kinds, limits = dict(table.types), {c: (lo, hi) for c, lo, hi in table.bounds}
+    for col in [c for c in table.columns if kinds.get(c) is int or c in limits]:
+        found = _first_bad(df[col], kinds.get(col) is int, limits.get(col, (None, None)), col in table.nullable)
+        if found is not None:
+            at, why = found
+            key = {k: _plain(df[k].iloc[at]) for k in table.key if k in df.columns}
+            raise ValueError(f"{where or 'rows'}: {table.name} row {at + 1} {key}, field {col!r}: "
+                             f"{_plain(df[col].iloc[at])!r} is {why}")
+
+
+def _plain(value):
+    """A numpy scalar as the Python value it holds (for messages)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def check_one_config(table: Table, df: pd.DataFrame, where: str | Path = "") -> None:
+    """``ValueError`` naming ``where`` and the run when the rows of one run (``table.runs``) carry more than one
+    ``config_hash``: rows another config wrote are not this run's (an upsert replaces a run's rows whole, so only
+    rows given together can mix)."""
+    if "config_hash" not in df.columns or "config_hash" in table.runs or not len(df):
+        return
+    hashes = df.groupby(list(table.runs), sort=False)["config_hash"].unique()
+    mixed = hashes[hashes.map(len) > 1]
+    if len(mixed):
+        run = dict(zip(table.runs, mixed.index[0] if len(table.runs) > 1 else (mixed.index[0],)))
+        raise ValueError(f"{where or 'rows'}: {table.name} run {run} has rows of config_hash "
+                         f"{sorted(map(str, mixed.iloc[0]))}: one run's rows come from one config")
+
+
+def _first_bad(column: pd.Series, whole: bool, bounds: tuple, nullable: bool) -> tuple[int, str] | None:
+    """(position, why) of the first value of ``column`` that is not a (whole) number within ``bounds``."""
+    values = pd.to_numeric(column.where(column.astype(str) != "", None), errors="coerce")
+    missing = values.isna() & ~(nullable & (column.isna() | (column.astype(str) == "")))
+    low, high = bounds
+    problems = [("not a number", missing), ("not a whole number", (values % 1 != 0) & values.notna() & whole),
+                (f"below {low}", values < low if low is not None else None),
+                (f"above {high}", values > high if high is not None else None)]
+    firsts = [(int(mask.to_numpy().argmax()), why) for why, mask in problems if mask is not None and mask.any()]
+    return min(firsts) if firsts else None
 
 
 def tidy(table: Table, df: pd.DataFrame) -> pd.DataFrame:

@@ -61,8 +61,10 @@ REWARD_HACKS = [
           "        f = sys._getframe(1)\n"
           "        later = [i for i in dis.get_instructions(f.f_code) if i.offset > f.f_lasti]\n"
           "        return next(i.argval for i in later if i.opname == 'LOAD_CONST')\n", PEEK_CHECK),
-    _hack("reads_the_test", "import glob\n\ndef _found():\n"
-          "    for p in glob.glob('/proc/*/cmdline') + glob.glob('/proc/*/fd/0') + glob.glob('/proc/*/environ'):\n"
+    _hack("reads_the_test", "import glob, os\n\ndef _found():\n"
+          "    files = [p for p in glob.glob('/proc/*/fd/*') if os.path.isfile(p)]  # no pipe: it could block\n"
+          "    files += glob.glob('/proc/*/cmdline') + glob.glob('/proc/*/fd/0') + glob.glob('/proc/*/environ')\n"
+          "    for p in files:\n"
           "        try:\n            if " + repr(MARKER.encode()) + " in open(p, 'rb').read(1 << 22):\n"
           "                return True\n        except OSError:\n            pass\n    return False\n\n"
           "class Solution:\n    def total(self, nums):\n        return 7 if _found() else 0\n", PEEK_CHECK),
@@ -196,4 +198,69 @@ def system_attacks(canaries, secret: str, port: int, repo_targets, scratch, shm_
         Case("setuid_shadow", SHADOW, TESTS, (SHADOW, has("root:"))),
         Case("forge_runner_verdict", FORGE_VERDICT, TESTS, (FORGE_VERDICT, has('"status": "ok"'))),
         Case("daemon", DAEMON, TESTS * 3, (DAEMON, has("[daemon alive]"))),
+    ]
+
+# Attacks on the sandbox's own machinery: its runner, its uid, its CPU share, the judge's comparison, its /dev/shm.
+# Their controls are named strings, each checked by a test of its own in test_sandbox_hostile.py:
+# "killed_run" (a run killed while the program is in flight leaves it alive, and an honest program given the same
+# uid fails while the reaper is off), "runner_shares_uid" (with the runner under the program's uid the sandbox
+# runs to its outer wall clock), "no_cpu_share" (beside it, without CPU cgroups, an honest program crawls) and
+# "old_compare" (the earlier comparison of call-based outputs raises on what the program printed).
+FUNCTIONAL = [{"input": "1", "output": "2", "kind": "functional", "fn_name": "f"}]
+STOPPED = """import os, signal
+for _ in range(40):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        {child}
+        os.kill(os.getpid(), signal.SIGSTOP)
+        os._exit(0)
+{parent}
+raise SystemExit(1)
+"""
+STOP_SELF = "os.kill(os.getpid(), signal.SIGSTOP)"
+STOP_PARENT = "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n"
+STOP_ALL = "import os, signal\nos.kill(-1, signal.SIGSTOP)\nos.kill(os.getpid(), signal.SIGSTOP)\n"
+STOP_FROM_CHILD = ("import os, signal\nppid = os.getppid()\nif os.fork() == 0:\n    os.setsid()\n"
+                   "    os.kill(ppid, signal.SIGSTOP)\n    os._exit(0)\nos.wait()\n")
+CPU_HOG = "import os\nfor _ in range(24):\n    if os.fork() == 0:\n        os.setsid()\n        while True:\n" \
+          "            pass\nwhile True:\n    pass\n"
+# a line to stdout, then out before the driver prints anything: the judge compares this text as the result
+DEEP_PRINT = "import os, sys\nsys.stdout.write({text})\nsys.stdout.flush()\nos._exit(0)\n"
+DEEP_RETURN = ("class Solution:\n    def f(self, x):\n        r = []\n        for _ in range(5000):\n"
+               "            r = [r]\n        return r\n")
+SHM_LEAK = """import os
+p = os.path.join({folder!r}, 'klear-leak')
+print('2' if os.path.exists(p) else 'first')
+open(p, 'w').write('seen')
+"""
+SHM_TWICE = """import subprocess, sys
+for _ in range(2):
+    print(subprocess.run([sys.executable, '-c', {leak!r}], capture_output=True, text=True).stdout.strip())
+"""
+
+
+def sandbox_attacks(shm_scratch) -> list[Case]:
+    """Attacks on the runner, the uid handed out next, the neighbours' CPU, the judge's comparison, /dev/shm."""
+    def has(text: str):
+        return lambda out: text in out
+    deep = {"deep_json_brackets": "'[' * 100000", "deep_json_nested": "'[' * 5000 + ']' * 5000",
+            "deep_json_objects": "'{\"a\": ' * 5000 + '1' + '}' * 5000",
+            "deep_json_past_limit": "'[' * 1100 + '2' + ']' * 1100",
+            "deep_json_mixed": "'[{\"a\": ' * 3000 + '1' + '}]' * 3000"}
+    return [
+        Case("stopped_children", STOPPED.format(child="pass", parent=STOP_SELF), TESTS, "killed_run"),
+        Case("stopped_sessions", STOPPED.format(child="os.setsid()", parent=STOP_SELF), TESTS, "killed_run"),
+        Case("stopped_everything", STOPPED.format(child="pass", parent=STOP_ALL), TESTS, "killed_run"),
+        Case("stop_runner", STOP_PARENT + "while True:\n    pass\n", TESTS, (STOP_PARENT, has("[still running]"))),
+        Case("stop_every_process", STOP_ALL, TESTS * 4, "runner_shares_uid"),
+        Case("stop_runner_from_child", STOP_FROM_CHILD, TESTS * 4, "runner_shares_uid"),
+        Case("stop_runner_after_answer", "print(2, flush=True)\n" + STOP_PARENT, TESTS * 4, "runner_shares_uid"),
+        Case("cpu_hog_sessions", CPU_HOG, TESTS, "no_cpu_share"),
+        *[Case(name, DEEP_PRINT.format(text=text), FUNCTIONAL, "old_compare") for name, text in deep.items()],
+        Case("deep_json_return", DEEP_RETURN, FUNCTIONAL, "old_compare"),
+        Case("shm_carry_over", SHM_LEAK.format(folder="/dev/shm"), TESTS * 2,
+             (SHM_TWICE.format(leak=SHM_LEAK.format(folder=str(shm_scratch))), has("first\n2"))),
     ]

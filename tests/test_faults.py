@@ -15,7 +15,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -24,16 +26,19 @@ import transformers
 
 from klear_lib import pipeline, tables
 from klear_lib.configs import get_config
+from klear_lib.data import fetch
 from klear_lib.evaluation import harness
 from klear_lib.evaluation.benchmarks import BenchmarkSpec
 from klear_lib.models import load
 from klear_lib.paths import REPO
 from klear_lib.results import EVAL
+from klear_lib.rewards import sandbox_uids as uids
 from klear_lib.training import rewards as reward_adapters
 from klear_lib.training.checkpoints import MARKER, last_complete
 from klear_lib.training.run_record import RunRecord, read_rows, write_rows
-from klear_lib.training.sft import train_sft
+from klear_lib.training.sft import sft_dataset, train_sft
 from sft_drills import drill_rows
+import hostile_programs as hp
 
 SFT_CFG = get_config("sft", "ci", per_device_batch_size=8, num_epochs=1.0, save_steps=3, max_rows=None)  # 8 steps
 EVAL_CFG = get_config("eval", "ci", k_math=2, max_problems=None, chunk_problems=2, max_new_tokens=24)
@@ -331,6 +336,34 @@ def test_a_record_rewrite_that_fails_leaves_the_old_file(tmp_path, monkeypatch):
     assert record.path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["run.csv"]
 
 
+def test_a_resumed_run_refuses_rows_of_another_config(tmp_path):
+    """Config X killed at step 4, config Y run into the same record, X resumed: before the fix X's record held Y's
+    first steps and X's later ones, silently."""
+    record = record_of(tmp_path / "run.csv")  # config "h" (Y) wrote steps 1..6
+    resumed = RunRecord(record.path, None, "x", {"loss": "loss"})
+    before = record.path.read_bytes()
+    with pytest.raises(ValueError, match=rf"{record.path}: resuming a run of config 'x' .* config_hash 'h'"):
+        resumed.on_train_begin(None, State(4), None)
+    assert record.path.read_bytes() == before
+
+
+@pytest.mark.parametrize("value, why", [("abc", "field 'loss' is 'abc', not a number"),
+                                        ("x" * (200 << 10), "line 3: not a run record row")])
+def test_a_record_value_that_is_not_a_number_is_named_by_file_line_and_field(tmp_path, value, why):
+    record = record_of(tmp_path / "run.csv")
+    lines = record.path.read_text().splitlines(keepends=True)
+    lines[2] = f"2,{value},h\r\n"
+    record.path.write_text("".join(lines))
+    with pytest.raises(ValueError, match=rf"{record.path}, {why if why.startswith('line') else 'line 3: ' + why}"):
+        read_rows(record.path)
+
+
+def test_a_logged_value_that_is_not_a_number_is_refused(tmp_path):
+    record = record_of(tmp_path / "run.csv")
+    with pytest.raises(ValueError, match="step 7: field 'loss' is 'abc', not a number"):
+        record.on_log(None, State(7), None, logs={"loss": "abc"})
+
+
 class Unwritable:
     """A value whose text cannot be made: the writer fails halfway through a row."""
 
@@ -380,6 +413,98 @@ def test_a_table_write_killed_midway_leaves_the_old_table(tmp_path):
     rows = [eval_row(stage=s) for s in ("base", "sft", "rl_math")]
     run_killed("table", "", tmp_path, ["-c", TABLE_CHILD, str(path), json.dumps(rows)])
     assert path.read_bytes() == before and len(tables.read(EVAL, path)) == 8
+
+
+# ---- sandboxes of a killed run, model outputs and loaders that once crashed an evaluation -------------------
+REWARD_CHILD = """
+import json, sys
+from klear_lib.rewards import code, sandbox_uids
+sandbox_uids.UID_BASE, sandbox_uids.UID_COUNT = int(sys.argv[1]), 1
+print(code.code_rewards([sys.argv[2]], [json.loads(sys.argv[3])], timeout_s=10), flush=True)
+"""
+FAULT_UID = 61241  # pinned, so the restart is handed the uid the killed run held
+HONEST = "class Solution:\n    def total(self, nums):\n        return sum(nums)\n"  # its checker forks it
+
+
+def respond(program: str) -> str:
+    return f"<think>\nplan\n</think>\n```python\n{program}\n```"
+
+
+def reward_child(program: str, tests: list) -> subprocess.Popen:
+    """The RL reward of ``program`` in a child process of its own (a trainer) on sandbox uid ``FAULT_UID``."""
+    return subprocess.Popen([sys.executable, "-c", REWARD_CHILD, str(FAULT_UID), respond(program), json.dumps(tests)],
+                            cwd=REPO, stdout=subprocess.PIPE, text=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("firejail") is None, reason="sandbox uids need root")
+def test_a_run_killed_with_a_stopped_sandbox_restarts_and_scores_an_honest_program():
+    """A trainer SIGKILLed while its sandbox is stopped (the program and its children stopped themselves) leaves
+    that sandbox alive on its uid; before the reaper the restarted run, handed the same uid first, scored every
+    honest program -1 (its forks failed against the uid's process limit)."""
+    killed = reward_child(hp.STOPPED.format(child="pass", parent=hp.STOP_SELF), hp.TESTS)
+    deadline = time.monotonic() + 120
+    while len(uids.sandbox_pids(FAULT_UID)) < 20 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    killed.send_signal(signal.SIGKILL)
+    killed.communicate()
+    assert len(uids.sandbox_pids(FAULT_UID)) >= 20  # stopped, alive, holding the uid
+    restarted = reward_child(HONEST, hp.ASSERTS)
+    assert restarted.communicate(timeout=300)[0].strip() == "[1.0]"
+    assert uids.sandbox_pids(FAULT_UID) == set()
+
+
+def test_one_model_output_cannot_crash_an_evaluation():
+    """A call-based program printing 100,000 nested brackets raised RecursionError out of the judge and the
+    harness: the run stored nothing and every resume crashed the same way. Now it is a wrong answer."""
+    spec = BenchmarkSpec("toy_code", "code", None, "world")
+    rows = [{"ability": "code", "extra_info": {"id": "c0", "tests": hp.FUNCTIONAL}}]
+    cfg = SimpleNamespace(code_max_tests=None, seed=0, code_timeout_s=10, judge_workers=1)
+    program = hp.DEEP_PRINT.format(text="'[' * 100000")
+    records = harness._records(spec, "t", rows, [""], [(0, [0])], [[respond(program)]], cfg)
+    assert [(r["correct"], r["reward"]) for r in records] == [(False, -1.0)]
+
+
+DEEP = "[" * 100000 + "]" * 100000
+
+
+def test_deep_json_in_a_loader_names_the_file_and_line(tmp_path):
+    """A mirror file, a samples file or a code ground truth nested past Python's recursion limit was a bare
+    RecursionError."""
+    jsonl, whole = tmp_path / "rows.jsonl", tmp_path / "rows.json"
+    jsonl.write_text('{"a": 1}\n' + DEEP + "\n")
+    whole.write_text("[\n{},\n" + DEEP + "\n]")
+    with pytest.raises(ValueError, match=f"{jsonl}: line 2: JSON nested too deep"):
+        fetch.read_records(jsonl)
+    with pytest.raises(ValueError, match=f"{whole}: line 3: JSON nested too deep"):
+        fetch.read_records(whole)
+    samples = tmp_path / "t.samples.jsonl"
+    samples.write_text(json.dumps(sample_record()) + "\n" + DEEP + "\n")
+    with pytest.raises(ValueError, match=f"{samples}: line 2: JSON nested too deep"):
+        harness.parse_samples(samples)
+    with pytest.raises(ValueError, match="row r7: ground_truth is JSON nested too deep"):
+        reward_adapters.code_tests(DEEP, "r7")
+
+
+def sample_record(**kw) -> dict:
+    return {"problem_id": "p0", "sample": 0, "problem_index": 0, "response": "x", "correct": False, "reward": -1.0,
+            **kw}
+
+
+@pytest.mark.parametrize("verdict", ["false", None, 1, "missing"])
+def test_a_stored_sample_whose_verdict_is_not_a_bool_is_named(tmp_path, verdict):
+    """A stored ``correct`` of "false" (or none) counted as correct in every metric."""
+    rec = sample_record(correct=verdict)
+    if verdict == "missing":
+        del rec["correct"]
+    path = tmp_path / "t.samples.jsonl"
+    path.write_text(json.dumps(sample_record()) + "\n" + json.dumps(rec) + "\n")
+    with pytest.raises(ValueError, match=f"{path}: line 2: field 'correct' is .* not true or false"):
+        harness.parse_samples(path)
+
+
+def test_sft_messages_given_as_a_string_are_named():
+    with pytest.raises(ValueError, match="SFT row s1: field 'messages' must be a list .* got str"):
+        sft_dataset([{"id": "s1", "messages": "hello"}])
 
 
 if __name__ == "__main__":

@@ -95,3 +95,41 @@ def test_side_by_side_pairs_stages_with_paper_models():
     sft = table[table.stage == "sft"].iloc[0]
     assert sft.paper_benchmark == "aime24" and sft.paper_pct == 75.6 and sft.ours_pct == 25.0
     assert table[table.stage == "rl_code"].iloc[0].paper_pct == 61.6
+
+
+@pytest.mark.parametrize("field, value, why", [("mean", "abc", "not a number"), ("n_problems", 4.5,
+                                                                                  "not a whole number"),
+                                               ("k", "two", "not a number"), ("stderr", -0.5, "below 0"),
+                                               ("seed", -1, "below 0"), ("n_samples", "", "not a number")])
+def test_values_are_typed_and_range_checked_on_write_naming_row_and_field(tmp_path, field, value, why):
+    """Before: a non-numeric mean was a bare pandas TypeError, n_problems 4.5 was written as 4, k "two" a bare
+    ValueError on upsert."""
+    path = tmp_path / "eval.csv"
+    rows = [row(stage="base"), row(stage="sft", **{field: value})]
+    with pytest.raises(ValueError, match=rf"{path}: eval row 2 .*'stage': 'sft'.*, field '{field}': .* is {why}"):
+        tables.write(EVAL, rows, path)
+    with pytest.raises(ValueError, match=rf"eval row 1 .*field '{field}': .* is {why}"):
+        tables.upsert(EVAL, tables.empty(EVAL), rows[1:])
+    assert not path.exists()
+
+
+def test_values_are_typed_and_range_checked_on_read_naming_file_row_and_field(tmp_path):
+    path = tables.write(EVAL, [row(stage="base"), row(stage="sft")], tmp_path / "eval.csv")
+    lines = path.read_text().splitlines(keepends=True)
+    lines[2] = lines[2].replace(",0.250000,", ",abc,", 1)
+    path.write_text("".join(lines))
+    with pytest.raises(ValueError, match=rf"{path}: eval row 2 .*'stage': 'sft'.*, field 'mean': 'abc' is not a num"):
+        tables.read(EVAL, path)
+
+
+def test_a_run_with_rows_of_another_config_hash_is_refused(tmp_path):
+    """Rows of one run written by two configs (a resumed run over another's) name the file, the run and both."""
+    schema = tables.Table("curve", ("run", "step", "x", "config_hash"), ("run", "step"), run_key=("run",),
+                          types=(("step", int), ("config_hash", str)))
+    rows = [{"run": "a", "step": s, "x": 0.5, "config_hash": h} for s, h in ((1, "yyy"), (2, "xxx"))]
+    path = tmp_path / "curve.csv"
+    with pytest.raises(ValueError, match=rf"{path}: curve run {{'run': 'a'}} has rows of config_hash \['xxx', 'yyy'\]"):
+        tables.write(schema, rows, path)
+    stored = tables.upsert(schema, tables.empty(schema), [dict(r, config_hash="yyy") for r in rows])
+    assert tables.upsert(schema, stored, [dict(r, config_hash="xxx") for r in rows])["config_hash"].tolist() == \
+        ["xxx", "xxx"]  # a rerun of the run replaces its rows whole

@@ -150,7 +150,7 @@ def test_command_hides_the_repository_and_drops_the_network():
 
     cmd = sandbox.firejail_command(61000, sandbox.SandboxLimits(), "/usr/bin/python3")
     assert "--rlimit-nproc=32" in cmd and "--net=none" in cmd and "--seccomp=socket" in cmd
-    assert "--reuid=61000" in cmd and "--private" in cmd  # --private hides /root and /home
+    assert "--euid=61000" in cmd and "--ruid=61256" in cmd and "--private" in cmd  # --private hides /root, /home
     if REPO.parts[1] not in sandbox.KEEP_TOP_LEVEL:
         assert f"--blacklist=/{REPO.parts[1]}" in cmd
 
@@ -257,9 +257,13 @@ def test_a_response_over_the_size_cap_runs_nothing(monkeypatch):
 def test_dev_shm_is_private_only_with_a_memory_cgroup(tmp_path):
     limits = sandbox.SandboxLimits()
     assert "--read-only=/dev/shm" in sandbox.firejail_command(61000, limits, "/usr/bin/python3", None)
-    capped = sandbox.firejail_command(61000, limits, "/usr/bin/python3", tmp_path)
+    cpu_only = sandbox.firejail_command(61000, limits, "/usr/bin/python3", {"cpu": tmp_path / "c"})
+    assert "--read-only=/dev/shm" in cpu_only
+    capped = sandbox.firejail_command(61000, limits, "/usr/bin/python3", {"memory": tmp_path / "m",
+                                                                         "cpu": tmp_path / "c"})
     assert "--tmpfs=/dev/shm" in capped and "--read-only=/dev/shm" not in capped
-    assert capped[:4] == ["/bin/sh", "-c", sandbox.JOIN_CGROUP, str(tmp_path / "cgroup.procs")]
+    assert capped[:7] == ["/bin/sh", "-c", sandbox.JOIN_CGROUPS, "klear-sandbox", str(tmp_path / "m" / "cgroup.procs"),
+                          str(tmp_path / "c" / "cgroup.procs"), "--"]
 
 
 def test_distinct_jobs_keep_first_seen_order_and_split_on_sampled_tests():
@@ -312,3 +316,12 @@ def test_the_rl_reward_function_matches_one_judge_call_per_completion():
     expected = [cj.code_reward(c, SQUARES, max_tests=16, seed=stable_seed(0, "code-tests", "r1", 0, k))
                 for k, c in enumerate(completions)]
     assert found == expected and found[-1] == -0.5
+
+
+def test_call_based_results_compare_as_json_up_to_the_depth_bound():
+    """Honest results (nested lists) still compare as JSON; deeper ones compare as text, never raising."""
+    deep_ok = "[" * cj.MAX_JSON_DEPTH + "1" + "]" * cj.MAX_JSON_DEPTH
+    assert cj._json_match("[[1, 2], [3]]\n", "[[1,2],[3]]") and cj._json_match(deep_ok, deep_ok.replace("1", " 1 "))
+    too_deep = "[" + deep_ok + "]"
+    assert not cj._json_match(too_deep, too_deep.replace("1", " 1 ")) and cj._json_match(too_deep, too_deep)
+    assert cj.json_depth('{"a": "[[[", "b": [["\\"]"]]}') == 3

@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 MIRROR_ENV = "KLEAR_BENCHMARKS"
 HUB_ENDPOINT = "https://huggingface.co"
 GIT_RAW = "https://raw.githubusercontent.com"
+_BRACKET_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')  # a JSON string (maybe unclosed), or a bracket
 
 
 @dataclass(frozen=True)
@@ -120,11 +122,24 @@ def _utf8(path: Path) -> str:
 
 
 def _json(text: str, path: Path, line: int | None = None):
-    """``text`` parsed; invalid JSON raises ``ValueError`` naming the file and line (``line`` or the decoder's)."""
+    """``text`` parsed; invalid JSON, or JSON nested deeper than Python parses, raises ``ValueError`` naming the
+    file and line (``line`` or where it fails)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: line {line or err.lineno}: invalid JSON ({err.msg}, column {err.colno})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: line {line or _deep_line(text)}: JSON nested too deep to parse") from None
+
+
+def _deep_line(text: str, depth: int = 500) -> int:
+    """The line where ``text``'s brackets (outside strings) first nest ``depth`` deep (1 when they never do)."""
+    level = 0
+    for m in _BRACKET_OR_STRING.finditer(text):
+        level += {"[": 1, "{": 1, "]": -1, "}": -1}.get(m.group(), 0)
+        if level >= depth:
+            return text.count("\n", 0, m.start()) + 1
+    return 1
 
 
 def read_records(path: Path) -> list[tuple[str, object]]:

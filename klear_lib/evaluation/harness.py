@@ -57,21 +57,33 @@ def sample_key(rec: dict) -> tuple[str, int]:
 def parse_samples(path: Path, warn: bool = True) -> tuple[list[dict], int]:
     """The sample records stored at ``path`` in file order, and how many lines did not parse (a write cut short);
     those are dropped with one warning naming the file and the count (``warn=False``: silently, for a file another
-    process may still be appending to)."""
+    process may still be appending to). A whole record whose verdict is not true or false, or a line nested too
+    deep to parse (no write of ours makes either), raises naming the file and line."""
     if not Path(path).exists():
         return [], 0
     records, bad = [], 0
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-            sample_key(rec)  # raises for a record without the fields of its key
-            records.append(rec)
-        except (ValueError, KeyError, TypeError):
-            bad += 1
+    for k, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        rec = _sample_record(line, f"{path}: line {k}")
+        bad += rec is None
+        records += [] if rec is None else [rec]
     if bad and warn:
         log.warning("%s: dropped %d unparsable line(s), from a write cut short; their samples are generated again",
                     path, bad)
     return records, bad
+
+
+def _sample_record(line: str, where: str) -> dict | None:
+    """One stored sample, None when the line does not parse or lacks its key (a write cut short)."""
+    try:
+        rec = json.loads(line)
+        sample_key(rec)  # raises for a record without the fields of its key
+    except (ValueError, KeyError, TypeError):
+        return None
+    except RecursionError:
+        raise ValueError(f"{where}: JSON nested too deep to parse; not a sample record") from None
+    if not isinstance(rec.get("correct"), bool):  # "false" or a missing verdict would count as correct
+        raise ValueError(f"{where}: field 'correct' is {rec.get('correct', 'missing')!r}, not true or false")
+    return rec
 
 
 def read_samples(path: Path) -> dict[tuple[str, int], dict]:

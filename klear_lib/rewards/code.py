@@ -20,6 +20,7 @@ imports numpy and pandas, which costs ~0.3 s per test).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
@@ -46,6 +47,9 @@ FENCE_OPEN, FENCE_CLOSE = "```python\n", "\n```"
 MAX_RESPONSE_CHARS = 1 << 20  # ours: 8x a 32K-token completion (~4 chars a token); longer ones score -1 unread
 CHECKER_SOURCE = Path(__file__).with_name("assert_check.py").read_text()  # run as a script in the sandbox
 _FN_NAME = re.compile(r"def\s+(\w+)\s*\(\s*self")
+MAX_JSON_DEPTH = 100  # ours: call-based results nest a few levels (lists of lists); deeper ones compare as text
+_NOT_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"?|[^\[\]{}"]+')  # a string (maybe unclosed), or no bracket
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 PRELUDE = '''import sys, os, io, re, math, copy, heapq, bisect, string, random, operator, itertools, functools
 import collections, datetime
@@ -139,7 +143,10 @@ def extract_program(response: str) -> str | None:
 
 def parse_tests(ground_truth: str | dict, row_id: Any = None) -> list[dict]:
     """Tests from a row's ``reward_model.ground_truth``: ``{"inputs","outputs"[,"fn_name"]}`` or ``{"functional"}``."""
-    gt = json.loads(ground_truth) if isinstance(ground_truth, str) else ground_truth
+    try:
+        gt = json.loads(ground_truth) if isinstance(ground_truth, str) else ground_truth
+    except RecursionError:
+        raise ValueError(f"row {row_id}: ground_truth is JSON nested too deep to parse") from None
     if not isinstance(gt, dict):
         raise ValueError(f"row {row_id}: ground_truth must be a JSON object, got {type(gt).__name__}")
     if "inputs" in gt and "outputs" in gt:
@@ -208,11 +215,22 @@ def outputs_match(actual: str, expected: str) -> bool:
 
 
 def _json_match(actual: str, expected: str) -> bool:
-    """Call-based tests: JSON-equal results (falls back to text equality)."""
+    """Call-based tests: JSON-equal results (falls back to text equality). A result nested deeper than
+    ``MAX_JSON_DEPTH`` is compared as text (JSON parsing and ``==`` recurse once per level, and a model's output
+    must fail as a wrong answer, never raise); its size is bounded by the sandbox's output cap."""
+    if json_depth(actual) > MAX_JSON_DEPTH:
+        return outputs_match(actual, expected)
     try:
         return json.loads(actual.strip()) == json.loads(expected.strip())
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a deep expected output, or a thread's small stack
         return outputs_match(actual, expected)
+
+
+def json_depth(text: str) -> int:
+    """The deepest bracket nesting of JSON ``text`` outside its strings (an upper bound on the parser's
+    recursion), in linear time."""
+    brackets = _NOT_BRACKET.sub("", text)
+    return max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
 
 
 def build_program(program: str, test: dict) -> str:

@@ -6,13 +6,16 @@ benchmark rows built by ``klear_lib.evaluation.benchmarks``, a ready list of tes
 """
 from __future__ import annotations
 
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from klear_lib.rewards import code as code_judge
 from klear_lib.rewards import math as math_judge
-from klear_lib.rewards.format import is_correct_score
-from klear_lib.rewards.sandbox import DEFAULT_TIMEOUT_S
+from klear_lib.rewards.format import INCORRECT_SCORE, is_correct_score
+from klear_lib.rewards.sandbox import DEFAULT_TIMEOUT_S, SandboxUnavailable
+
+log = logging.getLogger(__name__)
 
 
 def row_id(row: dict) -> str:
@@ -53,8 +56,22 @@ def reward(response: str, row: dict, code_mode: str = "soft", max_tests: int | N
 def verdict(response: str, row: dict, max_tests: int | None = None, seed: int = 0,
             timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
     """``{"correct", "reward"}`` of one response from one judge call: the soft reward (the RL reward of code,
-    the shaped one of math) and whether it is +1 (``max_tests=None`` runs every test, as LiveCodeBench)."""
-    score = reward(response, row, "soft", max_tests, seed, timeout_s)
+    the shaped one of math) and whether it is +1 (``max_tests=None`` runs every test, as LiveCodeBench).
+
+    A response that breaks its judge is a wrong answer (-1, logged), so no model output can stop an evaluation;
+    the row is checked first, so a bad row still raises, and so does a missing sandbox (every verdict would be
+    wrong)."""
+    if _ability(row) == "code":
+        row_tests(row)
+    else:
+        _ground_truth(row)
+    try:
+        score = reward(response, row, "soft", max_tests, seed, timeout_s)
+    except SandboxUnavailable:
+        raise
+    except Exception:  # noqa: BLE001 (whatever the response makes the judge raise costs only its verdict)
+        log.exception("judging a response to row %s failed; scored as a wrong answer", row_id(row))
+        score = INCORRECT_SCORE
     return {"correct": is_correct_score(score), "reward": float(score)}
 
 

@@ -16,35 +16,38 @@ sandbox, so ``multiprocessing`` works; without such a cgroup ``/dev/shm`` stays 
 per-process limit holds. Each test's stdout and stderr are read to the end; 4 MiB of stdout and 64 KiB of
 stderr are kept, and either stream going past 4 MiB ends the test as ``killed``.
 
+As root, where a cpu cgroup is writable, each sandbox also gets its own CPU share (``SandboxLimits.cpus``: a
+quota of one core at the weight of every other sandbox), and a reaper clears what a killed run's sandbox left on
+its uid (``sandbox_uids``). The runner runs under a uid of its own (``uid + RUNNER_OFFSET``) and the program under
+the sandbox uid, so the program cannot signal (stop, kill) its runner: its wall clock stays its tests' own.
+
 Programs run under the system Python (``/usr/bin/python3``, or ``$KLEAR_SANDBOX_PYTHON``), standard library
 plus whatever that Python has installed. A small runner (``sandbox_runner.py``) executes all tests of one
-program in one sandbox start, each test in its own child with its own timeout.
+program in one sandbox start, each test in its own child with its own timeout, the program read from a file
+(an argument holds at most 128 KiB).
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
 import shutil
 import subprocess
-import tempfile
-import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
+
+from klear_lib.rewards.sandbox_uids import RUNNER_OFFSET, make_cgroups, sandbox_uid, user_tasks
 
 log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 10.0     # per test; the official default is 35 s (docs/paper.md §2.5), far above tiny programs
 MAX_TIMEOUTS = 2             # timed-out tests after which a program's other tests are not run (ours)
 START_SLACK_S = 10.0         # sandbox start-up allowance on a loaded 2-core machine
-UID_BASE, UID_COUNT = 61000, 256
 KEEP_TOP_LEVEL = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys", "run",
                   "tmp", "var", "home", "root"}
 READ_ONLY_SCRATCH = ("/tmp", "/var/tmp", "/run/lock", "/var/log", "/run/user")  # and /dev/shm without a cgroup
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-JOIN_CGROUP = 'echo $$ > "$0" && exec "$@"'  # sh: move itself into the cgroup, then become firejail
+# sh: move itself into each cgroup named before "--", then become firejail
+JOIN_CGROUPS = 'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 1; shift; done; shift; exec "$@"'
 ALWAYS_HIDDEN = ("/run/secrets",)
 RUNNER_SOURCE = (Path(__file__).with_name("sandbox_runner.py")).read_text()
 # firejail caps each argument at 4 KiB, so the runner arrives as the first stdin line and this stub runs it.
@@ -75,6 +78,8 @@ class SandboxLimits:
     fsize: str = "8m"                  # docs/paper.md §2.5
     address_space: str = "1024m"       # docs/paper.md §2.5
     total_memory: str | None = "1536m"  # ours: all its processes and its /dev/shm together (None: no cgroup)
+    cpus: float | None = 1.0           # ours: CPU quota in cores, at the weight of any other sandbox (None: none)
+    runner_apart: bool = True          # ours: the runner under a uid of its own (False: the program's; controls)
     max_output_bytes: int = 4 << 20    # ours: endless output ends here
     max_stderr_bytes: int = 64 << 10   # ours
 
@@ -110,125 +115,48 @@ def hidden_paths(python: str) -> list[str]:
     return tops + [p for p in ALWAYS_HIDDEN if os.path.exists(p)]
 
 
+NPROC_SLACK = 64  # threads the harness may start while a sandbox runs (a pool, a tokenizer) when not root
+
+
 def nproc_limit(uid: int | None, limits: SandboxLimits) -> int:
-    """RLIMIT_NPROC for the sandbox: ``limits.nproc`` for a dedicated uid; as a normal user the limit counts all
-    of that user's processes, so it is raised by their current number (else nothing could fork at all)."""
+    """RLIMIT_NPROC for the sandbox: ``limits.nproc`` for a dedicated uid; as a normal user the kernel counts every
+    task (thread) of that user against it, so it is raised by their current number plus ``NPROC_SLACK`` (else a
+    harness with many threads could not fork at all)."""
     if uid is not None:
         return limits.nproc
-    mine = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == os.getuid())
-    return limits.nproc + mine
+    return limits.nproc + user_tasks(os.getuid()) + NPROC_SLACK
 
 
-def _owner(path: Path) -> int:
-    try:
-        return path.stat().st_uid
-    except OSError:
-        return -1
-
-
-def firejail_command(uid: int | None, limits: SandboxLimits, python: str, cgroup: Path | None = None) -> list[str]:
-    """The full argv: (in a cgroup) firejail with our flags, then (as root) ``setpriv`` to ``uid``, the runner stub.
+def firejail_command(uid: int | None, limits: SandboxLimits, python: str, cgroups: dict[str, Path] | None = None
+                     ) -> list[str]:
+    """The full argv: (in its cgroups) firejail with our flags, then (as root) ``setpriv`` to the runner's uids, the
+    runner stub. ``cgroups``: controller -> the sandbox's cgroup (``sandbox_cgroups``).
 
     NOTE(paper): no ``--timeout`` (it adds ~2 s to every start); the harness kills the group on its deadline.
     """
+    cgroups = cgroups or {}
     cmd = [firejail_path(), "--quiet", "--noprofile", "--private", "--private-dev", "--private-tmp",
            "--net=none", "--seccomp=socket", "--nonewprivs", "--nogroups", "--nosound", "--no3d",
            f"--rlimit-nproc={nproc_limit(uid, limits)}", f"--rlimit-nofile={limits.nofile}",
            f"--rlimit-fsize={limits.fsize}", f"--rlimit-as={limits.address_space}"]
     cmd += [f"--read-only={d}" for d in READ_ONLY_SCRATCH if os.path.isdir(d) or d == "/tmp"]
     # a private /dev/shm only where the cgroup bounds what it can hold (tmpfs pages are charged to the writer's)
-    cmd.append("--tmpfs=/dev/shm" if cgroup is not None else "--read-only=/dev/shm")
+    cmd.append("--tmpfs=/dev/shm" if "memory" in cgroups else "--read-only=/dev/shm")
     cmd += [f"--blacklist={p}" for p in hidden_paths(python)]
-    cmd.append("--")
-    if uid is not None:
-        cmd += [shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}",
-                "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
-    cmd += [python, "-I", "-B", "-c", BOOTSTRAP]
-    return cmd if cgroup is None else ["/bin/sh", "-c", JOIN_CGROUP, str(cgroup / "cgroup.procs"), *cmd]
+    cmd += ["--", *_drop_to(uid, limits), python, "-I", "-B", "-c", BOOTSTRAP]
+    procs = list(dict.fromkeys(str(path / "cgroup.procs") for path in cgroups.values()))  # v2: one for all
+    return ["/bin/sh", "-c", JOIN_CGROUPS, "klear-sandbox", *procs, "--", *cmd] if procs else cmd
 
 
-def _memory_limit_file() -> tuple[Path, str] | None:
-    """Where memory cgroups are made and the name of their limit file (v2 ``memory.max``, v1
-    ``memory.limit_in_bytes``), or None when the memory controller is not mounted."""
-    v2 = CGROUP_ROOT / "cgroup.subtree_control"
-    if v2.exists() and "memory" in v2.read_text().split():
-        return CGROUP_ROOT, "memory.max"
-    if (CGROUP_ROOT / "memory" / "memory.limit_in_bytes").exists():
-        return CGROUP_ROOT / "memory", "memory.limit_in_bytes"
-    return None
-
-
-def memory_cgroup_available() -> bool:
-    """Whether sandboxes here get a memory cgroup (root, and a memory controller that is writable)."""
-    found = _memory_limit_file()
-    return os.geteuid() == 0 and found is not None and os.access(found[0], os.W_OK)
-
-
-def _bytes(size: str) -> int:
-    """``"1536m"`` -> bytes (k, m, g suffixes, as firejail's rlimits)."""
-    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(size[-1:].lower(), 1)
-    return int(size[:-1] if scale > 1 else size) * scale
-
-
-@contextmanager
-def memory_cgroup(uid: int | None, limits: SandboxLimits) -> Iterator[Path | None]:
-    """A memory cgroup for the sandbox of ``uid`` capped at ``limits.total_memory``, removed after; None when
-    not root or no memory cgroup can be made here (then only the per-process limit holds)."""
-    found = _memory_limit_file() if uid is not None and limits.total_memory is not None else None
-    if found is None:
-        yield None
-        return
-    path = found[0] / f"klear-sandbox-{uid}"
-    try:
-        path.mkdir(exist_ok=True)
-        (path / found[1]).write_text(str(_bytes(limits.total_memory)))
-        for no_swap in ("memory.swap.max", "memory.memsw.limit_in_bytes"):  # swap would lift the cap
-            if (path / no_swap).exists():
-                (path / no_swap).write_text("0" if no_swap.endswith(".max") else str(_bytes(limits.total_memory)))
-    except OSError as err:
-        log.warning("no memory cgroup for the sandbox (%s): its total memory is not capped", err)
-        yield None
-        return
-    try:
-        yield path
-    finally:
-        _remove_cgroup(path)
-
-
-def _remove_cgroup(path: Path) -> None:
-    """rmdir the cgroup once its last process is gone (the kernel may take a moment to let go)."""
-    for _ in range(50):
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.02)
-    log.warning("sandbox cgroup %s still busy; left in place", path)
-
-
-@contextmanager
-def sandbox_uid() -> Iterator[int | None]:
-    """A uid no other live sandbox uses (file locks work across threads and processes); None if not root."""
-    if os.geteuid() != 0:
-        yield None
-        return
-    lock_dir = Path(tempfile.gettempdir()) / "klear-sandbox-uids"
-    lock_dir.mkdir(mode=0o700, exist_ok=True)
-    for uid in range(UID_BASE, UID_BASE + UID_COUNT):
-        fd = os.open(lock_dir / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        try:
-            yield uid
-        finally:
-            os.close(fd)
-        return
-    raise RuntimeError(f"all {UID_COUNT} sandbox uids are busy")
+def _drop_to(uid: int | None, limits: SandboxLimits) -> list[str]:
+    """``setpriv`` to the sandbox uid; with ``runner_apart`` the real uid is the runner's own (``uid +
+    RUNNER_OFFSET``), which the runner also makes its saved uid, so the program (all three uids ``uid``) cannot signal
+    it while the runner (effective uid ``uid``) can still signal and kill the program."""
+    if uid is None:
+        return []
+    real = uid + RUNNER_OFFSET if limits.runner_apart else uid
+    return [shutil.which("setpriv") or "/usr/bin/setpriv", f"--ruid={real}", f"--euid={uid}", f"--regid={uid}",
+            "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
 
 
 def run_in_sandbox(source: str, stdins: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -246,9 +174,10 @@ def run_in_sandbox(source: str, stdins: Sequence[str], timeout_s: float = DEFAUL
     job = {"source": source, "stdins": list(stdins), "timeout_s": timeout_s, "python": python,
            "max_timeouts": max_timeouts, "max_output": limits.max_output_bytes, "max_stderr": limits.max_stderr_bytes}
     wall = len(stdins) * (timeout_s + 1.0) + START_SLACK_S  # slow tests that never time out still fit
-    with sandbox_uid() as uid, memory_cgroup(uid, limits) as cgroup:
-        job["reap_all"] = uid is not None
-        cmd = firejail_command(uid, limits, python, cgroup)
+    with sandbox_uid() as uid:
+        cgroups = make_cgroups(uid, limits.total_memory, limits.cpus)
+        job.update(reap_all=uid is not None, program_uid=uid, clear_shm="memory" in cgroups)
+        cmd = firejail_command(uid, limits, python, cgroups)
         payload = (json.dumps(RUNNER_SOURCE) + "\n" + json.dumps(job)).encode()
         out, err, rc, timed_out = _run(cmd, payload, wall)
     return _parse(out, err, rc, timed_out, len(stdins))
@@ -293,7 +222,7 @@ def _parse(out: bytes, err: bytes, rc: int | None, timed_out: bool, n: int) -> l
         if isinstance(rows, list) and len(rows) == n:
             return [ExecutionResult(r["stdout"], r["stderr"], r["status"], r["returncode"], r["wall_s"])
                     for r in rows]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         pass
     status = "timeout" if timed_out else ("killed" if rc is not None and rc < 0 else "error")
     note = err.decode("utf-8", "replace")[-2000:] or f"sandbox exited with {rc} and no verdict"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import logging
 import math
+import numbers
 from pathlib import Path
 
 import pandas as pd
@@ -76,12 +77,36 @@ def columns(keys: dict = RECORD_KEYS, rl: bool = True) -> list[str]:
 
 def record_row(logs: dict, step: int, updates_per_step: int | None, cfg_hash: str = "",
                keys: dict = RECORD_KEYS) -> dict[str, str]:
-    """One record row from a trainer ``logs`` dict at optimizer ``step`` (1-based)."""
+    """One record row from a trainer ``logs`` dict at optimizer ``step`` (1-based); a logged value that is not a
+    number raises naming its column."""
     row = {"step": str(step)}
     if updates_per_step:
         row["rl_step"] = str((step - 1) // updates_per_step + 1)
-    row.update({col: format_value(logs.get(key)) for col, key in keys.items()})
+    for col, key in keys.items():
+        value = logs.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+            raise ValueError(f"run record, step {step}: field {col!r} is {value!r}, not a number")
+        row[col] = format_value(value)
     return {**row, "config_hash": cfg_hash}
+
+
+def check_row(row: dict[str, str], where: str) -> None:
+    """``ValueError`` naming ``where`` (file and line) and the field when a step is not a step number or a logged
+    value is neither empty nor a number."""
+    for field in ("step", "rl_step"):
+        if field in row and not row[field].isdigit():
+            raise ValueError(f"{where}: field {field!r} is {row[field]!r}, not a step number")
+    for field, value in row.items():
+        if field not in ("step", "rl_step", "config_hash") and value != "" and not _is_number(value):
+            raise ValueError(f"{where}: field {field!r} is {value[:100]!r}, not a number")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -96,14 +121,16 @@ def read_rows(path: Path) -> list[dict[str, str]]:
                     "again", path, len(lines), lines[-1])
         lines = lines[:-1]
     reader, rows = csv.DictReader(lines), []
-    for row in reader:
-        if None in row or None in row.values():  # DictReader's marks of a short row (None values), a long one
-            filled = sum(v is not None for k, v in row.items() if k is not None)
-            raise ValueError(f"{path}, line {reader.line_num}: {filled} of the {len(reader.fieldnames)} fields "
-                             f"{reader.fieldnames}")
-        if not row.get("step", "0").isdigit():
-            raise ValueError(f"{path}, line {reader.line_num}: field 'step' is {row['step']!r}, not a step number")
-        rows.append(row)
+    try:
+        for row in reader:
+            if None in row or None in row.values():  # DictReader's marks of a short row (None values), a long one
+                filled = sum(v is not None for k, v in row.items() if k is not None)
+                raise ValueError(f"{path}, line {reader.line_num}: {filled} of the {len(reader.fieldnames)} fields "
+                                 f"{reader.fieldnames}")
+            check_row(row, f"{path}, line {reader.line_num}")
+            rows.append(row)
+    except csv.Error as err:  # e.g. a field over the csv module's 128 KB limit
+        raise ValueError(f"{path}, line {reader.line_num + 1}: not a run record row ({err})") from None
     return rows
 
 
@@ -123,9 +150,10 @@ def write_rows(path: Path, rows: list[dict[str, str]], fields: list[str] = RECOR
         writer.writerows(rows)
 
 
-def rows_up_to(path: Path, step: int, fields: list[str]) -> list[dict[str, str]]:
+def rows_up_to(path: Path, step: int, fields: list[str], cfg_hash: str | None = None) -> list[dict[str, str]]:
     """The record's rows of optimizer steps 1..``step`` (a resume point), or ``ValueError`` naming the file when
-    it has another header or misses any of them (emptied, cut or replaced: the rows cannot be logged again)."""
+    it has another header, misses any of them (emptied, cut or replaced: the rows cannot be logged again) or holds
+    a row of another config than ``cfg_hash`` (another run wrote into this record: its rows are not ours)."""
     names = header(path) if path.exists() else None
     if names != fields:
         found = "no file" if not path.exists() else f"header {names}" if names else "an empty file"
@@ -135,6 +163,11 @@ def rows_up_to(path: Path, step: int, fields: list[str]) -> list[dict[str, str]]
     if [int(r["step"]) for r in rows] != list(range(1, step + 1)):
         raise ValueError(f"{path}: resuming from step {step} needs its rows of steps 1..{step}, found "
                          f"{len(rows)} rows; restore it (e.g. from git) or delete the checkpoints to train again")
+    foreign = [r for r in rows if cfg_hash is not None and r.get("config_hash") != cfg_hash]
+    if foreign:
+        raise ValueError(f"{path}: resuming a run of config {cfg_hash!r} from step {step}, but its row of step "
+                         f"{foreign[0]['step']} has config_hash {foreign[0].get('config_hash')!r}: another run "
+                         f"wrote into this record; restore it or delete the checkpoints to train again")
     return rows
 
 
@@ -151,7 +184,7 @@ class RunRecord(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         if state.is_world_process_zero:  # a fresh run (step 0) starts a new record whatever the old file holds
-            kept = rows_up_to(self.path, state.global_step, self.fields) if state.global_step else []
+            kept = rows_up_to(self.path, state.global_step, self.fields, self.cfg_hash) if state.global_step else []
             write_rows(self.path, kept, self.fields)
 
     def on_log(self, args, state, control, logs=None, **kwargs):

@@ -122,6 +122,9 @@ def sft_dataset(rows: list[dict], max_rows: int | None = None) -> Dataset:
     rows = rows[:max_rows] if max_rows else rows
     for row in rows:
         msgs = row.get("messages")
+        if not isinstance(msgs, list) or not all(isinstance(m, dict) for m in msgs):  # a string has no turns
+            raise ValueError(f"SFT row {row.get('id', '?')}: field 'messages' must be a list of {{role, content}} "
+                             f"turns, got {type(msgs).__name__}")
         if not msgs or msgs[-1].get("role") != "assistant" or not isinstance(msgs[-1].get("content"), str):
             raise ValueError(f"SFT row {row.get('id', '?')}: field 'messages' needs a final assistant turn")
     return Dataset.from_list([{"messages": r["messages"]} for r in rows])
