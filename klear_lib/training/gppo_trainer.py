@@ -55,7 +55,7 @@ from klear_lib.models import weights_dtype
 from klear_lib.seeding import stable_seed
 from klear_lib.training.checkpoints import CheckpointMarker, last_complete
 from klear_lib.training.overhead import lean
-from klear_lib.training.rewards import make_reward_func
+from klear_lib.training.rewards import make_reward_func, template_opens_think
 from klear_lib.training.rl_rows import drop_long_prompts, training_view, validate_rl_rows
 from klear_lib.training.run_record import RunRecord, rl_keys
 
@@ -97,19 +97,28 @@ class GPPOConfig(GRPOConfig):
             raise ValueError("GPPOConfig uses TRL's 'dapo' token-level normaliser; select the loss with policy_loss")
 
 
+def rollouts_per_engine(args: GRPOConfig) -> int:
+    """Rollouts one colocated engine generates a step: its ranks' share of the generation batch, oversampled
+    (TRL gathers the prompts of a tensor-parallel group into one engine)."""
+    oversample = getattr(args, "oversample", 1)
+    return args.per_device_train_batch_size * args.steps_per_generation * args.vllm_tensor_parallel_size * oversample
+
+
 @contextmanager
 def colocated_llm_args(args: GRPOConfig):
-    """While TRL builds its colocated ``LLM``, add the arguments TRL 1.16.0 does not pass.
+    """While TRL builds its colocated ``LLM``, add or correct the arguments TRL 1.16.0 passes.
 
     ``dtype``: the policy's own (``model_init_kwargs``); with vLLM's ``"auto"`` a float32 checkpoint is served in
-    bfloat16, which made the log-probs differ from the trainer's far beyond float32 noise. On CPU also
-    ``enforce_eager``, as the kit's evaluation engine (docs/stack.md §6).
+    bfloat16, which made the log-probs differ from the trainer's far beyond float32 noise. ``max_num_seqs``: TRL
+    sizes it from the per-device batch, but with oversampling a step generates ``oversample`` x that, which would
+    run in waves (``rollouts_per_engine``). On CPU also ``enforce_eager``, as the kit's evaluation engine
+    (docs/stack.md §6).
     """
-    extra = {"dtype": (args.model_init_kwargs or {}).get("dtype", "auto")}
+    extra = {"dtype": (args.model_init_kwargs or {}).get("dtype", "auto"), "max_num_seqs": rollouts_per_engine(args)}
     if not torch.cuda.is_available():
         extra["enforce_eager"] = True
     original = vllm_generation.LLM
-    vllm_generation.LLM = partial(original, **extra)
+    vllm_generation.LLM = lambda *a, **kwargs: original(*a, **{**kwargs, **extra})  # ours win over TRL's
     try:
         yield
     finally:
@@ -150,6 +159,16 @@ def check_supported(args: GPPOConfig) -> None:
     bad = {k: getattr(args, k) for k, v in UNSUPPORTED.items() if getattr(args, k, v) != v}
     if bad:
         raise ValueError(f"GPPOTrainer does not support {bad}; the paper's recipe uses {UNSUPPORTED}")
+
+
+def check_colocated_tp(args: GRPOConfig, world: int) -> None:
+    """Stop before the model loads when a colocated engine's tensor-parallel group cannot form: TRL splits each
+    engine over ``vllm_tensor_parallel_size`` training processes (one per GPU) and refuses only after loading."""
+    tp = args.vllm_tensor_parallel_size
+    if args.use_vllm and args.vllm_mode == "colocate" and world % tp:
+        raise ValueError(f"vllm_tensor_parallel_size={tp} splits each colocated vLLM engine over {tp} training "
+                         f"processes, one a GPU; this launch has {world}: launch a multiple of {tp} processes or "
+                         f"set vllm_tensor_parallel_size=1 (as the gpu preset on one GPU)")
 
 
 def is_correct(rewards: torch.Tensor, correct_reward: float) -> torch.Tensor:
@@ -228,6 +247,7 @@ class GPPOTrainer(GRPOTrainer):
         if not isinstance(args, GPPOConfig):
             raise TypeError(f"GPPOTrainer needs a GPPOConfig, got {type(args).__name__}")
         check_supported(args)
+        check_colocated_tp(args, args.world_size)
         self._check_whole_groups(args)
         colocate = args.use_vllm and args.vllm_mode == "colocate"
         if colocate and not os.environ.get("MASTER_PORT"):
@@ -466,7 +486,8 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     if rl_cfg.long_prompts == "drop":  # else GPPOTrainer keeps each prompt's last tokens (truncate_prompt_left)
         rows = drop_long_prompts(rows, tokenizer, rl_cfg.max_prompt_length)
     reward_func = make_reward_func(reward, mode=rl_cfg.code_reward_mode, max_tests=rl_cfg.max_tests, seed=rl_cfg.seed,
-                                   tag_shaping=rl_cfg.tag_shaping, timeout_s=rl_cfg.code_timeout_s)
+                                   tag_shaping=rl_cfg.tag_shaping, timeout_s=rl_cfg.code_timeout_s,
+                                   think_opened=template_opens_think(tokenizer))
     keys = rl_keys(args.use_vllm and args.vllm_importance_sampling_correction)  # vLLM off: the stored records' columns
     record = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg), keys)] if run_record else []
     callbacks = [CheckpointMarker(), *record]  # resume trusts only checkpoints the marker vouches for
