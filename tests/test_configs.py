@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from klear_lib.configs import PRESET_NAMES, STAGES, algorithm_fields, config_hash, describe, get_config
+from klear_lib.configs import GPU_STAGES, PRESET_NAMES, STAGES, algorithm_fields, config_hash, describe, get_config
 from klear_lib.configs.__main__ import main as config_cli
 from klear_lib.configs.base import IF_CHANGED, LayoutError, spread, to_dict
 from klear_lib.configs.trl import RL_FIELDS, SFT_FIELDS, check_trl_only, trl_kwargs
@@ -21,7 +21,7 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "klear_lib" / "configs"
 
 @pytest.mark.parametrize("stage", sorted(STAGES))
 def test_every_stage_has_all_presets(stage):
-    assert set(STAGES[stage]) == set(PRESET_NAMES)
+    assert set(STAGES[stage]) == set(PRESET_NAMES) | ({"gpu"} if stage in GPU_STAGES else set())
     for preset in PRESET_NAMES:
         cfg = get_config(stage, preset)
         assert dataclasses.is_dataclass(cfg)
@@ -35,7 +35,7 @@ def test_presets_share_the_algorithm(stage):
     cls = type(get_config(stage, "full"))
     names = algorithm_fields(cls)
     full = get_config(stage, "full")
-    for preset in ("ci", "tiny"):
+    for preset in ("ci", "tiny", *(("gpu",) if stage in GPU_STAGES else ())):
         cfg = get_config(stage, preset)
         diff = [n for n in names if getattr(cfg, n) != getattr(full, n)]
         assert not diff, f"{stage}/{preset} changes algorithm fields {diff}"

@@ -209,6 +209,44 @@ def test_select_groups_keeps_informative_first_and_pads_at_zero_weight():
         select_groups(metric, 2, 5)
 
 
+def test_the_filter_over_ranks_keeps_the_first_informative_groups_of_the_whole_batch():
+    """docs/paper.md §2.4 filters the whole batch; filtered per rank, a rank short of informative groups trained
+    fillers while others dropped informative ones: 256 groups a step, half informative, 128 kept."""
+    generator = torch.Generator().manual_seed(0)
+    steps = [torch.rand(256, generator=generator) < 0.5 for _ in range(200)]
+    for world in (1, 8, 128):
+        n_keep = 128 // world
+        per_rank = sum(sum(min(int(f.sum()), n_keep) for f in s.reshape(world, -1)) for s in steps) / len(steps)
+        overall = sum(gppo_trainer.global_plan(s, world, n_keep)[1].sum().item() for s in steps) / len(steps)
+        assert overall == sum(min(int(s.sum()), 128) for s in steps) / len(steps) > 125  # what one rank keeps
+        assert per_rank < 100 if world == 128 else per_rank <= overall
+    plan, weight = gppo_trainer.global_plan(torch.tensor([True, True, True, False, False, True]), 2, 2)
+    assert plan.tolist() == [[0, 1], [2, 5]] and weight.all()  # rank 0's third informative group goes to rank 1
+
+
+def test_ranks_exchange_the_rows_of_the_groups_they_train():
+    """Two ranks' batches (groups of 2, different padded widths) -> the rows rank 1 trains under the plan."""
+    def rank_batch(first_id, prompt_width, completion_width):
+        n = 6  # 3 groups of 2 rollouts
+        ids = torch.arange(first_id, first_id + n)
+        return {"prompt_ids": ids[:, None].expand(n, prompt_width), "prompt_mask": torch.ones(n, prompt_width),
+                "completion_ids": ids[:, None].expand(n, completion_width),
+                "completion_mask": torch.ones(n, completion_width), "advantages": ids.float(),
+                "num_items_in_batch": torch.tensor(0.0)}
+    batches = [rank_batch(0, 3, 4), rank_batch(100, 2, 5)]
+    plan, _ = gppo_trainer.global_plan(torch.tensor([True, False, True, True, False, False]), 2, 3)
+    flat, owned = plan.flatten(), 3
+    pieces = [gppo_trainer.take_rows(b, gppo_trainer.group_rows(flat[flat // owned == r] % owned, 2))
+              for r, b in enumerate(batches)]
+    batch = gppo_trainer.concat_padded(pieces, pad_id=-1)
+    rank1 = gppo_trainer.take_rows(batch, gppo_trainer.group_rows(gppo_trainer.arrival(flat, owned)[3:], 2))
+    assert plan.tolist() == [[0, 2, 3], [1, 4, 5]]  # rank 1 trains rank 0's group 1 and its own groups 1, 2
+    assert rank1["advantages"].tolist() == [2, 3, 102, 103, 104, 105]
+    assert rank1["prompt_ids"][0].tolist() == [2, 2, 2] and rank1["prompt_ids"][2].tolist() == [-1, 102, 102]
+    assert rank1["completion_mask"][0].tolist() == [1, 1, 1, 1, 0] and rank1["completion_ids"][0, -1] == -1
+    assert rank1["prompt_mask"][2].tolist() == [0, 1, 1]
+
+
 def test_filter_counts_only_kept_tokens(ci_model_path, tmp_path):
     """TRL's normaliser num_items_in_batch must count only the tokens of kept groups."""
     trainer = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, filter_zero_adv=True,

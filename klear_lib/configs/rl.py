@@ -149,6 +149,22 @@ PRESETS = {
                                           # collapsed here too (results/LOG.md)
                      max_steps=120,       # 60 steps: tiny_aime +0.022 [-0.005, 0.049]; 120: +0.062 [0.029, 0.096]
                      warmup_steps=5),     # (paired gains over SFT, results/LOG.md, session 3)
+    "gpu": RLConfig(  # one 80 GB GPU, a few GPU-hours (docs/full_scale.md §8: the cost table); math only
+        learning_rate=1e-6,               # docs/paper.md §2.4 math
+        warmup_steps=2,                   # UNVERIFIED: scaled with the 40-step run (paper: 10 of its run)
+        prompts_per_step=32,              # UNVERIFIED: a quarter of docs/paper.md §2.4's 128
+        mini_batch_prompts=4,             # UNVERIFIED: 8 updates a step, as docs/paper.md §2.4 (128 / 16)
+        gradient_accumulation_steps=32,   # UNVERIFIED: memory only; 1 rollout a micro-batch
+        max_steps=40,                     # UNVERIFIED: sized for about 5 GPU-hours (docs/full_scale.md §8)
+        max_prompt_length=1024,           # UNVERIFIED: MATH-level prompts fit (paper: 4096)
+        max_completion_length=8192,       # UNVERIFIED: a quarter of docs/paper.md §2.4's 32K
+        bf16=True, use_cpu=False, gradient_checkpointing=True,  # bf16 autocast over fp32 weights (no DeepSpeed)
+        use_vllm=True, vllm_mode="colocate",  # vLLM rollouts (docs/paper.md §2.4)
+        vllm_tensor_parallel_size=1,      # UNVERIFIED: one GPU holds the 1.7 B engine (paper: TP 2 for 8B)
+        vllm_gpu_memory_utilization=0.35,  # UNVERIFIED: leaves 0.65 for fp32 weights, AdamW and activations
+        save_steps=5,                     # docs/paper.md §2.4 save every 5 steps
+        keep_checkpoints=2,               # UNVERIFIED: our choice, as full
+    ),
     "full": RLConfig(
         learning_rate=1e-6,               # docs/paper.md §2.4 math (code stage: CODE_OVERRIDES)
         warmup_steps=10,                  # docs/paper.md §2.4
@@ -175,6 +191,7 @@ PRESETS = {
 # step; 4 prompts a step with 1-prompt mini-batches keeps the paper's 4 updates per code step (128 / 32).
 CODE_OVERRIDES = {
     "ci": {},
+    "gpu": {"learning_rate": 5e-7},              # docs/paper.md §2.4 code stage (UNVERIFIED at gpu: math only)
     "tiny": {"max_steps": 20, "prompts_per_step": 4, "mini_batch_prompts": 1},
     "full": {"learning_rate": 5e-7,              # docs/paper.md §2.4 code stage
              "mini_batch_prompts": 32,           # docs/paper.md §2.4 code stage: 4 updates per step
