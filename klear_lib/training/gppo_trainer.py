@@ -19,7 +19,9 @@ The policy loss is chosen by ``GPPOConfig.policy_loss`` and computed by the pure
 Other differences from the official verl code, kept on purpose: TRL shuffles rollouts (not whole groups) into
 mini-batches; the advantage uses std + 1e-4 (verl 1e-6); with vLLM, TRL's importance-sampling correction for
 the vLLM/trainer mismatch multiplies the per-token loss (``vllm_importance_sampling_correction=True``); the LR
-scheduler steps per update (verl: per RL step), which only matters during warmup.
+scheduler steps per update (verl: per RL step), which only matters during warmup; TRL computes the old log-probs
+(one no-grad forward) of every generated rollout before the filter runs, so with 2x oversampling half of that pass
+is for rollouts that are then dropped (about 30 s of an 8-minute step at the gpu preset, docs/full_scale.md §8).
 
 Use it on any model like ``GRPOTrainer``::
 
