@@ -502,6 +502,14 @@ def test_the_full_preset_stops_at_once_in_a_notebook_and_tp2_on_one_gpu(tmp_path
     gppo_trainer.check_colocated_tp(args, 2)
 
 
+def test_a_gpu_config_without_cuda_stops_before_loading_and_names_the_driver(tmp_path):
+    """On a CUDA 12 node the CUDA 13 torch sees no GPU; the RL stage says so instead of failing later."""
+    if torch.cuda.is_available():
+        pytest.skip("CUDA present: the refusal does not apply")
+    with pytest.raises(RuntimeError, match=r"CUDA build .* sees none: CUDA 13 builds need an R580\+ NVIDIA driver"):
+        build_rl_trainer(get_config("rl_math", "gpu"), "no-model-loaded", toy_rows(), output_dir=tmp_path)
+
+
 def test_config_rejects_bad_choices(tmp_path):
     with pytest.raises(ValueError, match="policy_loss"):
         GPPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, policy_loss="ppo")

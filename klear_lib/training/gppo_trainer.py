@@ -548,6 +548,15 @@ def gppo_args(cfg: RLConfig, output_dir, **trl_overrides) -> GPPOConfig:
     return GPPOConfig(output_dir=str(output_dir), **{**trl_kwargs(RL_FIELDS, cfg), **trl_overrides})
 
 
+def check_device(rl_cfg: RLConfig) -> None:
+    """Stop before anything loads when a GPU config finds no CUDA device, naming torch's CUDA build: the registry's
+    torch 2.13.0 is a CUDA 13 build, which a driver older than R580 cannot run (docs/full_scale.md §7)."""
+    if not rl_cfg.use_cpu and not torch.cuda.is_available():
+        raise RuntimeError(f"this RL config trains on a GPU, but torch {torch.__version__} (CUDA build "
+                           f"{torch.version.cuda}) sees none: CUDA 13 builds need an R580+ NVIDIA driver "
+                           f"(docs/full_scale.md §7; bash scripts/device_check.sh tells)")
+
+
 def master_dtype(rl_cfg: RLConfig) -> str:
     """The policy's weights: bf16 under ZeRO-3 when ``bf16`` (DeepSpeed keeps the fp32 master copy), else float32
     with bf16 only in autocast: AdamW at LR 1e-6 on bf16 weights changed 1.9% of them in 3 steps and cannot move a
@@ -562,6 +571,7 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     ``train_rows``: verl-schema dicts (``prompt``, ``reward_model``, ``extra_info``, ...); ``reward``: "math" or
     "code"; ``run_record``: CSV path or None; ``overrides`` go to ``GPPOConfig`` (e.g. ``vllm_mode="server"``).
     """
+    check_device(rl_cfg)
     # The arguments come first: under rl_cfg.deepspeed they hold the ZeRO-3 config by which GRPOTrainer.__init__'s
     # from_pretrained (after them, as the model is passed by path) loads each rank's shard only.
     args = gppo_args(rl_cfg, output_dir, **overrides)
