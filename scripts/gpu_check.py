@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -233,40 +233,52 @@ def id_reward(completion_ids, **kwargs) -> list[float]:
     return [2 * sum(i % 2 == 0 for i in ids) / max(1, len(ids)) - 1 for ids in completion_ids]
 
 
-def build_trainer(args, model_dir: Path):
-    """The policy (fp32 master weights), the trainer with its colocated engine (dummy weights, synced by TRL
-    before the first rollout), the config."""
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM, PrinterCallback
-    from trl.generation import vllm_generation
-
-    from klear_lib.training import GPPOTrainer, gppo_args
-    from klear_lib.training.overhead import lean
+def policy(args, model_dir: Path):
+    """The random policy in float32 (the master weights) on the device; its config and tokenizer in ``model_dir``,
+    where TRL's colocated engine reads them."""
+    from transformers import AutoModelForCausalLM
 
     config, tokenizer = preset_shape(args.tiny, args.layers)
     save_shape(config, tokenizer, model_dir)
     torch.manual_seed(0)
     with torch.device("cpu" if args.tiny else "cuda"):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.name_or_path = model.config.name_or_path = str(model_dir)  # what TRL's colocated engine loads
-    cfg = rl_config(args)
-    trl_args = gppo_args(cfg, model_dir.parent / "out", save_strategy="no", disable_tqdm=True,
-                         vllm_enable_sleep_mode=False, model_init_kwargs={"dtype": engine_dtype(args)})
-    rows = prompts(4 * cfg.prompts_per_step * cfg.oversample * args.steps, 0)
+    model.name_or_path = model.config.name_or_path = str(model_dir)
+    return model, tokenizer
+
+
+@contextmanager
+def dummy_engine():
+    """While TRL builds its engine: random weights (TRL syncs the policy's before the first rollout), and no CUDA
+    graphs or compilation, minutes of start-up that the 10-minute budget lacks."""
+    from trl.generation import vllm_generation
+
     original = vllm_generation.LLM
-    vllm_generation.LLM = lambda *a, **kw: original(*a, load_format="dummy", **kw)
+    vllm_generation.LLM = lambda *a, **kw: original(*a, **{"load_format": "dummy", "enforce_eager": True, **kw})
     try:
-        trainer = lean(GPPOTrainer(model, reward_funcs=[id_reward], args=trl_args, processing_class=tokenizer,
-                                   train_dataset=Dataset.from_list(rows)))
+        yield
     finally:
         vllm_generation.LLM = original
+
+
+def build_trainer(args, model_dir: Path):
+    """The trainer of the scaled ``gpu`` RL preset with its colocated engine, and the config."""
+    from datasets import Dataset
+    from transformers import PrinterCallback
+
+    from klear_lib.training import GPPOTrainer, gppo_args
+    from klear_lib.training.overhead import lean
+
+    model, tokenizer = policy(args, model_dir)
+    cfg = rl_config(args)
+    trl_args = gppo_args(cfg, model_dir.parent / "out", save_strategy="no", disable_tqdm=True,
+                         model_init_kwargs={"dtype": "float32"})  # the engine's dtype on CPU; bf16 serves bf16
+    rows = prompts(4 * cfg.prompts_per_step * cfg.oversample * args.steps, 0)
+    with dummy_engine():
+        trainer = lean(GPPOTrainer(model, reward_funcs=[id_reward], args=trl_args, processing_class=tokenizer,
+                                   train_dataset=Dataset.from_list(rows)))
     trainer.remove_callback(PrinterCallback)  # the logs go to the JSON
     return trainer, cfg
-
-
-def engine_dtype(args) -> str:
-    """The engine serves bf16 on the GPU (the trainer computes under bf16 autocast), float32 on CPU."""
-    return "float32" if args.tiny else "bfloat16"
 
 
 def rl_phase(args) -> dict:
