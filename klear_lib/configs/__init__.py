@@ -42,8 +42,8 @@ LAUNCHED_PRESETS = ("full",)  # trained only through the launchers: one process 
 
 def check_in_process(preset: str, what: str) -> None:
     """Raise before anything is built when ``what`` at ``preset`` can only run under the launchers: ``full`` trains
-    on files of ``make data-full`` (its world holds no training split), with ZeRO-3, which needs a rank per
-    process, and vLLM TP = 2, which needs two GPUs; none of that starts inside a notebook kernel."""
+    on the files of ``make data-full`` (a notebook built GBs of world and then found no 'sft' split), with ZeRO-3,
+    which needs a rank per process, and vLLM TP = 2, which needs two GPUs; none of that starts in a kernel."""
     if preset in LAUNCHED_PRESETS:
         raise RuntimeError(f"{what} at preset {preset!r} runs through scripts/launch_*_full.sh on a cluster "
                            f"(docs/full_scale.md); in a notebook use 'gpu' (one GPU) or 'ci'/'tiny' (CPU)")
@@ -56,5 +56,5 @@ def rl_stage_name(reward: str) -> str:
     return f"rl_{reward}"
 
 
-__all__ = ["get_config", "rl_stage_name", "check_in_process", "LAUNCHED_PRESETS", "config_hash", "describe", "to_dict", "with_overrides", "algorithm_fields", "STAGES",
-           "PRESET_NAMES", "TRAINING_STAGES", "GPU_STAGES"]
+__all__ = ["get_config", "rl_stage_name", "check_in_process", "config_hash", "describe", "to_dict", "with_overrides",
+           "algorithm_fields", "STAGES", "PRESET_NAMES", "TRAINING_STAGES", "GPU_STAGES", "LAUNCHED_PRESETS"]

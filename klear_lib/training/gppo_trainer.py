@@ -211,7 +211,7 @@ def select_groups(metric: torch.Tensor, group_size: int, n_keep: int, drop_zero_
         raise ValueError(f"{metric.numel() // group_size} groups generated, {n_keep} needed")
     informative = informative_groups(metric, group_size, drop_zero_std)
     order = torch.cat([informative.nonzero().flatten(), (~informative).nonzero().flatten()])[:n_keep]
-    index = (order.unsqueeze(1) * group_size + torch.arange(group_size, device=metric.device)).flatten()
+    index = group_rows(order, group_size)
     weight = informative[order].to(metric.dtype).repeat_interleave(group_size)
     return index, weight, informative
 
