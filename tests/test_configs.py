@@ -240,3 +240,18 @@ def test_describe_puts_each_shown_field_on_its_own_line():
     assert [line.split()[0] for line in lines[1:] if not line.startswith(" " * 4)] == shown
     assert "world_size" not in text  # a layout field stays out, as in the repr
     assert all(len(line) <= 110 for line in lines)
+
+
+def test_gpu_preset_is_the_cost_tables():
+    """docs/full_scale.md §8: 40 RL steps of 32 prompts x 8 rollouts, 2x oversampled (512 generated, 256 trained in
+    8 updates), rollouts up to 8,192 tokens, fp32 master weights (no DeepSpeed), one colocated engine, TP 1; the
+    pinned Qwen3-1.7B read by the same evaluation harness on MATH-500 and AIME 2024/2025."""
+    rl, model, ev = get_config("rl_math", "gpu"), get_config("model", "gpu"), get_config("eval", "gpu")
+    assert rl.max_steps == 40 and rl.prompts_per_step * rl.num_generations * rl.oversample == 512
+    assert rl.updates_per_step == 8 and rl.mini_batch_rollouts * rl.updates_per_step == 256
+    assert (rl.max_prompt_length, rl.max_completion_length, rl.deepspeed, rl.vllm_tensor_parallel_size) == (
+        1024, 8192, None, 1)
+    assert rl.bf16 and not rl.use_cpu and rl.use_vllm and rl.keep_checkpoints == 2
+    assert (model.hub_id, model.dtype, len(model.hub_revision)) == ("Qwen/Qwen3-1.7B", "float32", 40)
+    assert ev.models == (model.hub_id,) and ev.model_revisions == (model.hub_revision,)
+    assert ev.benchmarks == ("math500", "aime24", "aime25") and ev.max_model_len == 1024 + 8192

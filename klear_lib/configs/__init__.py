@@ -21,7 +21,7 @@ from klear_lib.configs.base import algorithm_fields, config_hash, describe, reso
 STAGES = {"data": data.PRESETS, "model": model.PRESETS, "sft": sft.PRESETS, "rl_math": rl.PRESETS,
           "rl_code": rl.CODE_PRESETS, "eval": eval_.PRESETS, "traces": traces.PRESETS}
 PRESET_NAMES = ("ci", "tiny", "full")
-GPU_STAGES = ("model", "rl_math", "rl_code")  # the one-GPU preset "gpu" (docs/full_scale.md §8); more to come
+GPU_STAGES = ("model", "rl_math", "rl_code", "eval")  # the one-GPU preset "gpu" (docs/full_scale.md §8); more to come
 TRAINING_STAGES = ("sft", "rl_math", "rl_code")
 
 
