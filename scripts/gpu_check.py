@@ -293,7 +293,8 @@ def rl_phase(args) -> dict:
         result = {"train_s": time.perf_counter() - start, "optimizer_steps": trainer.state.global_step,
                   "changed_tensor_share": changed_share(before, trainer.model),
                   "logp_gap_mean": logged_gap(trainer), "logged": logged(trainer),
-                  "max_num_seqs": engine_max_num_seqs(trainer), "rollouts_per_engine": rollouts_per_engine(trainer.args),
+                  "max_num_seqs": engine_max_num_seqs(trainer),
+                  "rollouts_per_engine": rollouts_per_engine(trainer.args),
                   "same_seed_identical": same_seed_identical(trainer), **sync_check(trainer)}
     return {**result, "passed": rl_passed(result, THRESHOLDS[mode(args)])}
 

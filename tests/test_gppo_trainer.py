@@ -494,7 +494,7 @@ def test_the_full_preset_stops_at_once_in_a_notebook_and_tp2_on_one_gpu(tmp_path
     monkeypatch.setattr(store, "ensure_world", lambda *a: pytest.fail("the full world was built"))
     for call in (lambda: store.load_split("sft", "full"), lambda: pipeline.sft_stage("full"),
                  lambda: pipeline.rl_stage("full", "ckpt", "math")):
-        with pytest.raises(RuntimeError, match="at preset 'full' runs through scripts/launch_.*in a notebook use 'gpu'"):
+        with pytest.raises(RuntimeError, match="preset 'full' runs through scripts/launch_.*in a notebook use 'gpu'"):
             call()
     args = gppo_args(get_config("rl_math", "full"), tmp_path, bf16=False, use_cpu=True, deepspeed=None)
     with pytest.raises(ValueError, match="vllm_tensor_parallel_size=2 .* this launch has 1"):
