@@ -191,7 +191,9 @@ PRESETS = {
 # step; 4 prompts a step with 1-prompt mini-batches keeps the paper's 4 updates per code step (128 / 32).
 CODE_OVERRIDES = {
     "ci": {},
-    "gpu": {"learning_rate": 5e-7},              # docs/paper.md §2.4 code stage (UNVERIFIED at gpu: math only)
+    "gpu": {"learning_rate": 5e-7,               # docs/paper.md §2.4 code stage (UNVERIFIED at gpu: math only)
+            "mini_batch_prompts": 8,             # 4 updates a step, as docs/paper.md §2.4's code stage (128 / 32)
+            "gradient_accumulation_steps": 64},  # UNVERIFIED: memory only, 1 rollout a micro-batch
     "tiny": {"max_steps": 20, "prompts_per_step": 4, "mini_batch_prompts": 1},
     "full": {"learning_rate": 5e-7,              # docs/paper.md §2.4 code stage
              "mini_batch_prompts": 32,           # docs/paper.md §2.4 code stage: 4 updates per step
