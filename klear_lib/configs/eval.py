@@ -61,6 +61,17 @@ PRESETS = {
     "ci": EvalConfig(k_math=2, k_code=2, max_new_tokens=96, max_model_len=384, max_problems=4, chunk_problems=4,
                      backend="transformers"),
     "tiny": EvalConfig(heldout_benchmarks=("math_eval_t1", "math_eval_t3")),
+    "gpu": EvalConfig(  # one GPU (docs/full_scale.md §8): the start model and the gpu RL runs, same harness
+        k_math=4,                         # UNVERIFIED: avg@4 (paper: avg@64), sized to half an hour a checkpoint
+        max_new_tokens=8192,              # UNVERIFIED: the gpu RL preset's rollout length (paper: 32K)
+        max_model_len=9216,               # UNVERIFIED: 8K completion + 1K prompt, as the gpu RL preset
+        chunk_problems=30,                # UNVERIFIED: our choice (one AIME file per call)
+        judge_workers=8,                  # UNVERIFIED: our choice
+        benchmarks=("math500", "aime24", "aime25"),  # UNVERIFIED: MATH-500 and docs/paper.md §4's AIME
+        models=("Qwen/Qwen3-1.7B",),      # UNVERIFIED: the gpu model preset, read by the same harness
+        model_revisions=("70d244cc86ccca08cf5af4e1e306ecf908b1ad5e",),  # UNVERIFIED: as configs/model.py gpu
+        dtype="bfloat16",                 # UNVERIFIED: the engine's dtype, as the gpu RL engine
+    ),
     "full": EvalConfig(
         k_math=64,                        # avg@64 on AIME/HMMT (docs/paper.md §4)
         k_code=8,                         # avg@8 on LiveCodeBench (docs/paper.md §4)

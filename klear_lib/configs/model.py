@@ -28,6 +28,14 @@ PRESETS = {
     "ci": ModelConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, head_dim=8,
                       max_position_embeddings=512),
     "tiny": ModelConfig(),  # 0.8 M parameters; docs/stack.md §7: learns the miniature world in minutes
+    "gpu": ModelConfig(  # one GPU (docs/full_scale.md §8): a reasoning model of the paper's family, 1.7 B
+        hub_id="Qwen/Qwen3-1.7B",  # UNVERIFIED: our choice (docs/full_scale.md §8 says why not R1-Distill-1.5B)
+        hub_revision="70d244cc86ccca08cf5af4e1e306ecf908b1ad5e",  # UNVERIFIED: the pin public code uses; not fetched
+        hidden_size=2048, intermediate_size=6144,  # Qwen3-1.7B shape (its config.json), UNVERIFIED here
+        num_hidden_layers=28, num_attention_heads=16,  # Qwen3-1.7B shape, UNVERIFIED here
+        num_key_value_heads=8, head_dim=128, max_position_embeddings=40960,  # Qwen3-1.7B shape, UNVERIFIED here
+        dtype="float32",  # UNVERIFIED: fp32 master weights under bf16 autocast (no DeepSpeed master copy at gpu)
+    ),
     "full": ModelConfig(
         hub_id="Qwen/Qwen3-8B-Base",  # docs/paper.md §2.1 base model
         hub_revision="main",  # UNVERIFIED: the paper names no revision; pin a commit sha for a real run

@@ -70,6 +70,8 @@ class RLConfig:
     vllm_tensor_parallel_size: int = 1
     vllm_gpu_memory_utilization: float = 0.3
     save_steps: int = 25                  # RL steps between checkpoints
+    keep_checkpoints: int | None = added(None)  # the newest N checkpoints are kept (each holds the optimizer state a
+                                          # resume needs); None: all, which the RL ablations' held-out curves read
     seed: int = 0
 
     def __post_init__(self):
@@ -78,7 +80,7 @@ class RLConfig:
                              f"mini_batch_prompts={self.mini_batch_prompts}")
         if self.long_prompts not in LONG_PROMPTS:
             raise ValueError(f"long_prompts={self.long_prompts!r}; choose one of {LONG_PROMPTS}")
-        problem = self._layout_problem()
+        problem = self._layout_problem() or self._group_problem()
         if problem:
             raise ValueError(problem)
 
@@ -94,6 +96,18 @@ class RLConfig:
                 f"of a {self.prompts_per_step}-prompt RL step) does not split over {self.world_size} ranks x "
                 f"{self.gradient_accumulation_steps} accumulation steps (a rank takes at least one rollout an "
                 f"update); {ok}")
+
+    def _group_problem(self) -> str | None:
+        """Why a rank's rollouts of a step are not whole groups, or None: the zero-advantage filter keeps groups on
+        each rank (``GPPOTrainer._check_whole_groups`` on the TRL arguments; the padded layout's are whole)."""
+        if self.padded or not (self.filter_zero_adv or self.oversample > 1):
+            return None
+        local = self.per_device_rollouts * self.updates_per_step * self.gradient_accumulation_steps
+        if local % self.num_generations == 0:
+            return None
+        return (f"{self.world_size} ranks give {local} rollouts a rank a step, not whole groups of "
+                f"{self.num_generations} rollouts, which the group filter needs; the world size must divide "
+                f"{self.prompts_per_step} (prompts a step)")
 
     def _pads_cleanly(self) -> bool:
         """A padded layout holds when each rank generates whole groups of the oversampled batch, one slot a step."""
@@ -135,6 +149,22 @@ PRESETS = {
                                           # collapsed here too (results/LOG.md)
                      max_steps=120,       # 60 steps: tiny_aime +0.022 [-0.005, 0.049]; 120: +0.062 [0.029, 0.096]
                      warmup_steps=5),     # (paired gains over SFT, results/LOG.md, session 3)
+    "gpu": RLConfig(  # one 80 GB GPU, a few GPU-hours (docs/full_scale.md §8: the cost table); math only
+        learning_rate=1e-6,               # docs/paper.md §2.4 math
+        warmup_steps=2,                   # UNVERIFIED: scaled with the 40-step run (paper: 10 of its run)
+        prompts_per_step=32,              # UNVERIFIED: a quarter of docs/paper.md §2.4's 128
+        mini_batch_prompts=4,             # UNVERIFIED: 8 updates a step, as docs/paper.md §2.4 (128 / 16)
+        gradient_accumulation_steps=32,   # UNVERIFIED: memory only; 1 rollout a micro-batch
+        max_steps=40,                     # UNVERIFIED: sized for about 5 GPU-hours (docs/full_scale.md §8)
+        max_prompt_length=1024,           # UNVERIFIED: MATH-level prompts fit (paper: 4096)
+        max_completion_length=8192,       # UNVERIFIED: a quarter of docs/paper.md §2.4's 32K
+        bf16=True, use_cpu=False, gradient_checkpointing=True,  # bf16 autocast over fp32 weights (no DeepSpeed)
+        use_vllm=True, vllm_mode="colocate",  # vLLM rollouts (docs/paper.md §2.4)
+        vllm_tensor_parallel_size=1,      # UNVERIFIED: one GPU holds the 1.7 B engine (paper: TP 2 for 8B)
+        vllm_gpu_memory_utilization=0.35,  # UNVERIFIED: leaves 0.65 for fp32 weights, AdamW and activations
+        save_steps=5,                     # docs/paper.md §2.4 save every 5 steps
+        keep_checkpoints=2,               # UNVERIFIED: our choice, as full
+    ),
     "full": RLConfig(
         learning_rate=1e-6,               # docs/paper.md §2.4 math (code stage: CODE_OVERRIDES)
         warmup_steps=10,                  # docs/paper.md §2.4
@@ -149,6 +179,7 @@ PRESETS = {
         vllm_tensor_parallel_size=2,      # docs/paper.md §2.4 (vLLM TP=2)
         vllm_gpu_memory_utilization=0.5,  # UNVERIFIED: verl used 0.8 with offloading; colocated TRL needs room
         save_steps=5,                     # docs/paper.md §2.4 save every 5 steps
+        keep_checkpoints=2,               # UNVERIFIED: our choice, as SFT; 100 ZeRO-3 checkpoints of 8B fill any disk
         code_timeout_s=35.0,              # docs/paper.md §2.5 official default per test
         deepspeed="zero3",                # UNVERIFIED: the official run sharded with verl FSDP (docs/paper.md §2.4);
                                           # ZeRO-3 is TRL's counterpart, our choice
@@ -160,6 +191,9 @@ PRESETS = {
 # step; 4 prompts a step with 1-prompt mini-batches keeps the paper's 4 updates per code step (128 / 32).
 CODE_OVERRIDES = {
     "ci": {},
+    "gpu": {"learning_rate": 5e-7,               # docs/paper.md §2.4 code stage (UNVERIFIED at gpu: math only)
+            "mini_batch_prompts": 8,             # 4 updates a step, as docs/paper.md §2.4's code stage (128 / 32)
+            "gradient_accumulation_steps": 64},  # UNVERIFIED: memory only, 1 rollout a micro-batch
     "tiny": {"max_steps": 20, "prompts_per_step": 4, "mini_batch_prompts": 1},
     "full": {"learning_rate": 5e-7,              # docs/paper.md §2.4 code stage
              "mini_batch_prompts": 32,           # docs/paper.md §2.4 code stage: 4 updates per step

@@ -75,7 +75,8 @@ RL_FIELDS: dict[str, Value] = {
     "vllm_tensor_parallel_size": same("vllm_tensor_parallel_size"),
     "vllm_gpu_memory_utilization": same("vllm_gpu_memory_utilization"),
     "vllm_max_model_length": lambda cfg: cfg.max_prompt_length + cfg.max_completion_length,
-    "save_only_model": const(False), "report_to": const("none"), "logging_steps": const(1),
+    "save_only_model": const(False), "save_total_limit": same("keep_checkpoints"),  # a resume needs the optimizer
+    "report_to": const("none"), "logging_steps": const(1),
     "deepspeed": lambda cfg: deepspeed_file(cfg.deepspeed),
 }
 

@@ -12,10 +12,10 @@ import tempfile
 from pathlib import Path
 
 from klear_lib.artifacts import artifact_dir, is_complete, mark_complete
-from klear_lib.configs import config_hash, get_config
+from klear_lib.configs import check_in_process, config_hash, get_config
 from klear_lib.data.curation import Funnel, Step, World
 from klear_lib.data.schema import dumps_rows
-from klear_lib.data.world import build_world
+from klear_lib.data.world import TRAIN_SPLITS, build_world
 from klear_lib.paths import results_dir
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,8 @@ def ensure_world(preset: str, seed: int = 0) -> Path:
 
 def load_split(name: str, preset: str, seed: int = 0) -> list[dict]:
     """Rows of split ``name`` of the ``preset`` world (built and cached on first use)."""
+    if name in TRAIN_SPLITS:  # full: stop before its world's GBs are built (the launchers read make data-full's files)
+        check_in_process(preset, f"training split {name!r}")
     path = ensure_world(preset, seed) / f"{name}.jsonl"
     if not path.exists():
         known = sorted(p.stem for p in path.parent.glob("*.jsonl"))

@@ -19,7 +19,9 @@ The policy loss is chosen by ``GPPOConfig.policy_loss`` and computed by the pure
 Other differences from the official verl code, kept on purpose: TRL shuffles rollouts (not whole groups) into
 mini-batches; the advantage uses std + 1e-4 (verl 1e-6); with vLLM, TRL's importance-sampling correction for
 the vLLM/trainer mismatch multiplies the per-token loss (``vllm_importance_sampling_correction=True``); the LR
-scheduler steps per update (verl: per RL step), which only matters during warmup.
+scheduler steps per update (verl: per RL step), which only matters during warmup; TRL computes the old log-probs
+(one no-grad forward) of every generated rollout before the filter runs, so with 2x oversampling half of that pass
+is for rollouts that are then dropped (about 30 s of an 8-minute step at the gpu preset, docs/full_scale.md §8).
 
 Use it on any model like ``GRPOTrainer``::
 
@@ -40,6 +42,7 @@ from functools import partial
 from pathlib import Path
 
 import torch
+from accelerate.utils import gather_object
 from datasets import Dataset, IterableDataset, load_dataset
 from transformers import AutoTokenizer, set_seed
 from trl import GRPOConfig, GRPOTrainer
@@ -55,7 +58,7 @@ from klear_lib.models import weights_dtype
 from klear_lib.seeding import stable_seed
 from klear_lib.training.checkpoints import CheckpointMarker, last_complete
 from klear_lib.training.overhead import lean
-from klear_lib.training.rewards import make_reward_func
+from klear_lib.training.rewards import make_reward_func, template_opens_think
 from klear_lib.training.rl_rows import drop_long_prompts, training_view, validate_rl_rows
 from klear_lib.training.run_record import RunRecord, rl_keys
 
@@ -97,19 +100,30 @@ class GPPOConfig(GRPOConfig):
             raise ValueError("GPPOConfig uses TRL's 'dapo' token-level normaliser; select the loss with policy_loss")
 
 
+def rollouts_per_engine(args: GRPOConfig) -> int:
+    """Rollouts one colocated engine generates a step: its ranks' share of the generation batch, oversampled
+    (TRL gathers the prompts of a tensor-parallel group into one engine)."""
+    oversample = getattr(args, "oversample", 1)
+    return args.per_device_train_batch_size * args.steps_per_generation * args.vllm_tensor_parallel_size * oversample
+
+
 @contextmanager
 def colocated_llm_args(args: GRPOConfig):
-    """While TRL builds its colocated ``LLM``, add the arguments TRL 1.16.0 does not pass.
+    """While TRL builds its colocated ``LLM``, add or correct the arguments TRL 1.16.0 passes.
 
-    ``dtype``: the policy's own (``model_init_kwargs``); with vLLM's ``"auto"`` a float32 checkpoint is served in
-    bfloat16, which made the log-probs differ from the trainer's far beyond float32 noise. On CPU also
-    ``enforce_eager``, as the kit's evaluation engine (docs/stack.md §6).
+    ``dtype``: bf16 under ``bf16`` (the trainer computes in bf16 autocast over float32 master weights), else the
+    policy's own (``model_init_kwargs``); with vLLM's ``"auto"`` a float32 checkpoint is served in bfloat16, which
+    made the log-probs differ from the trainer's far beyond float32 noise. ``max_num_seqs``: TRL
+    sizes it from the per-device batch, but with oversampling a step generates ``oversample`` x that, which would
+    run in waves (``rollouts_per_engine``). On CPU also ``enforce_eager``, as the kit's evaluation engine
+    (docs/stack.md §6).
     """
-    extra = {"dtype": (args.model_init_kwargs or {}).get("dtype", "auto")}
+    dtype = "bfloat16" if args.bf16 else (args.model_init_kwargs or {}).get("dtype", "auto")
+    extra = {"dtype": dtype, "max_num_seqs": rollouts_per_engine(args)}
     if not torch.cuda.is_available():
         extra["enforce_eager"] = True
     original = vllm_generation.LLM
-    vllm_generation.LLM = partial(original, **extra)
+    vllm_generation.LLM = lambda *a, **kwargs: original(*a, **{**kwargs, **extra})  # ours win over TRL's
     try:
         yield
     finally:
@@ -152,6 +166,16 @@ def check_supported(args: GPPOConfig) -> None:
         raise ValueError(f"GPPOTrainer does not support {bad}; the paper's recipe uses {UNSUPPORTED}")
 
 
+def check_colocated_tp(args: GRPOConfig, world: int) -> None:
+    """Stop before the model loads when a colocated engine's tensor-parallel group cannot form: TRL splits each
+    engine over ``vllm_tensor_parallel_size`` training processes (one per GPU) and refuses only after loading."""
+    tp = args.vllm_tensor_parallel_size
+    if args.use_vllm and args.vllm_mode == "colocate" and world % tp:
+        raise ValueError(f"vllm_tensor_parallel_size={tp} splits each colocated vLLM engine over {tp} training "
+                         f"processes, one a GPU; this launch has {world}: launch a multiple of {tp} processes or "
+                         f"set vllm_tensor_parallel_size=1 (as the gpu preset on one GPU)")
+
+
 def is_correct(rewards: torch.Tensor, correct_reward: float) -> torch.Tensor:
     """``(N,)`` bool: rollouts whose reward is the correct one (docs/paper.md §2.4: reward == 1.0)."""
     return torch.isclose(rewards, torch.full_like(rewards, correct_reward))
@@ -187,9 +211,59 @@ def select_groups(metric: torch.Tensor, group_size: int, n_keep: int, drop_zero_
         raise ValueError(f"{metric.numel() // group_size} groups generated, {n_keep} needed")
     informative = informative_groups(metric, group_size, drop_zero_std)
     order = torch.cat([informative.nonzero().flatten(), (~informative).nonzero().flatten()])[:n_keep]
-    index = (order.unsqueeze(1) * group_size + torch.arange(group_size, device=metric.device)).flatten()
+    index = group_rows(order, group_size)
     weight = informative[order].to(metric.dtype).repeat_interleave(group_size)
     return index, weight, informative
+
+
+def global_plan(everyone: torch.Tensor, world: int, n_keep: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The groups each rank trains when the filter runs over the whole batch (docs/paper.md §2.4), not per rank.
+
+    ``everyone`` ``(world·g,)`` bool: every rank's groups informative or not, in rank order. Returns ``(plan
+    (world, n_keep) global group ids, weight (world, n_keep))``: the first ``world·n_keep`` informative groups of
+    the batch, then fillers at weight 0, dealt in order, ``n_keep`` to a rank. Per rank, a rank with few
+    informative groups trained fillers while another dropped informative ones (125 of 128 groups kept a step at
+    one rank, 96 at 128 ranks, with half the groups informative).
+    """
+    order = torch.cat([everyone.nonzero().flatten(), (~everyone).nonzero().flatten()])[:world * n_keep]
+    return order.reshape(world, n_keep), everyone[order].reshape(world, n_keep)
+
+
+def group_rows(groups: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Row indices of whole ``groups`` of ``group_size`` consecutive rollouts, in order."""
+    return (groups.unsqueeze(1) * group_size + torch.arange(group_size, device=groups.device)).flatten()
+
+
+def arrival(flat: torch.Tensor, owned: int) -> torch.Tensor:
+    """Where each planned group (global ids ``flat``, ``owned`` groups a rank) lands in the ranks' shared rows: each
+    rank sends its planned groups in plan order, the ranks' pieces follow in rank order."""
+    order = torch.argsort(torch.div(flat, owned, rounding_mode="floor"), stable=True)
+    position = torch.empty_like(order)
+    position[order] = torch.arange(len(order), device=flat.device)
+    return position
+
+
+PROMPT_SIDE = ("prompt_ids", "prompt_mask")  # left-padded by TRL; every other (B, T) field is right-padded
+
+
+def concat_padded(pieces: list[dict], pad_id: int) -> dict:
+    """Batches of several ranks as one: their rows in order, each (B, T) field padded to the widest piece (token
+    ids with ``pad_id``, prompts on the left as TRL pads them, everything else with 0 under a zero mask)."""
+    out = {}
+    for key, first in pieces[0].items():
+        values = [p[key] for p in pieces]
+        if isinstance(first, torch.Tensor) and first.dim() == 2:
+            width = max(v.size(1) for v in values)
+            fill = pad_id if key.endswith("_ids") else 0
+            pad = [(width - v.size(1), 0) if key in PROMPT_SIDE else (0, width - v.size(1)) for v in values]
+            out[key] = torch.cat([torch.nn.functional.pad(v, p, value=fill) for v, p in zip(values, pad)])
+        elif isinstance(first, torch.Tensor) and first.dim() == 1:
+            out[key] = torch.cat(values)
+        elif isinstance(first, list):
+            out[key] = [x for v in values for x in v]
+        else:  # scalars (num_items_in_batch) are recomputed after the selection
+            out[key] = first
+    return out
 
 
 def take_rows(batch: dict, index: torch.Tensor) -> dict:
@@ -228,6 +302,7 @@ class GPPOTrainer(GRPOTrainer):
         if not isinstance(args, GPPOConfig):
             raise TypeError(f"GPPOTrainer needs a GPPOConfig, got {type(args).__name__}")
         check_supported(args)
+        check_colocated_tp(args, args.world_size)
         self._check_whole_groups(args)
         colocate = args.use_vllm and args.vllm_mode == "colocate"
         if colocate and not os.environ.get("MASTER_PORT"):
@@ -323,12 +398,34 @@ class GPPOTrainer(GRPOTrainer):
         if self.args.keep_groups is not None:
             return self._weight_groups(out, metric)
         n_keep = self.args.per_device_train_batch_size * self.args.steps_per_generation // self.num_generations
+        if self.accelerator.num_processes > 1:
+            return self._share_groups(out, metric, n_keep)
         index, weight, informative = select_groups(metric, self.num_generations, n_keep, self.args.filter_zero_adv)
         lengths = out["completion_mask"].sum(dim=1).float()
         out = take_rows(out, index)
         out["loss_weight"] = weight
         out["num_items_in_batch"] = self.accelerator.gather(self._loss_mask(out).sum()).sum()
         self._record_generation(informative, weight, lengths)
+        return out
+
+    def _share_groups(self, out: dict, metric: torch.Tensor, n_keep: int) -> dict:
+        """Several ranks, not padded: the filter over the whole batch (``global_plan``). Each rank sends the rows of
+        its groups that some rank trains, and takes its ``n_keep`` groups from all ranks' rows."""
+        informative = informative_groups(metric, self.num_generations, self.args.filter_zero_adv)
+        plan, weight = global_plan(self.accelerator.gather(informative.float()).bool(),
+                                   self.accelerator.num_processes, n_keep)
+        owned, rank, device = informative.numel(), self.accelerator.process_index, metric.device
+        flat = plan.flatten()
+        shared = take_rows(out, group_rows(flat[flat // owned == rank] % owned, self.num_generations))
+        pieces = gather_object([{k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in shared.items()}])
+        batch = concat_padded(pieces, getattr(self, "_tokenizer", self.processing_class).pad_token_id)
+        mine = arrival(flat, owned)[rank * n_keep:(rank + 1) * n_keep]
+        lengths = out["completion_mask"].sum(dim=1).float()
+        out = {k: v.to(device) if isinstance(v, torch.Tensor) else v
+               for k, v in take_rows(batch, group_rows(mine, self.num_generations)).items()}
+        out["loss_weight"] = weight[rank].to(metric.dtype).repeat_interleave(self.num_generations)
+        out["num_items_in_batch"] = self.accelerator.gather(self._loss_mask(out).sum()).sum()
+        self._record_generation(informative, out["loss_weight"], lengths)
         return out
 
     def _weight_groups(self, out: dict, metric: torch.Tensor) -> dict:
@@ -451,6 +548,22 @@ def gppo_args(cfg: RLConfig, output_dir, **trl_overrides) -> GPPOConfig:
     return GPPOConfig(output_dir=str(output_dir), **{**trl_kwargs(RL_FIELDS, cfg), **trl_overrides})
 
 
+def check_device(rl_cfg: RLConfig) -> None:
+    """Stop before anything loads when a GPU config finds no CUDA device, naming torch's CUDA build: the registry's
+    torch 2.13.0 is a CUDA 13 build, which a driver older than R580 cannot run (docs/full_scale.md §7)."""
+    if not rl_cfg.use_cpu and not torch.cuda.is_available():
+        raise RuntimeError(f"this RL config trains on a GPU, but torch {torch.__version__} (CUDA build "
+                           f"{torch.version.cuda}) sees none: CUDA 13 builds need an R580+ NVIDIA driver "
+                           f"(docs/full_scale.md §7; bash scripts/device_check.sh tells)")
+
+
+def master_dtype(rl_cfg: RLConfig) -> str:
+    """The policy's weights: bf16 under ZeRO-3 when ``bf16`` (DeepSpeed keeps the fp32 master copy), else float32
+    with bf16 only in autocast: AdamW at LR 1e-6 on bf16 weights changed 1.9% of them in 3 steps and cannot move a
+    norm gain of 1.0 (its bf16 spacing there is 2^-7)."""
+    return weights_dtype(rl_cfg.bf16 and rl_cfg.deepspeed is not None)
+
+
 def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=None, run_record=None,
                      **overrides) -> GPPOTrainer:
     """A ``GPPOTrainer`` for one RL stage: config mapped, rows checked, reward chosen, run record attached.
@@ -458,6 +571,7 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     ``train_rows``: verl-schema dicts (``prompt``, ``reward_model``, ``extra_info``, ...); ``reward``: "math" or
     "code"; ``run_record``: CSV path or None; ``overrides`` go to ``GPPOConfig`` (e.g. ``vllm_mode="server"``).
     """
+    check_device(rl_cfg)
     # The arguments come first: under rl_cfg.deepspeed they hold the ZeRO-3 config by which GRPOTrainer.__init__'s
     # from_pretrained (after them, as the model is passed by path) loads each rank's shard only.
     args = gppo_args(rl_cfg, output_dir, **overrides)
@@ -466,11 +580,12 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     if rl_cfg.long_prompts == "drop":  # else GPPOTrainer keeps each prompt's last tokens (truncate_prompt_left)
         rows = drop_long_prompts(rows, tokenizer, rl_cfg.max_prompt_length)
     reward_func = make_reward_func(reward, mode=rl_cfg.code_reward_mode, max_tests=rl_cfg.max_tests, seed=rl_cfg.seed,
-                                   tag_shaping=rl_cfg.tag_shaping, timeout_s=rl_cfg.code_timeout_s)
+                                   tag_shaping=rl_cfg.tag_shaping, timeout_s=rl_cfg.code_timeout_s,
+                                   think_opened=template_opens_think(tokenizer))
     keys = rl_keys(args.use_vllm and args.vllm_importance_sampling_correction)  # vLLM off: the stored records' columns
     record = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg), keys)] if run_record else []
     callbacks = [CheckpointMarker(), *record]  # resume trusts only checkpoints the marker vouches for
-    args.model_init_kwargs = {**(args.model_init_kwargs or {}), "dtype": weights_dtype(rl_cfg.bf16)}
+    args.model_init_kwargs = {**(args.model_init_kwargs or {}), "dtype": master_dtype(rl_cfg)}
     return lean(GPPOTrainer(str(model_path), reward_funcs=[reward_func], args=args,
                                       train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                                       callbacks=callbacks))

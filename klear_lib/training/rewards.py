@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from klear_lib.rewards.code import code_reward, code_rewards, parse_tests
-from klear_lib.rewards.format import TAG_SHAPINGS
+from klear_lib.rewards.format import TAG_SHAPINGS, THINK_CLOSE, THINK_OPEN
 from klear_lib.rewards.math import math_reward
 from klear_lib.rewards.sandbox import DEFAULT_TIMEOUT_S
 from klear_lib.seeding import stable_seed
@@ -24,6 +25,34 @@ def completion_text(completion) -> str:
     if isinstance(completion, str):
         return completion
     return completion[-1]["content"]
+
+
+class NoThinkWarning(UserWarning):
+    """No completion of a generation batch closes ``</think>``: every rollout scores as a missing tag."""
+
+
+def template_opens_think(tokenizer) -> bool:
+    """Whether the chat template writes ``<think>`` into the generation prompt itself (DeepSeek-R1-distilled models'
+    templates do), so that a completion holds only the closing tag."""
+    chat = [{"role": "user", "content": "1+1?"}]
+    prompt = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    return prompt.rstrip().endswith(THINK_OPEN)
+
+
+def scored_texts(completions, think_opened: bool = False) -> list[str]:
+    """The texts the judge scores: with ``think_opened`` (the template wrote ``<think>``) the tag is put back in
+    front, else every rollout of such a model scores as a missing ``<think>``. Warns (``NoThinkWarning``) when no
+    completion closes ``</think>``: then every group has equal rewards, the filter drops them all and nothing
+    trains, which without the warning only shows as a flat reward curve."""
+    texts = [completion_text(c) for c in completions]
+    if think_opened:
+        texts = [t if t.lstrip().startswith(THINK_OPEN) else THINK_OPEN + t for t in texts]
+    if texts and not any(THINK_CLOSE in t for t in texts):
+        warnings.warn(f"none of {len(texts)} completions closes {THINK_CLOSE}: each scores as a missing think tag, "
+                      f"every group is dropped as zero-advantage and nothing trains; the model must write "
+                      f"{THINK_OPEN}...{THINK_CLOSE} (a reasoning model or the SFT stage's output) within "
+                      f"max_completion_length", NoThinkWarning, stacklevel=3)
+    return texts
 
 
 def ground_truth(reward_model, row_id="?") -> str:
@@ -48,21 +77,23 @@ def _row_ids(extra_info, n: int) -> list:
 
 
 def math_reward_func(judge: Callable[[str, str], float] | None = None,
-                     tag_shaping: str = "official") -> Callable:
+                     tag_shaping: str = "official", think_opened: bool = False) -> Callable:
     """A TRL reward function scoring each completion with ``judge(response, ground_truth)``.
 
-    ``judge`` defaults to ``klear_lib.rewards.math.math_reward`` with ``tag_shaping`` (official: +1/-1/-0.5/-2).
+    ``judge`` defaults to ``klear_lib.rewards.math.math_reward`` with ``tag_shaping`` (official: +1/-1/-0.5/-2);
+    ``think_opened``: the chat template wrote ``<think>`` (``scored_texts``).
     """
     def math_reward(completions, reward_model, extra_info=None, **kwargs) -> list[float]:
         score = judge or _default_judge("math", tag_shaping)
         ids = _row_ids(extra_info, len(completions))
-        return [float(score(completion_text(c), ground_truth(rm, i)))
-                for c, rm, i in zip(completions, reward_model, ids)]
+        return [float(score(text, ground_truth(rm, i)))
+                for text, rm, i in zip(scored_texts(completions, think_opened), reward_model, ids)]
     return math_reward
 
 
 def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0, judge: Callable | None = None,
-                     tag_shaping: str = "official", workers: int = 2, timeout_s: float = DEFAULT_TIMEOUT_S) -> Callable:
+                     tag_shaping: str = "official", workers: int = 2, timeout_s: float = DEFAULT_TIMEOUT_S,
+                     think_opened: bool = False) -> Callable:
     """A TRL reward function scoring each completion's program on its row's tests, ``workers`` sandboxes at a time,
     each test given ``timeout_s`` seconds.
 
@@ -75,7 +106,7 @@ def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0, jud
     def code_reward(completions, reward_model, extra_info=None, trainer_state=None, **kwargs) -> list[float]:
         step = getattr(trainer_state, "global_step", 0)
         ids = _row_ids(extra_info, len(completions))
-        texts = [completion_text(c) for c in completions]
+        texts = scored_texts(completions, think_opened)
         tests = [code_tests(ground_truth(reward_model[k], ids[k]), ids[k]) for k in range(len(completions))]
         seeds = [stable_seed(seed, "code-tests", ids[k], step, k) for k in range(len(completions))]
         if judge is None:
@@ -100,12 +131,13 @@ def _default_judge(kind: str, tag_shaping: str = "official") -> Callable:
 
 def make_reward_func(kind: str, *, mode: str = "soft", max_tests: int = 16, seed: int = 0,
                      judge: Callable | None = None, tag_shaping: str = "official",
-                     timeout_s: float = DEFAULT_TIMEOUT_S) -> Callable:
+                     timeout_s: float = DEFAULT_TIMEOUT_S, think_opened: bool = False) -> Callable:
     """``"math"`` or ``"code"`` reward function for ``GPPOTrainer`` (``tag_shaping``: see ``rewards.format``;
-    ``timeout_s``: per code test, ``RLConfig.code_timeout_s``)."""
+    ``timeout_s``: per code test, ``RLConfig.code_timeout_s``; ``think_opened``: see ``scored_texts``)."""
     _default_judge(kind, tag_shaping)  # fail here, not at the first rollout, on a bad tag_shaping
     if kind == "math":
-        return math_reward_func(judge, tag_shaping)
+        return math_reward_func(judge, tag_shaping, think_opened)
     if kind == "code":
-        return code_reward_func(mode, max_tests, seed, judge, tag_shaping, timeout_s=timeout_s)
+        return code_reward_func(mode, max_tests, seed, judge, tag_shaping, timeout_s=timeout_s,
+                                think_opened=think_opened)
     raise ValueError(f"reward={kind!r}; choose 'math' or 'code'")
