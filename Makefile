@@ -6,6 +6,16 @@ BIN := .venv/bin
 STAGES := 01_data_curation 02_long_cot_sft 03_gppo_rl 04_evaluation
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PRESET ?= tiny
+PRESETS := ci tiny full
+ALL_ABLATIONS := 05_sft_ablations 06_rl_ablations 07_stability_map
+ABLATIONS ?= $(ALL_ABLATIONS)
+# A misspelt PRESET or ABLATIONS stops here, in one line, before anything is set up, run or created.
+ifneq ($(words $(filter $(PRESET),$(PRESETS))) $(words $(PRESET)),1 1)
+$(error PRESET=$(PRESET) is not a preset; choose one of: $(PRESETS))
+endif
+ifneq ($(filter-out $(ALL_ABLATIONS),$(ABLATIONS)),)
+$(error ABLATIONS=$(ABLATIONS): $(filter-out $(ALL_ABLATIONS),$(ABLATIONS)) is not an ablation notebook; choose from: $(ALL_ABLATIONS))
+endif
 # Runs at a time in the ablation sweeps (make ablations: SFT, RL, stability map; make stability): one per core
 # here. Each run is a process of its own; only the parent process writes the tables.
 WORKERS ?= 2
@@ -43,7 +53,6 @@ reproduce: setup
 # Every ablation at tiny: the SFT data ablations (Tables 2-5, 3 seeds), the RL ablations and the claims table
 # (Figs. 2-5, Table 6, seeds until decided), the stability map (issue 8); stored rows with a matching config hash
 # are reused. SEEDS=stored redraws the tables and figures from the seeds stored in full, training nothing.
-ABLATIONS := 05_sft_ablations 06_rl_ablations 07_stability_map
 SEEDS ?=
 ablations: setup
 	mkdir -p results/tiny/notebooks
