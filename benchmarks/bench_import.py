@@ -38,6 +38,7 @@ def runner(argv: list[str], env: dict | None, loaded: dict, name: str):
 def run(args) -> list[dict]:
     site = light.light_site(Path(tempfile.mkdtemp(prefix="light-")) / "site")
     loaded: dict[str, str] = {}
+    code = {"kit_before": BEFORE, "kit": TRAINER, "light": TRAINER}
     fns = {"kit_before": runner([sys.executable, "-W", "ignore", "-c", BEFORE + REPORT], None, loaded, "kit_before"),
            "kit": runner([sys.executable, "-W", "ignore", "-c", TRAINER + REPORT], None, loaded, "kit"),
            "light": runner(*light.command(site, TRAINER + REPORT), loaded, "light")}
@@ -49,7 +50,7 @@ def run(args) -> list[dict]:
         stats = perf.summary(secs)
         what = loaded[name] or "none of vllm, math_verify, klear_lib.data"
         rows.append(perf.row(BENCH, f"import_s.{name}", stats["median"], "s",
-                             notes=f"fresh interpreter, `{TRAINER}`; loaded: {what}; {perf.iqr_note(stats)}; {note}"))
+                             notes=f"fresh interpreter, `{code[name]}`; loaded: {what}; {perf.iqr_note(stats)}; {note}"))
     for name in ("kit", "light"):
         ratio = perf.summary(perf.paired_ratios(times, "kit_before", name))
         rows.append(perf.row(BENCH, f"speedup.{name}", ratio["median"], "x", "kit_before",
