@@ -4,7 +4,7 @@ install would bring, so a test or a benchmark can import the trainer there and s
 kit's data code are neither needed nor loaded.
 
 >>> from klear_lib import light
->>> site = light.light_site("/tmp/light")                            # doctest: +SKIP
+>>> site = light.light_site(tmp_path / "light")                      # doctest: +SKIP
 >>> subprocess.run(light.command(site, "from klear_lib.training import GPPOTrainer"))  # doctest: +SKIP
 """
 from __future__ import annotations

@@ -47,9 +47,15 @@ def results_section(preset: str = "tiny") -> str:
     rows = tables.read(EVAL, path)
     table = side_by_side(rows[~rows["stage"].str.contains(SEED_SUFFIX, regex=True)], load_reported())
     table["ours_pct"] = table["ours_pct"].round(1)
-    note = (f"Ours: `results/{preset}/eval.csv` (miniature benchmarks, avg@k in %, bootstrap 95% CI over "
-            "problems; the main RL seed, the others below). Paper: `results/reported.csv` (Table 1, the analogous "
-            "real benchmark and model).")
+    table = table.rename(columns={
+        "k": "our k", "ours_pct": "ours % (miniature)", "ci_pct": "ours 95% CI", "paper_model": "paper's model",
+        "paper_benchmark": "paper's benchmark", "paper_k": "paper's k",
+        "paper_pct": "paper % (real benchmark: not comparable)"})
+    note = (f"Ours: `results/{preset}/eval.csv`: the miniature benchmarks, avg@k in %, bootstrap 95% CI over "
+            "problems, the main RL seed only (all seeds: the next table). Paper: `results/reported.csv`, Table 1, the "
+            "analogous real benchmark and model. **The two are not comparable**: a 0.8 M-parameter model on a "
+            "miniature world beside an 8 B model on AIME and LiveCodeBench; the paper's column says which real test "
+            "each miniature one stands in for, not a target.")
     return note + "\n\n" + markdown_table(table)
 
 
@@ -280,7 +286,7 @@ def stability_section(preset: str = "tiny") -> str:
         return f"_No `results/{preset}/stability_summary.csv` yet: run `make stability`._"
     summary = tables.read(stability.SUMMARY, path)
     summary["values"] = [tuple(float(v) for v in str(vals).split(";")) for vals in summary["values"]]
-    cell = [f"{100 * m:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]" + (f" ({int(c)}/{int(n)} collapsed)" if c else "")
+    cell = [f"{100 * m:.1f} [{100 * max(lo, 0):.1f}, {100 * hi:.1f}]" + (f" ({int(c)}/{int(n)} collapsed)" if c else "")
             for m, lo, hi, c, n in summary[["mean", "ci_low", "ci_high", "collapsed", "n_seeds"]].values]
     wide = summary.assign(cell=cell).pivot(index=["loss", "updates_per_step"], columns="learning_rate", values="cell")
     order = {loss.label: i for i, loss in enumerate(stability.LOSSES)}
@@ -288,7 +294,7 @@ def stability_section(preset: str = "tiny") -> str:
     wide.columns = [f"LR {lr:g}" for lr in wide.columns]
     start = summary["start_mean"].mean()
     note = (f"Generated from `results/{preset}/stability_summary.csv` (notebook 07): final held-out avg@k in % "
-            f"after the grid's RL run, mean and 95% t-interval over seeds, from the SFT start at {100 * start:.1f}%; "
+            f"after the grid's RL run, mean and 95% t-interval over seeds (cut at 0), from the SFT start at {100 * start:.1f}%; "
             "the collapse criterion is `stability.Collapse`.")
     text = stability.reading(summary, stability.ranking(summary))
     return f"{note}\n\n{markdown_table(wide.reset_index())}\n\n" + "\n".join(f"- {t}" for t in text.splitlines())
@@ -352,14 +358,20 @@ def _scratch_timing(preset: str) -> str:
 
 
 SECTIONS = {"standing": standing_section, "results": results_section, "seed_gains": seed_gains_section, "claims": claims_section,
-            "stability": stability_section, "runtimes": runtimes_section,
-            "sources": sources_section}
+            "runtimes": runtimes_section}
+# Sections generated into pages of docs/ that the README links (reference, not a first read).
+DOC_SECTIONS = {"sources": (sources_section, REPO / "docs" / "sources.md"),
+                "stability": (stability_section, REPO / "docs" / "stability.md")}
 
 
-def write_readme(preset: str = "tiny", readme: Path = REPO / "README.md", sections=tuple(SECTIONS)) -> Path:
-    """Regenerate the README's generated sections (``SECTIONS``) from ``results/``."""
+def write_readme(preset: str = "tiny", readme: Path = REPO / "README.md", sections=tuple(SECTIONS),
+                 docs: bool = True) -> Path:
+    """Regenerate the README's generated sections (``SECTIONS``) from ``results/``, and with ``docs`` the generated
+    sections of the docs pages it links (``DOC_SECTIONS``)."""
     text = readme.read_text()
     for name in sections:
         text = replace_section(text, name, SECTIONS[name](preset))
     readme.write_text(text)
+    for name, (section, page) in DOC_SECTIONS.items() if docs else ():
+        page.write_text(replace_section(page.read_text(), name, section(preset)))
     return readme

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -53,3 +54,61 @@ def test_nbval_passes_on_notebook_01_with_an_empty_artifact_store(tmp_path):
                           "notebooks/01_data_curation.ipynb"], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=900)
     assert run.returncode == 0, run.stdout[-3000:]
+
+
+# --- the README a newcomer reads in two minutes ------------------------------------------------------------------
+
+README = ROOT / "README.md"
+GENERATED = re.compile(r"<!-- (\w+):start -->.*?<!-- \1:end -->", re.S)
+# An absolute path into one machine's folders (a scratch or home folder); tests/ holds such strings as fixtures.
+MACHINE_PATH = re.compile(r"(?<![\w.~])/(?:tmp|work|home|Users|root|mnt|scratch|private)/[\w.+-]+/")
+
+
+def test_readme_is_short_and_says_first_what_is_not_verified():
+    text = README.read_text()
+    hand = GENERATED.sub("", text)
+    assert len(text.encode()) <= 24_000 and len(hand.encode()) <= 14_000, (len(text.encode()), len(hand.encode()))
+    head = "\n".join(text.splitlines()[:15])
+    assert "GPU path has never run" in head
+    for section in ("## Install", "## The two commands", "## What was found", "## GPPO in your own code",
+                    "## Glossary"):
+        assert section in text
+    assert text.index("## Install") < text.index("## The two commands") < text.index("## GPPO in your own code")
+    assert "<!-- perf:start -->" not in text and "<!-- sources:start -->" not in text  # moved to docs/
+
+
+@pytest.mark.parametrize("page", [README, *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
+def test_relative_links_resolve(page):
+    text = page.read_text()
+    anchors = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+               for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if target.startswith(("http://", "https://", "mailto:")):
+            continue
+        path, _, anchor = target.partition("#")
+        if path:
+            assert (page.parent / path).exists(), f"{page.name}: {target} does not exist"
+        elif anchor:
+            assert anchor in anchors, f"{page.name}: no heading for #{anchor}"
+
+
+def test_readme_defines_its_terms():
+    glossary = README.read_text().split("## Glossary", 1)[1]
+    for term in ("avg@k", "tiny_aime", "math_eval_t1", "main job", "clip-higher", "β_low", "F·A", "CISPO", "DGPO",
+                 "MDE", "rank1", "top1", "a0", "(final vs range)"):
+        assert term in glossary, term
+
+
+def test_no_machine_paths_in_committed_files():
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    found = []
+    for name in files:
+        path = ROOT / name
+        if name.startswith("tests/") or path.suffix in (".png", ".parquet", ".gz") or not path.is_file():
+            continue
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue
+        found += [f"{name}: {m.group(0)}" for m in MACHINE_PATH.finditer(text)]
+    assert found == [], found[:10]
