@@ -53,3 +53,14 @@ def test_gppo_warns_when_trl_defaults_make_it_clip_higher(tmp_path):
         _args(tmp_path, steps_per_generation=2)            # 2 updates per generation batch: off-policy
         _args(tmp_path, num_iterations=2)                  # the batch reused: off-policy
         _args(tmp_path, policy_loss="clip_higher")         # no GPPO to lose
+
+
+def test_the_kits_own_configs_do_not_warn(tmp_path):
+    """The kit's RLConfig states its updates per step (the stability map runs 1-update cells on purpose)."""
+    from klear_lib.configs import get_config
+    from klear_lib.training.gppo_trainer import gppo_args
+
+    cfg = get_config("rl_math", "ci", prompts_per_step=2, mini_batch_prompts=2)  # one update per step
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OnPolicyGPPOWarning)
+        gppo_args(cfg, tmp_path)

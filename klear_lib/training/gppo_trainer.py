@@ -467,7 +467,9 @@ def gppo_args(cfg: RLConfig, output_dir, **trl_overrides) -> GPPOConfig:
     """``cfg`` as ``GPPOConfig`` through the field table (``klear_lib.configs.trl.RL_FIELDS``: RL steps become
     optimizer updates, prompts become rollouts per rank). ``trl_overrides`` set TRL values directly, for
     benchmarks and tests that bend the recipe on purpose; a launch goes through ``main``'s checked ``--trl``."""
-    return GPPOConfig(output_dir=str(output_dir), **{**trl_kwargs(RL_FIELDS, cfg), **trl_overrides})
+    with warnings.catch_warnings():  # an RLConfig sets its updates per step on purpose (the stability map's
+        warnings.simplefilter("ignore", OnPolicyGPPOWarning)  # 1-update cells are the on-policy case, by design)
+        return GPPOConfig(output_dir=str(output_dir), **{**trl_kwargs(RL_FIELDS, cfg), **trl_overrides})
 
 
 def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=None, run_record=None,
