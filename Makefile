@@ -24,7 +24,7 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval test-real refresh \
         data-full eval-full \
-        ablations stability report clean-artifacts setup-verl test-verl \
+        ablations stability report setup-report clean-artifacts setup-verl test-verl \
         setup-deepspeed test-deepspeed
 
 setup: .venv/.setup-done
@@ -71,9 +71,20 @@ stability: setup
 	  -p PRESET tiny -p RETRAIN False -k python3 --no-progress-bar -p WORKERS $(WORKERS)
 
 # The executed notebooks of results/$(PRESET)/notebooks/ (as stored, not re-run), the study's figures and the claims
-# table as a static HTML bundle that opens offline: build/report/index.html.
-report: setup
-	$(PY) -m klear_lib.site --preset $(PRESET)
+# table as a static HTML bundle that opens offline: build/report/index.html. Its own small environment (.venv-report:
+# the kit without its dependencies, pandas and nbconvert), not the training stack.
+REPORT_BIN := .venv-report/bin
+setup-report: .venv-report/.setup-done
+
+.venv-report/.setup-done: pyproject.toml
+	test -x $(REPORT_BIN)/python || python3 -m venv .venv-report
+	$(REPORT_BIN)/pip install -q --upgrade pip
+	$(REPORT_BIN)/pip install -q --no-deps -e .
+	$(REPORT_BIN)/pip install -q 'pandas==3.1.1' 'nbconvert==7.17.2' 'packaging>=23'
+	touch $@
+
+report: setup-report
+	$(REPORT_BIN)/python -m klear_lib.site --preset $(PRESET)
 
 # The full recipe's training files from the released sets at their pinned revisions (docs/full_scale.md §1):
 # math_rl.parquet, code_rl.parquet, sft_prompts.jsonl, with funnel.csv, manifest.json and README.md in DATA_OUT.

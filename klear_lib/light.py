@@ -68,7 +68,9 @@ def light_site(out: str | Path, roots=LIGHT) -> Path:
 
 
 def command(site: Path, code: str) -> tuple[list[str], dict]:
-    """The argv and environment that run ``code`` in a fresh interpreter seeing only ``site`` and this repository
-    (``-S``: no site-packages, no ``.pth`` files)."""
-    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{REPO}", "PYTHONWARNINGS": "ignore"}
+    """The argv and environment that run ``code`` in a fresh interpreter seeing only ``site``, this repository and the
+    environment's Jupyter data files (``-S``: no site-packages, no ``.pth`` files)."""
+    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{REPO}", "PYTHONWARNINGS": "ignore",
+           # data files an install puts beside site-packages (nbconvert's templates); -S hides the venv's prefix
+           "JUPYTER_PATH": str(Path(sys.prefix) / "share" / "jupyter")}
     return [sys.executable, "-S", "-c", code], env
