@@ -79,8 +79,8 @@ setup-report: .venv-report/.setup-done
 .venv-report/.setup-done: pyproject.toml
 	test -x $(REPORT_BIN)/python || python3 -m venv .venv-report
 	$(REPORT_BIN)/pip install -q --upgrade pip
+	$(REPORT_BIN)/pip install -q 'pandas==3.1.1' 'nbconvert==7.17.2' 'ipython==9.18.1' 'packaging>=23'  # ipython: the code cells' lexer
 	$(REPORT_BIN)/pip install -q --no-deps -e .
-	$(REPORT_BIN)/pip install -q 'pandas==3.1.1' 'nbconvert==7.17.2' 'packaging>=23'
 	touch $@
 
 report: setup-report
