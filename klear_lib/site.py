@@ -25,7 +25,6 @@ from nbconvert import HTMLExporter
 from nbconvert.filters import markdown2html
 
 from klear_lib import tables
-from klear_lib.ablations import claims as C
 from klear_lib.paths import FIGURES, REPO, RESULTS
 
 REPORT = REPO / "build" / "report"
@@ -181,10 +180,16 @@ def table_html(df: pd.DataFrame, row_classes: list[str]) -> str:
 
 
 def claims_html(preset: str, results: Path = RESULTS) -> str:
-    """``results/<preset>/claims.csv`` as the README's claims table (``claims.readme_table``) in HTML."""
+    """``results/<preset>/claims.csv`` as the README's claims table (``claims.readme_table``) in HTML; where the
+    training stack is not installed (``make report``'s own light environment), the README's generated copy of
+    that table (``readme_claims_html``)."""
     path = results / preset / "claims.csv"
     if not path.exists():
         return f"<p>No <code>results/{html.escape(preset)}/claims.csv</code> yet: run <code>make ablations</code>.</p>"
+    try:  # lazy: the claims code imports the ablation families and with them the training stack
+        from klear_lib.ablations import claims as C  # lazy: see above
+    except ImportError:
+        return readme_claims_html()
     claims = tables.read(C.CLAIMS, path)
     counts = ", ".join(f"{n} {v}" for v, n in claims["verdict"].value_counts().sort_index().items())
     table = table_html(C.readme_table(claims), ["v-" + re.sub(r"\W+", "-", v) for v in claims["verdict"]])
@@ -192,6 +197,23 @@ def claims_html(preset: str, results: Path = RESULTS) -> str:
             "in points; 95% interval over seeds, paired by seed; MDE = the difference those seeds detect with 80% "
             f"power; seeds for paper Δ = seeds per arm the claimed size would need. {html.escape(counts)}.</p>")
     return note + table
+
+
+def readme_claims_html(readme: Path = REPO / "README.md") -> str:
+    """The README's generated claims section (``make readme`` writes it from claims.csv with the same
+    ``claims.readme_table``): its note and its table, rows classed by verdict as ``claims_html`` does."""
+    text = readme.read_text(encoding="utf-8")
+    if "<!-- claims:start -->" not in text:
+        return "<p>No claims table in the README yet: run <code>make readme</code>.</p>"
+    body = text.split("<!-- claims:start -->", 1)[1].split("<!-- claims:end -->", 1)[0]
+    rows = [line.strip().strip("|").split(" | ") for line in body.splitlines() if line.startswith("| ")]
+    note = body.strip().split("\n\n", 1)[0]
+    if len(rows) < 2:
+        return markdown2html(note)
+    table = pd.DataFrame([[c.strip() for c in r] for r in rows[1:]], columns=[c.strip() for c in rows[0]])
+    classes = ["v-" + re.sub(r"\W+", "-", v) for v in table.get("verdict", [""] * len(table))]
+    return (markdown2html(note + " (This copy is the README's: the report was built without the training stack.)")
+            + table_html(table, classes))
 
 
 def notebook_item(page: str, title: str, summary: str) -> str:

@@ -353,8 +353,9 @@ def test_safe_region_and_the_papers_ranking():
     assert safe.loc["cispo", "largest_safe_lr"] == 0.0001
     text = S.reading(summary, S.ranking(summary)).splitlines()
     assert text[0] == "gppo: no seed collapsed at LR 0.0001 with 8 updates/step (of 3 LRs each)"
-    assert any(t.startswith("best at 8 updates/step: gppo at LR 0.0001, 0.520 [") for t in text)
-    assert sum(t.startswith("training accuracy at the end") for t in text) == 3  # one per LR
+    assert any(t.startswith("best held-out avg@k at 8 updates/step: gppo at LR 0.0001, 52.0% [") for t in text)
+    assert sum(t.startswith("training accuracy over the last quarter") for t in text) == 3  # one per LR
+    assert all("LR none" not in t for t in text)  # a loss with no safe LR says "no LR"
     assert text[-1].endswith("holds somewhere (1 holds, 1 reversed, 0 inconclusive, of 2 cells)")
 
 

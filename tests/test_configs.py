@@ -13,7 +13,7 @@ import pytest
 
 from klear_lib.configs import GPU_STAGES, PRESET_NAMES, STAGES, algorithm_fields, config_hash, describe, get_config
 from klear_lib.configs.__main__ import main as config_cli
-from klear_lib.configs.base import IF_CHANGED, LayoutError, spread, to_dict
+from klear_lib.configs.base import IF_CHANGED, LayoutError, spread, to_dict, typed_overrides
 from klear_lib.configs.trl import RL_FIELDS, SFT_FIELDS, check_trl_only, trl_kwargs
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "klear_lib" / "configs"
@@ -255,3 +255,50 @@ def test_gpu_preset_is_the_cost_tables():
     assert (model.hub_id, model.dtype, len(model.hub_revision)) == ("Qwen/Qwen3-1.7B", "float32", 40)
     assert ev.models == (model.hub_id,) and ev.model_revisions == (model.hub_revision,)
     assert ev.benchmarks == ("math500", "aime24", "aime25") and ev.max_model_len == 1024 + 8192
+
+
+@pytest.mark.parametrize("words, says", [
+    (["--set", "learning_rate=fast"], "learning_rate is a number"),
+    (["--set", "learning_rate"], "write NAME=VALUE"),
+    (["--set", "clip_high=abc"], "clip_high is a number"),
+    (["--set", "max_steps=-5"], "max_steps must be >= 1"),
+    (["--set", "max_steps=2.5"], "max_steps is a whole number"),
+    (["--set", "learning_rate=0"], "learning_rate must be > 0"),
+    (["--set", "top_p=1.5"], "top_p lies in [0, 1]"),
+    (["--set", "use_vllm=maybe"], "use_vllm is true or false"),
+    (["--set", "learnig_rate=1e-5"], "did you mean learning_rate"),
+    (["--show", "learnig_rate"], "did you mean learning_rate"),
+])
+def test_config_cli_stops_on_a_bad_name_or_value_with_one_line(capsys, words, says):
+    with pytest.raises(SystemExit) as stop:
+        config_cli(["rl_math", "tiny", *words])
+    assert stop.value.code == 1
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_config_cli_reads_each_value_as_its_field_type(capsys):
+    config_cli(["rl_math", "tiny", "--set", "learning_rate=2e-5", "dual_clip=null", "loss_type=cispo",
+                "use_vllm=true", "max_steps=7", "--show", "learning_rate", "dual_clip", "loss_type", "use_vllm",
+                "max_steps"])
+    assert capsys.readouterr().out.split() == ["learning_rate=2e-05", "dual_clip=None", "loss_type=cispo",
+                                               "use_vllm=True", "max_steps=7"]
+    config_cli(["eval", "tiny", "--set", 'benchmarks=["tiny_aime"]', "top_k=-1", "--show", "benchmarks", "top_k"])
+    assert capsys.readouterr().out.split() == ["benchmarks=('tiny_aime',)", "top_k=-1"]
+
+
+def test_every_preset_value_passes_the_override_check():
+    """The ranges of ``typed_overrides`` admit every value the presets themselves use."""
+    for stage, presets in STAGES.items():
+        for preset, cfg in presets.items():
+            for name, value in to_dict(cfg).items():
+                text = json.dumps(value) if not isinstance(value, str) else value
+                if value == "":
+                    continue
+                typed_overrides(type(cfg), [f"{name}={text}"])
+
+
+def test_config_cli_help_has_no_markup(capsys):
+    with pytest.raises(SystemExit):
+        config_cli(["--help"])
+    assert "``" not in capsys.readouterr().out

@@ -28,8 +28,8 @@ def _project(extras):
     return merged
 
 
-@pytest.mark.parametrize("env_file, extras", [("environment.yml", ["cpu", "notebooks", "dev"]),
-                                              ("environment.gpu.yml", ["gpu", "notebooks", "dev"])])
+@pytest.mark.parametrize("env_file, extras", [("environment.yml", ["kit", "cpu", "notebooks", "dev"]),
+                                              ("environment.gpu.yml", ["kit", "gpu", "notebooks", "dev"])])
 def test_env_file_matches_pyproject(env_file, extras):
     env, project = _env_pins(env_file), _project(extras)
     assert set(env) == set(project), f"{env_file}: {set(env) ^ set(project)}"

@@ -20,7 +20,8 @@ from klear_lib.losses.policy import sft_nll_loss
 from klear_lib.training import RECORD_COLUMNS, GPPOConfig, GPPOTrainer, build_rl_trainer, gppo_args, select_groups
 from klear_lib.training import gppo_trainer
 from klear_lib.training import rewards as reward_adapters
-from klear_lib.training.gppo_trainer import drop_long_prompts, first_groups, training_view, validate_rl_rows
+from klear_lib.training.gppo_trainer import first_groups
+from klear_lib.training.rl_rows import drop_long_prompts, training_view, validate_rl_rows
 from klear_lib.training.run_record import VLLM_KEYS, RunRecord, read_rows, rl_keys
 
 

@@ -97,7 +97,7 @@ def _rows(n: int = 4) -> list[dict]:
 def test_long_prompts_are_dropped_or_cut_from_the_left(ci_model_path, tmp_path, monkeypatch, long_prompts):
     seen = {}
     make = reward_adapters.make_reward_func
-    monkeypatch.setattr(gppo_trainer, "make_reward_func", lambda *a, **kw: seen.update(kw) or make(*a, **kw))
+    monkeypatch.setattr(reward_adapters, "make_reward_func", lambda *a, **kw: seen.update(kw) or make(*a, **kw))
     cfg = get_config("rl_code", "ci", long_prompts=long_prompts, code_timeout_s=35.0)
     trainer = build_rl_trainer(cfg, ci_model_path, _rows(), "math", tmp_path / long_prompts)
     assert seen["timeout_s"] == 35.0  # the code reward gets the config's timeout

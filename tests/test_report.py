@@ -52,9 +52,9 @@ def test_readme_sources_table_follows_the_registry():
     from klear_lib.paths import REPO
     from klear_lib.report import sources_section
 
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "sources.md").read_text()
     body = text.split("<!-- sources:start -->")[1].split("<!-- sources:end -->")[0]
-    assert body.strip() == sources_section().strip(), "README 'Real data' table is stale: run `make readme`"
+    assert body.strip() == sources_section().strip(), "docs/sources.md's table is stale: run `make readme`"
 
 
 def test_seed_gains_section_reads_the_stored_gains_and_the_results_section_the_main_seed(monkeypatch, tmp_path):

@@ -145,3 +145,24 @@ def test_a_rebuild_replaces_the_report_but_no_other_folder(study, tmp_path):
     with pytest.raises(FileExistsError, match="holds no report"):
         site.build("tiny", tmp_path / "mine", results=root / "results", figures=root / "results" / "figures")
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+
+
+@pytest.mark.slow
+def test_the_report_builds_without_the_training_stack(tmp_path):
+    """``make report``'s own environment (the kit without dependencies, pandas, nbconvert), emulated by
+    ``klear_lib.light``: the report of the stored tiny study builds, torch and TRL never load, the claims table
+    comes from the README's generated copy."""
+    import subprocess
+
+    from klear_lib import light
+    from klear_lib.paths import REPO
+
+    site = light.light_site(tmp_path / "site", roots=("pandas", "nbconvert", "packaging"))
+    assert not list(site.glob("torch")) and not list(site.glob("trl"))
+    code = (f"import sys\nfrom klear_lib import site\nindex = site.build('tiny', {str(tmp_path / 'report')!r})\n"
+            "text = index.read_text()\n"
+            "print('torch' in sys.modules, 'trl' in sys.modules, 'class=\"claims\"' in text, 'README' in text)\n")
+    argv, env = light.command(site, code)
+    run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["False", "False", "True", "True"], run.stdout

@@ -375,9 +375,16 @@ def figures(preset: str, runs: pd.DataFrame, panels: Sequence[str] = ("heldout",
         else:
             clipping = p == "clipping"
             columns, what = (R.CLIPPING, "clipping cases") if clipping else (R.DYNAMICS, "training")
-            out[p] = plots.condition_curves(records(preset, runs), columns, scale=100 if clipping else 1,
-                                            ylabel="% of response tokens (last: of |F·A|)" if clipping else None,
-                                            title=f"{exp.table} in miniature: {what}, mean over {seeds} seeds")
+            percent = {c: 100 for c in columns} if clipping else {c: 100 for c in plots.PERCENT_COLUMNS}
+            ylabel = ({c: "% of response tokens" for c in columns} | {"clipped_grad_share": "% of Σ|F·A| (all tokens)"}
+                      if clipping else None)
+            notes = {"clipped_grad_share": "clip_higher, grpo: 0 by construction\n(no gradient through a clipped token)"}
+            out[p] = plots.condition_curves(records(preset, runs), columns, scale=percent, ylabel=ylabel,
+                                            panel_titles={c: plots.PERCENT_COLUMNS.get(c, plots.label(c))
+                                                          for c in columns},
+                                            notes=notes if clipping else None,
+                                            title=f"{exp.table} in miniature: {what}, mean over {seeds} seeds "
+                                                  "(thin: one seed)")
     return out
 
 

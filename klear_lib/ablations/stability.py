@@ -350,18 +350,19 @@ def reading(summary: pd.DataFrame, rank: pd.DataFrame) -> str:
     where the paper's ranking holds."""
     lines = []
     for loss, grp in safe_region(summary).groupby("loss", sort=False):
-        where = "; ".join(f"LR {r.safe_lrs or 'none'} with {r.updates_per_step} updates/step"
-                          for r in grp.itertuples())
+        where = "; ".join((f"LR {r.safe_lrs.replace(' ', ', ')}" if r.safe_lrs else "no LR")
+                          + f" with {r.updates_per_step} updates/step" for r in grp.itertuples())
         lines.append(f"{loss}: no seed collapsed at {where} (of {grp['cells'].iloc[0]} LRs each)")
     for updates, grp in summary.groupby("updates_per_step"):
         best = grp.loc[grp["mean"].idxmax()]
-        lines.append(f"best at {updates} updates/step: {best['loss']} at LR {best['learning_rate']:g}, "
-                     f"{best['mean']:.3f} [{best['ci_low']:.3f}, {best['ci_high']:.3f}] "
-                     f"(start {best['start_mean']:.3f})")
+        lines.append(f"best held-out avg@k at {updates} updates/step: {best['loss']} at LR {best['learning_rate']:g}, "
+                     f"{100 * best['mean']:.1f}% [{100 * max(best['ci_low'], 0):.1f}, {100 * best['ci_high']:.1f}] "
+                     f"(start {100 * best['start_mean']:.1f}%)")
     for (updates, lr), grp in summary.groupby(["updates_per_step", "learning_rate"]):
         top = grp.sort_values("train_acc_last", ascending=False).iloc[:2]
-        lines.append(f"training accuracy at the end (last quarter), {updates} updates/step, LR {lr:g}: "
-                     + ", ".join(f"{r.loss} {r.train_acc_last:.3f}" for r in top.itertuples())
-                     + f" best; {grp['train_acc_last'].min():.3f} lowest (start {grp['train_acc_first'].mean():.3f})")
+        lines.append(f"training accuracy over the last quarter of the run, {updates} updates/step, LR {lr:g}: "
+                     + ", ".join(f"{r.loss} {100 * r.train_acc_last:.1f}%" for r in top.itertuples())
+                     + f" best; {100 * grp['train_acc_last'].min():.1f}% lowest "
+                     f"(start {100 * grp['train_acc_first'].mean():.1f}%)")
     lines.append(f"the paper's order {' > '.join(RANKING)} holds {ranking_verdict(rank)}")
     return "\n".join(lines)

@@ -16,10 +16,13 @@ anything else gets a new one. A plain new field would move every stored hash at 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 import math
 import pprint
+import types
+import typing
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -151,3 +154,102 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key] = text
     return out
+
+
+# The range a command-line value (``--set``) must fall in, by field name; every other number must be >= 0 (and
+# finite). Counts of which zero means nothing start at 1; shares and probabilities lie in [0, 1].
+AT_LEAST_ONE = frozenset({
+    "max_steps", "num_generations", "oversample", "prompts_per_step", "mini_batch_prompts",
+    "gradient_accumulation_steps", "per_device_batch_size", "world_size", "save_steps", "tensor_parallel_size",
+    "vllm_tensor_parallel_size", "max_prompt_length", "max_completion_length", "max_new_tokens", "max_model_len",
+    "max_length", "k_math", "k_code", "chunk_problems", "chunk_prompts", "responses_per_prompt", "judge_workers",
+    "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size", "intermediate_size",
+    "head_dim", "max_position_embeddings", "max_tests", "min_code_tests", "code_tests"})
+UNIT_INTERVAL = frozenset({
+    "clip_low", "top_p", "min_lr_ratio", "warmup_ratio", "vllm_gpu_memory_utilization", "code_pass_rate_min",
+    "math_majority", "difficulty_threshold", "candidate_margin", "math_wrong_answer_share",
+    "code_faulty_tests_share", "code_few_tests_share"})
+POSITIVE = frozenset({"learning_rate", "code_timeout_s", "num_epochs"})
+ALLOWED_MIN = {"top_k": -1}  # -1: no top-k cut (vLLM's convention)
+
+
+class OverrideError(ValueError):
+    """A command-line override (``--set NAME=VALUE``) that names no field, or whose value has the wrong type or
+    lies outside the field's range; the message says which and what would do."""
+
+
+def typed_overrides(cls: type, pairs: list[str]) -> dict[str, Any]:
+    """Command-line ``NAME=VALUE`` words as overrides of the dataclass ``cls``, each checked against the field: an
+    unknown name suggests the closest ones (``difflib``), a value is read as the field's type (``int``, ``float``,
+    ``bool``: true/false, ``str``, ``null`` for an optional field, a JSON list for a tuple) and must lie in the
+    field's range (``AT_LEAST_ONE``, ``UNIT_INTERVAL``, ``POSITIVE``; other numbers >= 0). Raises ``OverrideError``.
+
+    >>> from klear_lib.configs.rl import RLConfig
+    >>> typed_overrides(RLConfig, ["learning_rate=2e-5", "dual_clip=null", "loss_type=cispo"])
+    {'learning_rate': 2e-05, 'dual_clip': None, 'loss_type': 'cispo'}
+    """
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    out = {}
+    for pair in pairs:
+        name, eq, text = pair.partition("=")
+        if not eq or not name:
+            raise OverrideError(f"--set {pair!r}: write NAME=VALUE (e.g. --set learning_rate=5e-5)")
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(close)}?" if close else f"; known: {', '.join(sorted(names))}"
+            raise OverrideError(f"{cls.__name__} has no field {name!r}{hint}")
+        out[name] = _typed_value(cls.__name__, name, hints[name], text)
+    return out
+
+
+def unknown_field_message(cls: type, name: str) -> str:
+    """``cls has no field 'name'`` with the closest field names (for ``--show`` and the like)."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else f"; known: {', '.join(sorted(names))}"
+    return f"{cls.__name__} has no field {name!r}{hint}"
+
+
+def _typed_value(owner: str, name: str, hint: Any, text: str) -> Any:
+    """``text`` read as a value of type ``hint`` for field ``name``, range-checked; ``OverrideError`` otherwise."""
+    args = typing.get_args(hint)
+    optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args
+    base = next((a for a in args if a is not type(None)), hint) if optional else hint
+    where = f"{owner}.{name}"
+    if optional and text.strip().lower() in ("null", "none"):
+        return None
+    if base is str:
+        if not text:
+            raise OverrideError(f"{where} needs a value: --set {name}=TEXT")
+        return text
+    if base is bool:
+        if text.strip().lower() not in ("true", "false", "1", "0"):
+            raise OverrideError(f"{where} is true or false, not {text!r}")
+        return text.strip().lower() in ("true", "1")
+    if typing.get_origin(base) is tuple or base is tuple:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = None
+        if not isinstance(value, list):
+            raise OverrideError(f"{where} is a list: --set '{name}=[...]' (JSON), not {text!r}")
+        return tuple(value)
+    kind = "a whole number" if base is int else "a number"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or base is int and not isinstance(value, int):
+        example = "8" if base is int else "0.28 or 5e-05"
+        raise OverrideError(f"{where} is {kind} (e.g. {example}), not {text!r}")
+    if not math.isfinite(value):
+        raise OverrideError(f"{where} must be finite, not {text!r}")
+    low = ALLOWED_MIN.get(name, 1 if name in AT_LEAST_ONE else 0)
+    if name in POSITIVE and value <= 0:
+        raise OverrideError(f"{where} must be > 0, not {text}")
+    if value < low:
+        raise OverrideError(f"{where} must be >= {low}, not {text}")
+    if name in UNIT_INTERVAL and value > 1:
+        raise OverrideError(f"{where} lies in [0, 1], not {text}")
+    return float(value) if base is float else value

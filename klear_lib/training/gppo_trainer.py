@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import warnings
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
@@ -58,8 +59,6 @@ from klear_lib.models import weights_dtype
 from klear_lib.seeding import stable_seed
 from klear_lib.training.checkpoints import CheckpointMarker, last_complete
 from klear_lib.training.overhead import lean
-from klear_lib.training.rewards import make_reward_func, template_opens_think
-from klear_lib.training.rl_rows import drop_long_prompts, training_view, validate_rl_rows
 from klear_lib.training.run_record import RunRecord, rl_keys
 
 
@@ -98,6 +97,26 @@ class GPPOConfig(GRPOConfig):
             raise ValueError("dual_clip applies to gppo and clip_higher only; CISPO already caps F at 1+ε_h")
         if self.loss_type != "dapo":
             raise ValueError("GPPOConfig uses TRL's 'dapo' token-level normaliser; select the loss with policy_loss")
+        if self.policy_loss == "gppo" and on_policy(self):
+            warnings.warn(ON_POLICY_WARNING.format(steps=self.steps_per_generation), OnPolicyGPPOWarning, stacklevel=3)
+
+
+class OnPolicyGPPOWarning(UserWarning):
+    """GPPO settings under which it computes exactly what clip-higher PPO does (``on_policy``)."""
+
+
+ON_POLICY_WARNING = (
+    "GPPO here is identical to clip-higher PPO: steps_per_generation ({steps}) equals gradient_accumulation_steps "
+    "and num_iterations is 1 (TRL's defaults), so every update is on-policy, the ratio is 1 and no token is ever "
+    "clipped. GPPO differs only on off-policy updates: set steps_per_generation to a multiple > 1 of "
+    "gradient_accumulation_steps (the paper: 8 updates per generation batch) or num_iterations > 1.")
+
+
+def on_policy(args: GRPOConfig) -> bool:
+    """Whether every update of ``args`` is on-policy: one update per generation batch (``steps_per_generation`` ==
+    ``gradient_accumulation_steps``, TRL's default) and ``num_iterations`` == 1. The importance ratio is then 1 on
+    every token, nothing is clipped and GPPO, clip-higher PPO and GRPO give the same gradient."""
+    return args.steps_per_generation == args.gradient_accumulation_steps and args.num_iterations == 1
 
 
 def rollouts_per_engine(args: GRPOConfig) -> int:
@@ -545,7 +564,9 @@ def gppo_args(cfg: RLConfig, output_dir, **trl_overrides) -> GPPOConfig:
     """``cfg`` as ``GPPOConfig`` through the field table (``klear_lib.configs.trl.RL_FIELDS``: RL steps become
     optimizer updates, prompts become rollouts per rank). ``trl_overrides`` set TRL values directly, for
     benchmarks and tests that bend the recipe on purpose; a launch goes through ``main``'s checked ``--trl``."""
-    return GPPOConfig(output_dir=str(output_dir), **{**trl_kwargs(RL_FIELDS, cfg), **trl_overrides})
+    with warnings.catch_warnings():  # an RLConfig sets its updates per step on purpose (the stability map's
+        warnings.simplefilter("ignore", OnPolicyGPPOWarning)  # 1-update cells are the on-policy case, by design)
+        return GPPOConfig(output_dir=str(output_dir), **{**trl_kwargs(RL_FIELDS, cfg), **trl_overrides})
 
 
 def check_device(rl_cfg: RLConfig) -> None:
@@ -574,6 +595,11 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     check_device(rl_cfg)
     # The arguments come first: under rl_cfg.deepspeed they hold the ZeRO-3 config by which GRPOTrainer.__init__'s
     # from_pretrained (after them, as the model is passed by path) loads each rank's shard only.
+    # lazy: the kit's rewards (math-verify, the sandbox) and row checks (its data code) serve this pipeline only;
+    # GPPOTrainer in someone else's script imports without them (pyproject's `trl` extra, README)
+    from klear_lib.training.rewards import make_reward_func, template_opens_think  # lazy: see above
+    from klear_lib.training.rl_rows import drop_long_prompts, training_view, validate_rl_rows  # lazy: see above
+
     args = gppo_args(rl_cfg, output_dir, **overrides)
     tokenizer = AutoTokenizer.from_pretrained(str(model_path))
     rows = [training_view(r) for r in validate_rl_rows(list(train_rows))]
