@@ -49,12 +49,16 @@ def claims_rows():
     run = {c: None for c in C.COLUMNS} | {
         "claim_id": "t2:a>b@tiny_aime", "family": "sft", "table": "Table 2", "experiment": "table2",
         "benchmark": "tiny_aime", "better": "easy/only_correct", "worse": "easy/mixed", "source": "paper",
-        "paper_benchmark": "aime24", "paper_statistic": "table", "paper_diff_pts": 4.78, "ours_diff_pts": 0.42,
-        "ci_low_pts": -1.58, "ci_high_pts": 2.41, "test": "paired", "df": 2, "n_seeds": 3, "mde_pts": 2.49,
-        "seeds_needed": 3, "verdict": "no effect of the paper's size", "claim": "easy prompts: only-correct"}
+        "paper_benchmarks": "aime24;aime25", "paper_statistic": "table", "paper_diff_pts": 2.7,
+        "paper_diff_low_pts": 0.62, "paper_diff_high_pts": 4.78, "paper_base_pct": 42.6, "ours_base_pct": 1.1,
+        "carried_low_pts": 0.03, "carried_high_pts": 0.22, "ours_diff_pts": 0.42, "ci_low_pts": -1.58,
+        "ci_high_pts": 2.41, "adj_ci_low_pts": -3.69, "adj_ci_high_pts": 4.53, "test": "paired", "df": 2,
+        "n_seeds": 3, "p_holm": 1.0, "power_at_claim": 0.013, "verdict": "undecided",
+        "claim": "easy prompts: only-correct"}
     missing = run | {"claim_id": "t6:x>y@tiny_aime", "better": "a0.1", "worse": "a0", "table": "Table 6",
                      "experiment": "table6", "verdict": C.NOT_RUN, "n_seeds": 0} | {
-        c: None for c in ("ours_diff_pts", "ci_low_pts", "ci_high_pts", "test", "df", "mde_pts", "seeds_needed")}
+        c: None for c in ("ours_diff_pts", "ci_low_pts", "ci_high_pts", "adj_ci_low_pts", "adj_ci_high_pts", "test",
+                          "df", "p_holm", "power_at_claim", "ours_base_pct", "carried_low_pts", "carried_high_pts")}
     return C.CLAIMS, [run, missing]
 
 
@@ -106,11 +110,12 @@ def test_index_shows_titles_summaries_and_groups(study):
 def test_claims_table_has_the_reviewers_columns(study):
     text = study[1].read_text(encoding="utf-8")
     table = text[text.index('<table'):text.index("</table>")]
-    for column in ("claim (better &gt; worse)", "paper Δ pts", "ours Δ pts", "95% CI", "seeds", "MDE pts",
-                   "seeds for paper Δ", "verdict"):
+    for column in ("claim (better &gt; worse)", "paper Δ pts (reading)", "base rate paper → ours %",
+                   "paper Δ at our base pts", "ours Δ pts", "family-wise CI", "seeds", "p (Holm)", "power at claim",
+                   "seeds for 80%", "verdict"):
         assert f"<th>{column}</th>" in table
-    assert "+4.8 (table)" in table and "[-1.6, +2.4]" in table and "not run" in table
-    assert '<tr class="v-no-effect-of-the-paper-s-size">' in table and '<tr class="v-not-run">' in table
+    assert "+0.6 to +4.8 (table)" in table and "[-3.7, +4.5]" in table and "42.6 → 1.1" in table
+    assert '<tr class="v-undecided">' in table and '<tr class="v-not-run">' in table
 
 
 def test_pages_are_offline_and_relative(study):
