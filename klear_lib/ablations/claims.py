@@ -32,7 +32,7 @@ COLUMNS = ["claim_id", "family", "table", "experiment", "benchmark", "better", "
            "ours_diff_pts", "ci_low_pts", "ci_high_pts", "test", "df", "n_seeds", "sd_seed_pts", "eval_se_pts",
            "sd_diff_pts", "mde_pts", "seeds_needed", "verdict", "seed_diffs_pts", "shares_runs", "claim"]
 # ``claims.csv``: rows in definition order; a claim not run keeps its numbers blank (NaN when read)
-CLAIMS = tables.Table("claim", tuple(COLUMNS), ("claim_id",), float_format="%.4f", sort=False,
+CLAIMS = tables.Table("claim", tuple(COLUMNS), ("claim_id",), float_format="%.4f", sort=False, provenance=True,
                       nullable=tuple(c for c in COLUMNS if c.endswith(("pts", "pct")))
                       + ("test", "df", "seeds_needed", "seed_diffs_pts", "shares_runs"))
 

@@ -21,7 +21,7 @@ VERDICT_COLUMNS = ["experiment", "benchmark", "metric", "better", "worse", "sour
                    "paper_diff_pts", "seeds_needed", "verdict", "note"]
 # ``<family>_verdicts.csv``: one row per claimed pair and benchmark, in definition order
 VERDICTS = Table("verdict", tuple(VERDICT_COLUMNS), ("experiment", "benchmark", "metric", "better", "worse"),
-                 sort=False)
+                 sort=False, provenance=True)
 
 
 def analogue(bench: str) -> str:
