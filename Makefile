@@ -11,10 +11,10 @@ PRESET ?= tiny
 WORKERS ?= 2
 export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
-# The numerics mode (klear_lib.numerics, docs/stack.md §11): pinned on a CPU machine, native with an NVIDIA GPU,
-# unless set here (KLEAR_NUMERICS=pinned|native). Every process the kit starts applies it when it imports klear_lib
-# (notebook kernels through klear_lib.kernel, nbval's kernel through `pytest -p klear_lib`).
-export KLEAR_NUMERICS ?=
+# The numerics mode (klear_lib.numerics, docs/stack.md §11): pinned at ci and tiny (the same numbers on any x86 CPU),
+# native at full; KLEAR_NUMERICS=pinned|native overrides. Every process the kit starts applies it when it imports
+# klear_lib (notebook kernels through klear_lib.kernel, nbval's kernel through `pytest -p klear_lib`).
+export KLEAR_NUMERICS ?= $(if $(filter full,$(PRESET)),native,pinned)
 
 .PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval test-real refresh \
         data-full eval-full \
@@ -76,6 +76,7 @@ report: setup
 # SOURCE=mirror reads the offline mirror ($KLEAR_BENCHMARKS; RL only); DRY_RUN=1 prints what it would read and write.
 DATA_OUT ?= .artifacts/full/data
 SOURCE ?= hub
+data-full eval-full: KLEAR_NUMERICS = native
 data-full: setup
 	$(PY) -m klear_lib.data.full.build --out $(DATA_OUT) --source $(SOURCE) $(if $(filter 1,$(DRY_RUN)),--dry-run)
 
@@ -103,6 +104,7 @@ bench: setup
 	$(PY) benchmarks/bench_vllm_rl.py
 	$(PY) benchmarks/bench_eval_repeat.py
 	$(PY) benchmarks/bench_full_gpu.py
+	$(PY) benchmarks/bench_numerics.py
 	$(PY) benchmarks/perf.py
 	$(PY) benchmarks/bench_pipeline.py --targets
 

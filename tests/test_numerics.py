@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import subprocess
@@ -118,3 +119,15 @@ def test_children_of_the_kit_inherit_the_mode():
     if numerics.mode() != "pinned":
         pytest.skip("the caller asked for the native mode")
     assert all(vllm_env()[k] == v for k, v in numerics.PINNED.items())
+
+
+def test_the_vllm_worker_loads_vllms_avx2_kernels_under_the_pinned_mode():
+    probes = ", ".join(f"torch.cpu.{p}()" for p in ("_is_avx512_supported", "_is_avx512_bf16_supported",
+                                                  "_is_amx_tile_supported"))
+    code = f"import klear_lib, torch; from klear_lib import numerics; numerics.cap_vllm_kernels(); print({probes})"
+    assert child(code) == "False False False"
+    if importlib.util.find_spec("vllm") is None:
+        return
+    code += ("; from vllm.platforms import current_platform; current_platform.import_kernels(); import re; "
+             "print(sorted(set(re.findall(r'vllm/(_C\\w*)\\.abi3', open('/proc/self/maps').read()))))")
+    assert child(code).splitlines()[-1] == "['_C_AVX2']"
