@@ -93,7 +93,7 @@ def validate(table: Table, df: pd.DataFrame, where: str | Path = "") -> pd.DataF
     """``df``, or ``ValueError`` naming ``where`` (a file) and the rows, by key, with missing columns, an empty key
     or required field, a duplicate key or a failed value check."""
     prefix = f"{where}: " if where else ""
-    missing = [c for c in table.fields if c not in df.columns]
+    missing = [c for c in table.columns if c not in df.columns]  # provenance: stamped or read as unknown
     if missing:
         raise ValueError(f"{prefix}{table.name} rows miss columns {missing}")
     filled = list(table.key) + list(table.required)
