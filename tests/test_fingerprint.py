@@ -64,7 +64,15 @@ def sampled_hash(model_path) -> str:
 
 
 def compute(work: Path) -> dict[str, str]:
-    """Each stage's hash, in ``STAGES`` order, from a fresh ci run under ``work``."""
+    """Each stage's hash, in ``STAGES`` order, from a fresh ci run under ``work``, at the mode's thread count
+    (whatever count earlier tests in the session left)."""
+    from klear_lib.seeding import torch_threads
+
+    with torch_threads(numerics.THREADS):
+        return _compute(work)
+
+
+def _compute(work: Path) -> dict[str, str]:
     import test_gppo_trainer as gppo_tests
     from klear_lib.configs import get_config
     from klear_lib.models import load_or_build
