@@ -60,14 +60,14 @@ def apply() -> str:
     """Set the requested mode's variables in ``os.environ`` (children inherit them); return the mode.
 
     ``native`` leaves the environment as it is. ``pinned`` overrides the variables and records the choice in
-    ``KLEAR_NUMERICS``; a library already loaded keeps the kernels it picked, so that is logged (``mode`` then
-    says ``mixed``)."""
-    mode = requested()
+    ``KLEAR_NUMERICS``; a library loaded before, in a process that did not inherit the variables, keeps the kernels
+    it picked, so that is logged (``mode`` then says ``mixed``)."""
+    mode, inherited = requested(), pinned_env()  # inherited: a child of a pinned process loads pinned anyway
     os.environ[MODE_ENV] = mode
     if mode == "pinned":
         os.environ.update(PINNED)
         early = [name for name in LIBRARIES if name in sys.modules]
-        if early:
+        if early and not inherited:
             log.warning("numerics mode pinned after %s loaded: import klear_lib first (docs/stack.md §11)",
                         ", ".join(early))
     return mode
