@@ -16,7 +16,7 @@ import klear_lib  # noqa: F401  (the numerics mode, before the kernel imports an
 
 def install(prefix: str = sys.prefix, name: str = "python3") -> Path:
     """Install ipykernel's spec under ``prefix`` with this module as its entry; return the spec's folder."""
-    from ipykernel.kernelspec import install as install_spec
+    from ipykernel.kernelspec import install as install_spec  # lazy: setup only
 
     folder = Path(install_spec(kernel_name=name, prefix=prefix))
     spec_file = folder / "kernel.json"

@@ -105,7 +105,7 @@ def cap_vllm_kernels() -> None:
     imported after, loads its AVX2 kernels on every x86 CPU; a no-op under ``native``."""
     if mode() != "pinned":
         return
-    import torch
+    import torch  # lazy: this module loads before torch, which must see the mode's variables
 
     for name in VLLM_PROBES:
         if hasattr(torch.cpu, name):
@@ -132,7 +132,7 @@ def cpu_model() -> str:
 
 def mkl_version() -> str:
     """The MKL version torch was built with (``2024.2``), as torch reports it; ``none`` without MKL."""
-    import torch
+    import torch  # lazy: this module loads before torch, which must see the mode's variables
 
     if not torch.backends.mkl.is_available():
         return "none"
@@ -145,6 +145,6 @@ def mkl_version() -> str:
 def provenance() -> dict[str, str]:
     """What drew a row in this process: the CPU model, the numerics mode in effect, torch's and MKL's versions
     (``klear_lib.tables.PROVENANCE`` names the columns)."""
-    import torch
+    import torch  # lazy: this module loads before torch, which must see the mode's variables
 
     return {"cpu": cpu_model(), "numerics": mode(), "torch": torch.__version__, "mkl": mkl_version()}
