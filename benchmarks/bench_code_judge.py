@@ -28,6 +28,7 @@ from types import SimpleNamespace
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 import torch
 from transformers import AutoTokenizer
 

@@ -21,6 +21,7 @@ from pathlib import Path
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import klear_lib  # noqa: E402, F401  (first: the numerics mode before torch loads)
 import torch  # noqa: E402
 
 from klear_lib import perf  # noqa: E402

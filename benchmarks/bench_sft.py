@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 import torch
 from trl import SFTTrainer
 

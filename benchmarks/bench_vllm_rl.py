@@ -34,6 +34,7 @@ from pathlib import Path
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 import torch
 
 from klear_lib import perf

@@ -20,7 +20,7 @@ EVAL_KEY = ["stage", "benchmark", "metric", "k", "config_hash"]
 # mean and its interval: numbers here, their range in MEAN_IN_CI
 EVAL_COLUMNS = EVAL_KEY[:4] + ["mean", "stderr", "ci_low", "ci_high", "n_problems", "n_samples", "seed",
                                "config_hash", "model"]
-EVAL = Table("eval", tuple(EVAL_COLUMNS), tuple(EVAL_KEY), checks=(MEAN_IN_CI,),
+EVAL = Table("eval", tuple(EVAL_COLUMNS), tuple(EVAL_KEY), checks=(MEAN_IN_CI,), provenance=True,
              types=(("k", int), ("n_problems", int), ("n_samples", int), ("seed", int), ("config_hash", str),
                     ("model", str)),
              bounds=(("k", 1, None), ("mean", None, None), ("stderr", 0, None), ("ci_low", None, None),
@@ -30,11 +30,11 @@ REPORTED = Table("reported", tuple(REPORTED_COLUMNS), ("table", "model_or_settin
                  nullable=("k", "value"))
 # Notebook 04's gains of each stage over the one before (``evaluation.stage_gains``), in the order computed.
 EVAL_GAINS = Table("eval gains", ("benchmark", "before", "after", "gain", "ci_low", "ci_high", "n_problems",
-                                  "significant"), ("benchmark", "before", "after"), sort=False)
+                                  "significant"), ("benchmark", "before", "after"), sort=False, provenance=True)
 # Notebook 03's gains of the RL stages over RL seeds (``evaluation.seed_gains``): the main job's headline.
 EVAL_SEED_GAINS = Table("eval seed gains", ("benchmark", "before", "after", "n_seeds", "gain", "ci_low", "ci_high",
                                             "seed_ci_low", "seed_ci_high", "n_problems", "per_seed", "significant"),
-                        ("benchmark", "before", "after"), sort=False, types=(("per_seed", str),))
+                        ("benchmark", "before", "after"), sort=False, types=(("per_seed", str),), provenance=True)
 # Per-problem results of every run, one file per experiment (``results/<preset>/problems/<experiment>.csv``): how
 # many of the k samples of each problem were correct, so anyone can recompute a run's avg@k, a claim's verdict or a
 # test of their own without our code. The main job's stages are experiment "main", condition = the stage label.

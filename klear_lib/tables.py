@@ -5,9 +5,12 @@ A ``Table`` is data: its columns in file order, its key, the types of its column
 filled and the value checks of its rows. Writing validates, puts the columns in schema order, casts the typed
 columns, sorts by the key (or keeps rows as given) and prints floats at the table's fixed precision, with no
 timestamps, so a rerun gives a byte-identical file; the file is replaced atomically, so a killed run never leaves
-half a table. Reading validates too: a hand-edited or stale file fails with its path and the offending rows, and a
-file cut short (empty, or its last line without the newline every write ends with) fails before it is parsed, so
-an upsert never rewrites a truncated table as if its lost rows had never been there.
+half a table. A table with ``provenance`` also names, on every row, what drew it (``PROVENANCE``: the CPU model,
+the numerics mode, torch's and MKL's versions): a row written without them is stamped with this process's, and a
+row read from a file written before the columns existed reads ``unknown``. Reading validates too: a hand-edited or
+stale file fails with its path and the offending rows, and a file cut short (empty, or its last line without the
+newline every write ends with) fails before it is parsed, so an upsert never rewrites a truncated table as if its
+lost rows had never been there.
 """
 from __future__ import annotations
 
@@ -17,11 +20,14 @@ from typing import Callable, Iterable, Mapping
 
 import pandas as pd
 
-from klear_lib import artifacts
+from klear_lib import artifacts, numerics
 
 Rows = Iterable[dict] | pd.DataFrame
 Check = tuple[str, Callable[[pd.DataFrame], pd.Series]]   # (what a bad row has, its mask over the rows)
 Bound = tuple[str, float | None, float | None]           # (numeric column, lowest, highest value; None: open)
+# What drew a row (klear_lib.numerics.provenance), after a provenance table's own columns; never part of a key or a
+# config hash, so stored rows still match the runs that would redraw them.
+PROVENANCE = ("cpu", "numerics", "torch", "mkl")
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,12 @@ class Table:
     rank: tuple[tuple[str, tuple[str, ...]], ...] = ()  # columns sorted by position in a given order
     nullable: tuple[str, ...] = ()                  # columns where a blank cell reads as NaN
     bounds: tuple[Bound, ...] = ()                  # numeric columns and their ranges (``check_values``)
+    provenance: bool = False                        # rows carry PROVENANCE after ``columns``
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The file's columns: ``columns``, then ``PROVENANCE`` when the table carries it."""
+        return self.columns + (PROVENANCE if self.provenance else ())
 
     @property
     def runs(self) -> tuple[str, ...]:
@@ -61,11 +73,29 @@ def frame(rows: Rows) -> pd.DataFrame:
     return rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
 
 
+def stamp(table: Table, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with this process's provenance in the ``PROVENANCE`` cells it lacks (rows drawn here)."""
+    if not table.provenance:
+        return df
+    cells = {c: df[c] if c in df.columns else pd.Series(pd.NA, index=df.index, dtype=object) for c in PROVENANCE}
+    blank = {c: v.isna() | (v.astype(str) == "") for c, v in cells.items()}
+    if all(c in df.columns for c in PROVENANCE) and not any(b.any() for b in blank.values()):
+        return df
+    here = numerics.provenance()
+    return df.assign(**{c: cells[c].mask(blank[c], here[c]) for c in PROVENANCE})
+
+
+def unknown_provenance(table: Table, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` read from a file written before its table carried provenance: the missing columns read ``unknown``."""
+    missing = [c for c in PROVENANCE if c not in df.columns] if table.provenance else []
+    return df.assign(**{c: numerics.UNKNOWN for c in missing}) if missing else df
+
+
 def validate(table: Table, df: pd.DataFrame, where: str | Path = "") -> pd.DataFrame:
     """``df``, or ``ValueError`` naming ``where`` (a file) and the rows, by key, with missing columns, an empty key
     or required field, a duplicate key or a failed value check."""
     prefix = f"{where}: " if where else ""
-    missing = [c for c in table.columns if c not in df.columns]
+    missing = [c for c in table.columns if c not in df.columns]  # provenance: stamped or read as unknown
     if missing:
         raise ValueError(f"{prefix}{table.name} rows miss columns {missing}")
     check_values(table, df, where)
@@ -135,8 +165,8 @@ def _first_bad(column: pd.Series, whole: bool, bounds: tuple, nullable: bool) ->
 
 def tidy(table: Table, df: pd.DataFrame) -> pd.DataFrame:
     """Schema column order, typed columns cast, rows sorted by key (ranked columns by their given order)."""
-    df = df[list(table.columns)].copy()
-    for col, kind in table.types:
+    df = df[list(table.fields)].copy()
+    for col, kind in table.types + tuple((c, str) for c in table.fields[len(table.columns):]):
         df[col] = df[col].fillna("").astype(str) if kind is str else df[col].astype(kind)
     if not table.sort:
         return df.reset_index(drop=True)
@@ -148,7 +178,7 @@ def tidy(table: Table, df: pd.DataFrame) -> pd.DataFrame:
 def empty(table: Table) -> pd.DataFrame:
     """A table with the schema's columns and no rows."""
     kinds = dict(table.types)
-    return pd.DataFrame({c: pd.Series(dtype=int if kinds.get(c) is int else object) for c in table.columns})
+    return pd.DataFrame({c: pd.Series(dtype=int if kinds.get(c) is int else object) for c in table.fields})
 
 
 def check_whole(table: Table, path: Path) -> None:
@@ -166,12 +196,12 @@ def read(table: Table, path: Path | str) -> pd.DataFrame:
     if not Path(path).exists():
         return empty(table)
     check_whole(table, path)
-    text = {c: str for c, kind in table.types if kind is str}
+    text = {c: str for c, kind in table.types if kind is str} | {c: str for c in table.fields[len(table.columns):]}
     try:
         df = pd.read_csv(path, dtype=text, keep_default_na=False, na_values={c: [""] for c in table.nullable})
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: the {table.name} table does not parse as CSV ({err})") from err
-    return validate(table, df, path)
+    return validate(table, unknown_provenance(table, df), path)
 
 
 def write(table: Table, rows: Rows, path: Path | str) -> Path:
@@ -179,7 +209,7 @@ def write(table: Table, rows: Rows, path: Path | str) -> Path:
     atomically; return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    out = tidy(table, validate(table, frame(rows), path))
+    out = tidy(table, validate(table, stamp(table, frame(rows)), path))
     with artifacts.replacing(path) as tmp:
         out.to_csv(tmp, index=False, float_format=table.float_format, lineterminator="\n")
     return path
@@ -201,7 +231,7 @@ def run_id(table: Table, fields: Mapping, extra: tuple[str, ...] = ()) -> tuple:
 
 def upsert(table: Table, stored: pd.DataFrame, rows: Rows) -> pd.DataFrame:
     """``stored`` with ``rows`` added, every old row of a run in ``rows`` replaced; validated and tidy."""
-    new = tidy(table, validate(table, frame(rows)))
+    new = tidy(table, validate(table, stamp(table, frame(rows))))
     fresh = set(run_ids(table, new))
     keep = stored[[r not in fresh for r in run_ids(table, stored)]] if len(stored) else stored
     return tidy(table, validate(table, pd.concat([keep, new], ignore_index=True))) if len(keep) else new

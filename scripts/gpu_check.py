@@ -42,6 +42,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # engine core in-process: seeded runs repeat
 
+import klear_lib  # noqa: E402, F401  (first: the numerics mode before torch loads)
 import torch  # noqa: E402
 
 from klear_lib.configs import get_config  # noqa: E402

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 

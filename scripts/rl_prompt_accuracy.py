@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
+import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from klear_lib.data import load_split

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+import klear_lib  # noqa: F401  (first: the numerics mode before torch, NumPy or vLLM load; klear_lib.numerics)
 import pytest
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

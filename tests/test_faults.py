@@ -24,7 +24,7 @@ import pytest
 import torch
 import transformers
 
-from klear_lib import pipeline, tables
+from klear_lib import numerics, pipeline, tables
 from klear_lib.configs import get_config
 from klear_lib.data import fetch
 from klear_lib.evaluation import harness
@@ -302,7 +302,7 @@ def test_a_record_row_missing_fields_is_named_by_file_and_line(tmp_path):
     lines = record.path.read_text().splitlines(keepends=True)
     lines[3] = lines[3].split(",")[0] + "\r\n"
     record.path.write_text("".join(lines))
-    with pytest.raises(ValueError, match=rf"{record.path}, line 4: 1 of the 3 fields"):
+    with pytest.raises(ValueError, match=rf"{record.path}, line 4: 1 of the 7 fields"):
         read_rows(record.path)
 
 
@@ -318,10 +318,23 @@ def test_a_lost_record_while_resuming_is_an_error(tmp_path, damage):
     assert record.path.read_text() == "".join(kept)  # left for the user to restore, not overwritten
 
 
+def test_a_record_from_before_the_provenance_columns_resumes_with_its_rows_unknown(tmp_path):
+    record = record_of(tmp_path / "run.csv")
+    rows = read_rows(record.path)
+    assert {r["cpu"] for r in rows} == {numerics.cpu_model()} and {r["numerics"] for r in rows} == {numerics.mode()}
+    old = ["step", "loss", "config_hash"]
+    write_rows(record.path, [{k: r[k] for k in old} for r in rows], old)
+    record.on_train_begin(None, State(4), None)
+    record.on_log(None, State(5), None, logs={"loss": 0.2})
+    resumed = read_rows(record.path)
+    assert [r["step"] for r in resumed] == ["1", "2", "3", "4", "5"]
+    assert [r["cpu"] for r in resumed] == ["unknown"] * 4 + [numerics.cpu_model()]
+
+
 def test_a_fresh_run_rewrites_the_record_and_appends_only_after_a_whole_line(tmp_path):
     record = record_of(tmp_path / "run.csv")
     record.on_train_begin(None, State(0), None)
-    assert record.path.read_bytes() == b"step,loss,config_hash\r\n"
+    assert record.path.read_bytes() == b"step,loss,config_hash,cpu,numerics,torch,mkl\r\n"
     record.on_log(None, State(1), None, logs={"loss": 0.5})
     os.truncate(record.path, record.path.stat().st_size - 1)  # someone cut it mid-run
     with pytest.raises(ValueError, match=f"{record.path}: its last line is incomplete"):

@@ -17,6 +17,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from klear_lib.configs import config_hash, get_config
 from klear_lib.losses.policy import sft_nll_loss
+from klear_lib.tables import PROVENANCE
 from klear_lib.training import RECORD_COLUMNS, GPPOConfig, GPPOTrainer, build_rl_trainer, gppo_args, select_groups
 from klear_lib.training import gppo_trainer
 from klear_lib.training import rewards as reward_adapters
@@ -402,7 +403,7 @@ def test_vllm_correction_adds_trls_sampling_metrics_to_the_record(tmp_path):
     for step, logs in ((1, {"loss": 0.3, **sampling}), (2, {"loss": 0.2})):
         record.on_log(None, SimpleNamespace(global_step=step, is_world_process_zero=True), None, logs=logs)
     rows = read_rows(tmp_path / "r.csv")
-    assert list(rows[0]) == [*RECORD_COLUMNS[:-1], *VLLM_KEYS, "config_hash"]
+    assert list(rows[0]) == [*RECORD_COLUMNS[:-1 - len(PROVENANCE)], *VLLM_KEYS, "config_hash", *PROVENANCE]
     assert [rows[0][col] for col in VLLM_KEYS] == ["0.5", "0.6", "0.7", "0.8", "0.9"]
     assert [rows[1][col] for col in VLLM_KEYS] == [""] * 5 and rows[1]["loss"] == "0.2"
 
@@ -426,7 +427,7 @@ def test_the_record_has_vllm_columns_only_when_rollouts_come_from_vllm(ci_model_
              "frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg_ratio_low", "frac_adv_neg_ratio_high",
              "clip_frac", "clipped_grad_share", "max_fa_clipped", "max_fa_rest", "clipped_logp_grad_norm",
              "logp_grad_norm", "ratio_mean", "config_hash"]  # the columns of the stored records (vLLM off)
-    assert record.fields == ([*today[:-1], *VLLM_KEYS, "config_hash"] if use_vllm else today)
+    assert record.fields == ([*today[:-1], *VLLM_KEYS, "config_hash"] if use_vllm else today) + list(PROVENANCE)
 
 
 # ---- config mapping and reward adapters ------------------------------------------------------------------

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+import torch
 
-from klear_lib import tables
+from klear_lib import numerics, tables
 from klear_lib.paths import RESULTS
 from klear_lib.results import EVAL, EVAL_COLUMNS, load_reported, side_by_side
 
@@ -40,7 +41,7 @@ def test_append_eval_rows_upserts_sorts_and_fixes_precision(tmp_path):
     tables.upsert_file(EVAL, [row(stage="sft"), row(stage="base", mean=1 / 3, ci_low=0.2, ci_high=0.4)], path)
     tables.upsert_file(EVAL, [row(stage="sft", mean=0.5, ci_low=0.4, ci_high=0.6)], path)
     df = tables.read(EVAL, path)
-    assert list(df.columns) == EVAL_COLUMNS and df["stage"].tolist() == ["base", "sft"]
+    assert list(df.columns) == [*EVAL_COLUMNS, *tables.PROVENANCE] and df["stage"].tolist() == ["base", "sft"]
     assert df.loc[df.stage == "sft", "mean"].item() == 0.5
     assert "0.333333," in path.read_text() and "0.3333333" not in path.read_text()
     first = path.read_text()
@@ -65,7 +66,7 @@ def test_a_bad_file_is_named_with_its_rows(tmp_path):
     pd.DataFrame([row(), row(stage="rl_math", mean=1.5, ci_high=1.6)]).to_csv(path, index=False)
     with pytest.raises(ValueError, match=rf"{path}: eval rows with mean outside .*'stage': 'rl_math'"):
         tables.read(EVAL, path)
-    assert tables.read(EVAL, tmp_path / "absent.csv").columns.tolist() == EVAL_COLUMNS
+    assert tables.read(EVAL, tmp_path / "absent.csv").columns.tolist() == list(EVAL.fields)
 
 
 def test_a_failed_write_leaves_the_old_file(tmp_path):
@@ -86,7 +87,18 @@ def test_upsert_replaces_whole_runs_and_ranks_columns():
 
 @pytest.mark.parametrize("path", sorted(RESULTS.glob("*/eval.csv")), ids=lambda p: p.parent.name)
 def test_committed_eval_tables_follow_the_schema(path):
-    assert list(tables.read(EVAL, path).columns) == EVAL_COLUMNS
+    assert list(tables.read(EVAL, path).columns) == list(EVAL.fields)
+
+
+def test_new_rows_name_what_drew_them_and_older_rows_read_unknown(tmp_path):
+    path = tmp_path / "eval.csv"
+    pd.DataFrame([row(stage="base")]).to_csv(path, index=False)  # written before the provenance columns
+    assert set(tables.read(EVAL, path)[list(tables.PROVENANCE)].iloc[0]) == {"unknown"}
+    df = tables.upsert_file(EVAL, [row(stage="sft")], path).set_index("stage")
+    assert df.loc["base", "cpu"] == "unknown" and df.loc["sft", "cpu"] == numerics.cpu_model()
+    assert df.loc["sft", ["numerics", "torch", "mkl"]].tolist() == [numerics.mode(), torch.__version__,
+                                                                    numerics.mkl_version()]
+    assert "config_hash" not in tables.PROVENANCE and not set(tables.PROVENANCE) & set(EVAL.key)
 
 
 def test_side_by_side_pairs_stages_with_paper_models():

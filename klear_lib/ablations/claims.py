@@ -42,7 +42,7 @@ COLUMNS = ["claim_id", "family", "table", "experiment", "benchmark", "better", "
 _BLANK = ("paper_readings", "test", "df", "direction", "p_value", "p_holm", "q_bh", "family_size", "power_at_claim",
           "seeds_for_power", "seed_diffs_pts", "shares_runs", "multiplicity_family")
 # ``claims.csv``: rows in definition order; a claim not run keeps its numbers blank (NaN when read)
-CLAIMS = tables.Table("claim", tuple(COLUMNS), ("claim_id",), float_format="%.4f", sort=False,
+CLAIMS = tables.Table("claim", tuple(COLUMNS), ("claim_id",), float_format="%.4f", sort=False, provenance=True,
                       nullable=tuple(c for c in COLUMNS if c.endswith(("pts", "pct"))) + _BLANK
                       + ("paper_better", "paper_worse"))
 

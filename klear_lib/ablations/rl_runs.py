@@ -24,7 +24,7 @@ CURVE_KEY = table.RUN_KEY + ["rl_step", "benchmark", "metric"]
 CURVE_COLUMNS = CURVE_KEY + ["k", "mean", "ci_low", "ci_high", "config_hash"]
 # ``ablations_rl_curves.csv``: a rerun of a run (experiment, condition, seed) replaces all of its points
 CURVES = Table("RL curve", tuple(CURVE_COLUMNS), tuple(CURVE_KEY), run_key=tuple(table.RUN_KEY),
-               required=("config_hash",), checks=(MEAN_IN_CI,),
+               required=("config_hash",), checks=(MEAN_IN_CI,), provenance=True,
                types=(("seed", int), ("rl_step", int), ("k", int), ("config_hash", str)))
 DYNAMICS = ["reward_mean", "accuracy", "entropy", "grad_norm", "response_length"]
 CLIPPING = ["frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg_ratio_low", "frac_adv_neg_ratio_high",

@@ -217,7 +217,7 @@ def mark_collapse(df: pd.DataFrame, criterion: Collapse = COLLAPSE) -> pd.DataFr
 
 # --- the table ---------------------------------------------------------------------------------------------------
 
-TABLE = Table("stability", tuple(COLUMNS), tuple(KEY), required=("config_hash",), checks=(MEAN_IN_CI,),
+TABLE = Table("stability", tuple(COLUMNS), tuple(KEY), required=("config_hash",), checks=(MEAN_IN_CI,), provenance=True,
               float_format=FLOAT_FORMAT, rank=(("loss", tuple(loss.label for loss in LOSSES)),),
               types=(("learning_rate", float), ("updates_per_step", int), ("seed", int), ("k", int),
                      ("collapsed", int), ("nonfinite", int), ("collapse_reasons", str), ("config_hash", str)))
@@ -225,7 +225,7 @@ GROUP = ["loss", "learning_rate", "updates_per_step"]
 TRAINING = ["train_acc_first", "train_acc_last", "length_last"]  # means over seeds in the summary
 SUMMARY = Table("stability summary", tuple(GROUP + ["n_seeds", "mean", "ci_low", "ci_high", "start_mean",
                                                      "collapsed", "collapse_share"] + TRAINING + CASES + ["values"]),
-                tuple(GROUP), float_format=FLOAT_FORMAT, sort=False)
+                tuple(GROUP), float_format=FLOAT_FORMAT, sort=False, provenance=True)
 
 
 # --- runs --------------------------------------------------------------------------------------------------------

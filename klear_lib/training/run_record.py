@@ -3,6 +3,9 @@
 Crash-safe: a rewrite replaces the file atomically, an append first checks that the last line is whole, and a
 read drops a torn last line (the run died writing it; the resumed run logs that step again) but refuses a row
 with missing fields or a record that lost rows the checkpoint being resumed from has already trained.
+
+Each row ends with its provenance (``klear_lib.tables.PROVENANCE``: CPU model, numerics mode, torch and MKL versions);
+a record written before those columns existed resumes with its rows reading ``unknown`` there.
 """
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ from pathlib import Path
 import pandas as pd
 from transformers import TrainerCallback
 
-from klear_lib import artifacts
+from klear_lib import artifacts, numerics
+from klear_lib.tables import PROVENANCE
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +48,7 @@ RECORD_KEYS = {
     "logp_grad_norm": "gppo/logp_grad_norm",
     "ratio_mean": "gppo/ratio_mean",
 }
-RECORD_COLUMNS = ["step", "rl_step", *RECORD_KEYS, "config_hash"]
+RECORD_COLUMNS = ["step", "rl_step", *RECORD_KEYS, "config_hash", *PROVENANCE]
 # RL with vLLM rollouts and TRL's importance-sampling correction: TRL's gap between the vLLM and trainer log-probs of
 # the generation batch, logged with the first update of each RL step (the step's other updates leave them empty)
 VLLM_KEYS = {
@@ -71,14 +75,15 @@ def format_value(value) -> str:
 
 
 def columns(keys: dict = RECORD_KEYS, rl: bool = True) -> list[str]:
-    """Record columns: step (optimizer update), rl_step (generation batch; RL only), the logged keys, config hash."""
-    return ["step", *(["rl_step"] if rl else []), *keys, "config_hash"]
+    """Record columns: step (optimizer update), rl_step (generation batch; RL only), the logged keys, config hash,
+    provenance."""
+    return ["step", *(["rl_step"] if rl else []), *keys, "config_hash", *PROVENANCE]
 
 
 def record_row(logs: dict, step: int, updates_per_step: int | None, cfg_hash: str = "",
-               keys: dict = RECORD_KEYS) -> dict[str, str]:
+               keys: dict = RECORD_KEYS, provenance: dict | None = None) -> dict[str, str]:
     """One record row from a trainer ``logs`` dict at optimizer ``step`` (1-based); a logged value that is not a
-    number raises naming its column."""
+    number raises naming its column; ``provenance``: what drew it (``numerics.provenance()``; None: unknown)."""
     row = {"step": str(step)}
     if updates_per_step:
         row["rl_step"] = str((step - 1) // updates_per_step + 1)
@@ -87,7 +92,7 @@ def record_row(logs: dict, step: int, updates_per_step: int | None, cfg_hash: st
         if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
             raise ValueError(f"run record, step {step}: field {col!r} is {value!r}, not a number")
         row[col] = format_value(value)
-    return {**row, "config_hash": cfg_hash}
+    return {**row, "config_hash": cfg_hash, **{c: (provenance or {}).get(c, numerics.UNKNOWN) for c in PROVENANCE}}
 
 
 def check_row(row: dict[str, str], where: str) -> None:
@@ -155,11 +160,12 @@ def rows_up_to(path: Path, step: int, fields: list[str], cfg_hash: str | None = 
     it has another header, misses any of them (emptied, cut or replaced: the rows cannot be logged again) or holds
     a row of another config than ``cfg_hash`` (another run wrote into this record: its rows are not ours)."""
     names = header(path) if path.exists() else None
-    if names != fields:
+    before = [c for c in fields if c not in PROVENANCE]  # a record written before the provenance columns
+    if names != fields and not (names == before and before != fields):
         found = "no file" if not path.exists() else f"header {names}" if names else "an empty file"
         raise ValueError(f"{path}: resuming from step {step} needs this run record with columns {fields}, found "
                          f"{found}; restore it (e.g. from git) or delete the checkpoints to train again")
-    rows = [r for r in read_rows(path) if int(r["step"]) <= step]
+    rows = [{**dict.fromkeys(PROVENANCE, numerics.UNKNOWN), **r} for r in read_rows(path) if int(r["step"]) <= step]
     if [int(r["step"]) for r in rows] != list(range(1, step + 1)):
         raise ValueError(f"{path}: resuming from step {step} needs its rows of steps 1..{step}, found "
                          f"{len(rows)} rows; restore it (e.g. from git) or delete the checkpoints to train again")
@@ -181,8 +187,10 @@ class RunRecord(TrainerCallback):
                  keys: dict = RECORD_KEYS):
         self.path, self.updates_per_step, self.cfg_hash, self.keys = Path(path), updates_per_step, cfg_hash, keys
         self.fields = columns(keys, rl=bool(updates_per_step))
+        self.provenance: dict | None = None
 
     def on_train_begin(self, args, state, control, **kwargs):
+        self.provenance = numerics.provenance()
         if state.is_world_process_zero:  # a fresh run (step 0) starts a new record whatever the old file holds
             kept = rows_up_to(self.path, state.global_step, self.fields, self.cfg_hash) if state.global_step else []
             write_rows(self.path, kept, self.fields)
@@ -195,7 +203,8 @@ class RunRecord(TrainerCallback):
                              f"to this run record, refusing to append after it")
         with self.path.open("a", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=self.fields)
-            writer.writerow(record_row(logs, state.global_step, self.updates_per_step, self.cfg_hash, self.keys))
+            writer.writerow(record_row(logs, state.global_step, self.updates_per_step, self.cfg_hash, self.keys,
+                                       self.provenance))
 
 
 def record_summary(record, columns, fraction: float = 0.1):
