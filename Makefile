@@ -147,7 +147,7 @@ test test-unit test-notebooks test-nbval refresh: export KLEAR_BENCHMARKS :=
 test test-unit test-notebooks test-nbval refresh: export HF_HUB_OFFLINE := 1
 
 test-unit: setup
-	$(BIN)/pytest -q -p no:cacheprovider -m "not real" tests
+	$(BIN)/pytest -q -rxX -p no:cacheprovider -m "not real" tests
 
 # The checks that need the real files of an offline mirror (README, "Real data"): hashes, real counts, reference
 # answers judged correct, reference programs passing in the sandbox.
