@@ -149,8 +149,10 @@ def _claims_summary(preset: str) -> str | None:
     under = run[(run["verdict"] == "undecided") & run["power_at_claim"].notna()]
     if len(under):
         need = under["seeds_for_power"].dropna()
-        text += (f" Carried to our base rates the paper's effects are {under['claimed_pts'].min():.2f}–"
-                 f"{under['claimed_pts'].max():.1f} points; at the seeds run the undecided claims had "
+        sized = under[under["claimed_pts"] > 0]["claimed_pts"]
+        text += (f" Carried to our base rates the paper's claimed sizes are {sized.min():.2f}–{sized.max():.1f} "
+                 f"points ({len(under) - len(sized)} more whose readings reach 0); at the seeds run the undecided "
+                 "claims had "
                  f"{100 * under['power_at_claim'].min():.0f}–{100 * under['power_at_claim'].max():.0f}% power to "
                  "see them" + (f", and 80% power would take {int(need.min())}–{int(need.max())} seeds per arm "
                                "(sized on an upper bound of the spread)" if len(need) else "")
@@ -169,10 +171,10 @@ def _rl_claims(preset: str) -> str | None:
         return None
 
     def paper(r) -> str:
-        span = (f"{r.paper_diff_low_pts:+.1f}" if abs(r.paper_diff_high_pts - r.paper_diff_low_pts) < 0.05
-                else f"{r.paper_diff_low_pts:+.1f} to {r.paper_diff_high_pts:+.1f}")
+        span = (_pts(r.paper_diff_low_pts, 1) if abs(r.paper_diff_high_pts - r.paper_diff_low_pts) < 0.05
+                else f"{_pts(r.paper_diff_low_pts, 1)} to {_pts(r.paper_diff_high_pts, 1)}")
         at = (f"{r.carried_low_pts:+.2f}" if abs(r.carried_high_pts - r.carried_low_pts) < 0.005
-              else f"{r.carried_low_pts:+.2f} to {r.carried_high_pts:+.2f}")
+              else f"{r.carried_low_pts:+.2f} to {r.carried_high_pts:+.2f}").replace("-", "−")
         return f"{r.source} {span} at {r.paper_base_pct:.0f}%, {at} at our {r.ours_base_pct:.1f}%"
     items = [f"{r.table} {r.better} > {r.worse} {_pts(r.ours_diff_pts, 1)} {_ci(r.adj_ci_low_pts, r.adj_ci_high_pts, 1)}"
              f" at {int(r.n_seeds)} seeds ({paper(r)}; *{r.verdict}*"
