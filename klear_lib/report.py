@@ -170,19 +170,18 @@ def _rl_claims(preset: str) -> str | None:
     if rows.empty:
         return None
 
-    def paper(r) -> str:
-        span = (_pts(r.paper_diff_low_pts, 1) if abs(r.paper_diff_high_pts - r.paper_diff_low_pts) < 0.05
-                else f"{_pts(r.paper_diff_low_pts, 1)} to {_pts(r.paper_diff_high_pts, 1)}")
-        at = (f"{r.carried_low_pts:+.2f}" if abs(r.carried_high_pts - r.carried_low_pts) < 0.005
-              else f"{r.carried_low_pts:+.2f} to {r.carried_high_pts:+.2f}").replace("-", "−")
-        return f"{r.source} {span} at {r.paper_base_pct:.0f}%, {at} at our {r.ours_base_pct:.1f}%"
+    def span(lo: float, hi: float, digits: int) -> str:
+        one = f"{lo:+.{digits}f}"
+        return (one if f"{hi:+.{digits}f}" == one else f"{one} to {hi:+.{digits}f}").replace("-", "−")
     items = [f"{r.table} {r.better} > {r.worse} {_pts(r.ours_diff_pts, 1)} {_ci(r.adj_ci_low_pts, r.adj_ci_high_pts, 1)}"
-             f" at {int(r.n_seeds)} seeds ({paper(r)}; *{r.verdict}*"
-             + (f", {100 * r.power_at_claim:.0f}% power at the carried effect" if pd.notna(r.power_at_claim) else "")
-             + ")" for r in rows.itertuples()]
-    return ("**The RL claims**, Δ in points of held-out avg@4 with its family-wise interval, beside the paper's Δ in "
-            "its own points and carried to our base rate: " + "; ".join(items)
-            + f". (`{_rel(C.claims_csv(preset))}`)")
+             f" ({'' if r.source == 'paper' else r.source + ' '}{span(r.paper_diff_low_pts, r.paper_diff_high_pts, 1)}"
+             f" → {span(r.carried_low_pts, r.carried_high_pts, 2)}; *{r.verdict}*"
+             + (f", {100 * r.power_at_claim:.0f}% power" if pd.notna(r.power_at_claim) else "") + ")"
+             for r in rows.itertuples()]
+    seeds = sorted(set(rows["n_seeds"]))
+    return ("**The RL claims** at " + "/".join(map(str, seeds)) + " paired seeds: our Δ in points of held-out avg@4 "
+            "with its family-wise interval (the paper's Δ → the same effect at our base rate; the verdict; the power "
+            "the seeds had at it): " + "; ".join(items) + f". (`{_rel(C.claims_csv(preset))}`)")
 
 
 def _fig2_arms(preset: str) -> str | None:
@@ -244,12 +243,8 @@ def claims_section(preset: str = "tiny") -> str:
     claims = tables.read(C.CLAIMS, path)
     counts = claims["verdict"].value_counts().sort_index()
     alive = C.survivors(claims)
-    note = (f"Generated from `results/{preset}/claims.csv` (the paper's readings from `results/reported.csv`, DGPO's "
-            "where marked). Δ = claimed better minus claimed worse, in points of avg@k; the paper's Δ with the "
-            "statistic it is read as (a figure's range as a range, every release of the benchmark the paper "
-            "reports), and the same effect carried to our base rate on the log-odds scale; ours with its "
-            "family-wise interval (Bonferroni within the table or figure, paired by seed), p after Holm, the power "
-            "the seeds had at the carried effect and the seeds 80% power would take (docs/design.md, \"Verdicts\"); "
+    note = (f"Generated from `results/{preset}/claims.csv` by the protocol of docs/design.md, \"Verdicts\" (terms: "
+            "[glossary](#glossary)); paper readings from `results/reported.csv`, DGPO's where marked; "
             + ", ".join(f"{n} {v}" for v, n in counts.items())
             + f"; p < 0.05: {alive['raw']} raw, {alive['holm']} after Holm, {alive['bh']} after Benjamini–Hochberg.")
     return note + forests(preset, claims) + "\n\n" + markdown_table(C.readme_table(claims))

