@@ -599,6 +599,8 @@ def test_rows_are_validated_and_long_prompts_dropped():
         validate_rl_rows([{**rows[0], "reward_model": {"style": "rule"}}])
     with pytest.raises(ValueError, match="row 0 \\(id 'toy-0'\\): field prompt"):
         validate_rl_rows([{**rows[0], "prompt": "What is 1+1?"}])
+    with pytest.raises(ValueError, match="field reward_model.ground_truth: '\\\\\\\\frac\\{' is no answer"):
+        validate_rl_rows([{**rows[0], "reward_model": {"ground_truth": "\\frac{"}}])  # the judge could never match it
 
 
 def _code_row():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from klear_lib.data.schema import ABILITIES, RowError, parse_code_tests
+from klear_lib.data.schema import ABILITIES, RowError, judge_can_parse, parse_code_tests
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ def _content_problem(row: dict, reward: str) -> tuple[str, str] | None:
             parse_code_tests(truth)
         except RowError as err:
             return "reward_model.ground_truth", err.why
+    if reward == "math" and not judge_can_parse(truth):  # else every rollout of the row scores -1, silently
+        return "reward_model.ground_truth", f"{truth[:60]!r} is no answer the math judge can parse"
     return None
 
 
