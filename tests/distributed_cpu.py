@@ -17,6 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
+import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 import torch
 import torch.distributed as dist
 from transformers import TrainerCallback

@@ -365,7 +365,8 @@ def test_a_resumed_run_refuses_rows_of_another_config(tmp_path):
 def test_a_record_value_that_is_not_a_number_is_named_by_file_line_and_field(tmp_path, value, why):
     record = record_of(tmp_path / "run.csv")
     lines = record.path.read_text().splitlines(keepends=True)
-    lines[2] = f"2,{value},h\r\n"
+    fields = lines[2].split(",")  # step, loss, config_hash, then the provenance columns
+    lines[2] = ",".join([fields[0], value, *fields[2:]])
     record.path.write_text("".join(lines))
     with pytest.raises(ValueError, match=rf"{record.path}, {why if why.startswith('line') else 'line 3: ' + why}"):
         read_rows(record.path)

@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import hostile_programs as hp
@@ -378,6 +379,17 @@ def test_a_neighbour_cannot_starve_an_honest_program(cases):
     assert shared.stdout == "2\n" and unshared.wall_s > 2 * shared.wall_s, (shared, unshared)
 
 
+@contextmanager
+def default_recursion_limit():
+    """Python's default recursion limit for the block, whatever an earlier test of the session set."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def _earlier_json_match(actual: str, expected: str) -> bool:
     """The earlier comparison of call-based results: JSON-equal, falling back to text only on ``ValueError``."""
     try:
@@ -392,7 +404,7 @@ def test_deep_json_outputs_are_wrong_answers_not_errors(cases):
     deep = [c for c in cases.values() if c.control == "old_compare"]
     for case in deep:
         result = cj.execute_tests(case.program, case.tests, timeout_s=10)[0]
-        with pytest.raises(RecursionError):
+        with pytest.raises(RecursionError), default_recursion_limit():  # a raised limit would crash, not raise
             _earlier_json_match(result.stdout, case.tests[0]["output"])
         assert cj.passes(case.tests[0], result) is False, case.name
         row = {"ability": "code", "extra_info": {"id": case.name, "tests": case.tests}}

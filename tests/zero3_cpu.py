@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 from accelerate import state
 from accelerate.utils import DistributedType
 from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled

@@ -95,6 +95,9 @@ def record_row(logs: dict, step: int, updates_per_step: int | None, cfg_hash: st
     return {**row, "config_hash": cfg_hash, **{c: (provenance or {}).get(c, numerics.UNKNOWN) for c in PROVENANCE}}
 
 
+TEXT_FIELDS = ("step", "rl_step", "config_hash", *PROVENANCE)  # the fields of a row that are not logged numbers
+
+
 def check_row(row: dict[str, str], where: str) -> None:
     """``ValueError`` naming ``where`` (file and line) and the field when a step is not a step number or a logged
     value is neither empty nor a number."""
@@ -102,7 +105,7 @@ def check_row(row: dict[str, str], where: str) -> None:
         if field in row and not row[field].isdigit():
             raise ValueError(f"{where}: field {field!r} is {row[field]!r}, not a step number")
     for field, value in row.items():
-        if field not in ("step", "rl_step", "config_hash") and value != "" and not _is_number(value):
+        if field not in TEXT_FIELDS and value != "" and not _is_number(value):
             raise ValueError(f"{where}: field {field!r} is {value[:100]!r}, not a number")
 
 
