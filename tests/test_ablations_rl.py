@@ -622,7 +622,8 @@ def test_rl_runs_in_two_workers_give_the_files_of_runs_one_at_a_time(monkeypatch
         out[workers] = rows, {str(p.relative_to(results)): p.read_bytes() for p in sorted(results.rglob("*.csv"))}
         assert len(list((store / "ci" / "rl_math").glob("*/final"))) == 2  # each sweep trained both seeds
     assert sorted(out[2][1]) == ["ablations_rl.csv", "ablations_rl_curves.csv",
-                                 "ci/runs/ablations_rl/table6/a0.1-s0.csv", "ci/runs/ablations_rl/table6/a0.1-s1.csv"]
+                                 "ci/runs/ablations_rl/table6/a0.1-s0.csv", "ci/runs/ablations_rl/table6/a0.1-s1.csv",
+                                 "problems/table6.csv"]  # the per-problem counts, beside the table
     curves = tables.read(R.CURVES, tmp_path / "results2" / "ablations_rl_curves.csv")
     assert sorted(set(zip(curves["seed"], curves["rl_step"]))) == [(s, t) for s in (0, 1) for t in (0, 1, 2)]
     assert out[2][0].equals(out[1][0]) and len(out[2][0]) == 2 * 2  # 2 seeds x (avg@k, pass@k) on tiny_aime
