@@ -46,7 +46,8 @@ def _content_problem(row: dict, reward: str) -> tuple[str, str] | None:
             parse_code_tests(truth)
         except RowError as err:
             return "reward_model.ground_truth", err.why
-    if reward == "math" and not judge_can_parse(truth):  # else every rollout of the row scores -1, silently
+    if reward == "math" and row.get("ability") != "code" and not judge_can_parse(truth):  # else every rollout
+        # of the row would score -1, silently
         return "reward_model.ground_truth", f"{truth[:60]!r} is no answer the math judge can parse"
     return None
 
