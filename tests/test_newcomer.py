@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_make_stops_in_one_line_on_a_misspelt_variable(tmp_path, target, variable, says):
     """Run in a bare copy of the Makefile (no .venv), so nothing could be set up even if the check failed."""
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}  # a top-level
     run = subprocess.run(["make", target, *variable.split()], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=60)
+                         timeout=60, env=env)  # make, as a user types it, even when `make test` runs this test
     assert run.returncode == 2
     assert says in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
     assert run.stdout == "" and sorted(p.name for p in tmp_path.iterdir()) == ["Makefile"]
