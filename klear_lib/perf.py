@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import platform
 import re
 import statistics
 import time
@@ -18,7 +17,7 @@ from typing import Callable, Iterable, Mapping
 
 import pandas as pd
 
-from klear_lib import tables
+from klear_lib import numerics, tables
 from klear_lib.paths import REPO, RESULTS
 
 PERF_CSV = RESULTS / "perf.csv"
@@ -74,21 +73,10 @@ def iqr_note(stats: Mapping[str, float], fmt: str = "{:.4g}") -> str:
 
 
 # ---- machine ------------------------------------------------------------------------------------------------
-def cpu_name() -> str:
-    """The CPU model name from ``/proc/cpuinfo`` (``platform.processor()`` elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def machine(gpu: str | None = None) -> str:
     """A short machine label for ``perf.csv``: usable CPU cores and model, plus the GPU when one is used."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    label = f"{cores} cores {cpu_name()}"
+    label = f"{cores} cores {numerics.cpu_model()}"
     return f"{gpu}; {label}" if gpu else label
 
 
