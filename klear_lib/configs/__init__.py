@@ -58,3 +58,7 @@ def rl_stage_name(reward: str) -> str:
 
 __all__ = ["get_config", "rl_stage_name", "check_in_process", "config_hash", "describe", "to_dict", "with_overrides",
            "algorithm_fields", "STAGES", "PRESET_NAMES", "TRAINING_STAGES", "GPU_STAGES", "LAUNCHED_PRESETS"]
+
+from klear_lib.configs.recipe import Recipe, recipe  # noqa: E402  (it reads the names above)
+
+__all__ += ["Recipe", "recipe"]
