@@ -137,7 +137,7 @@ bench-pipeline: setup
 
 # README tables generated from results/ (never typed).
 readme: setup
-	$(PY) -c "from klear_lib.report import write_readme; write_readme('$(PRESET)')"
+	$(PY) -m klear_lib.report --preset $(PRESET)
 
 test: setup test-unit test-notebooks test-nbval
 

@@ -33,7 +33,7 @@ import torch
 from transformers import AutoTokenizer
 
 from klear_lib import perf
-from klear_lib.configs import get_config, rl_stage_name
+from klear_lib.configs import get_config, recipe, rl_stage_name
 from klear_lib.data import load_split
 from klear_lib.evaluation.checkpoints import stage_checkpoint
 from klear_lib.evaluation.generation import chat_prompts, generate
@@ -48,7 +48,7 @@ BENCH = "code_judge"
 def rollouts(checkpoint: str, cfg, calls: int, seed: int) -> list[dict]:
     """``calls`` reward-call batches ``{"completions", "reward_model", "extra_info"}``, each of
     ``prompts_per_step x oversample`` consecutive code-RL prompts x ``num_generations`` sampled completions."""
-    rows = list(load_split(RL_SPLITS["code"], "tiny"))
+    rows = list(load_split(RL_SPLITS["code"], recipe("tiny")))
     per_call = cfg.prompts_per_step * cfg.oversample
     if len(rows) < calls * per_call:
         raise ValueError(f"split {RL_SPLITS['code']} has {len(rows)} rows; {calls} calls need {calls * per_call}")
@@ -126,7 +126,7 @@ def differing(a: list[list[float]], b: list[list[float]]) -> int:
 def run(args) -> list[dict]:
     torch.set_num_threads(args.threads)
     cfg = get_config(rl_stage_name("code"), "tiny")
-    checkpoint = args.checkpoint or stage_checkpoint("sft", "tiny")
+    checkpoint = args.checkpoint or stage_checkpoint("sft", recipe("tiny"))
     if checkpoint is None:
         raise SystemExit("no tiny SFT checkpoint is registered: run the SFT stage (notebook 02) or pass --checkpoint")
     batches = rollouts(str(checkpoint), cfg, args.calls, args.seed)

@@ -21,6 +21,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from klear_lib.configs import recipe
 from klear_lib import perf
 
 log = logging.getLogger("bench_eval_repeat")
@@ -36,7 +37,7 @@ def evaluate_once(model: str, name: str, mode: str) -> str:
 
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = MODES[mode]
     with tempfile.TemporaryDirectory(prefix="bench-eval-repeat-") as out:
-        df = evaluate(model, get_spec(name), load_rows(name, "tiny"), get_config("eval", "tiny"), Path(out),
+        df = evaluate(model, get_spec(name), load_rows(name, recipe("tiny")), get_config("eval", "tiny"), Path(out),
                       stage="sft")
     triples = sorted(zip(df["problem_id"], df["sample"].astype(int), df["response"]))
     return hashlib.sha256(json.dumps(triples).encode()).hexdigest()[:12]
@@ -50,7 +51,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     from klear_lib.evaluation.checkpoints import stage_checkpoint
 
-    model = stage_checkpoint("sft", "tiny")
+    model = stage_checkpoint("sft", recipe("tiny"))
     if model is None:
         raise SystemExit("no tiny SFT checkpoint: run `make reproduce` (or notebook 02 at tiny) first")
     before, sets = perf.loadavg(), {mode: [] for mode in MODES}

@@ -40,7 +40,7 @@ from transformers import PrinterCallback, TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from klear_lib import perf  # noqa: E402
-from klear_lib.configs import get_config  # noqa: E402
+from klear_lib.configs import get_config, recipe  # noqa: E402
 from klear_lib.models import load_or_build  # noqa: E402
 from klear_lib.seeding import stable_seed, torch_generator  # noqa: E402
 from klear_lib.training import build_rl_trainer  # noqa: E402
@@ -180,7 +180,7 @@ def print_table(rows: list[dict], header: str) -> None:
 
 def run(args) -> list[dict]:
     rl_cfg = get_config("rl_math", "tiny", max_completion_length=args.step_completion_length)
-    model_path = load_or_build("tiny")
+    model_path = load_or_build(recipe("tiny"))
     torch.set_num_threads(args.threads)
     load_before = perf.loadavg()
     with tempfile.TemporaryDirectory(prefix="bench-gppo-") as tmp:

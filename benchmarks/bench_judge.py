@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from klear_lib.configs import recipe
 from klear_lib import perf
 from klear_lib.evaluation.benchmarks import load_rows
 from klear_lib.rewards.format import answer_text
@@ -29,7 +30,7 @@ def respond(answer: str) -> str:
 
 def math500_workload() -> tuple[list[str], list[str]]:
     """Every MATH-500 reference against itself, then against the next problem's reference."""
-    truths = [str(r["reward_model"]["ground_truth"]) for r in load_rows("math500", "full")]
+    truths = [str(r["reward_model"]["ground_truth"]) for r in load_rows("math500", recipe("full"))]
     shifted = truths[1:] + truths[:1]
     return [respond(t) for t in truths + shifted], truths + truths
 

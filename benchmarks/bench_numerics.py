@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
+from klear_lib.configs import recipe
 from klear_lib import numerics, perf
 
 BENCH = "numerics_mode"
@@ -57,7 +58,7 @@ def sft_steps(steps: int, tmp: Path) -> list[float]:
 
     cfg = get_config("sft", "tiny", num_epochs=1.0, save_steps=10 ** 6, max_rows=None)
     rows = drill_rows(cfg.per_device_batch_size * (steps + 1), "bench-numerics")
-    model, tok = load(load_or_build("tiny"))
+    model, tok = load(load_or_build(recipe("tiny")))
     clock = StepTimes()
     trainer = LengthGroupedSFTTrainer(model=model, args=trl_args(cfg, tmp / "sft"), train_dataset=sft_dataset(rows),
                                       processing_class=tok, callbacks=[clock.callback], overhead=cfg.group_overhead)
@@ -74,7 +75,7 @@ def rl_steps(steps: int, tmp: Path) -> list[float]:
     from klear_lib.training import build_rl_trainer
 
     cfg = get_config("rl_math", "tiny", max_steps=steps + 1)
-    trainer = build_rl_trainer(cfg, load_or_build("tiny"), prompt_rows(cfg.prompts_per_step * (steps + 1)), "math",
+    trainer = build_rl_trainer(cfg, load_or_build(recipe("tiny")), prompt_rows(cfg.prompts_per_step * (steps + 1)), "math",
                                tmp / "rl", **BENCH_OVERRIDES)
     clock = StepTimes()
     trainer.add_callback(clock.callback)

@@ -28,7 +28,7 @@ from klear_lib import perf  # noqa: E402
 from klear_lib.data import load_split  # noqa: E402
 from klear_lib.evaluation.checkpoints import stage_checkpoint  # noqa: E402
 from klear_lib.models import load_or_build  # noqa: E402
-from klear_lib.configs import get_config, rl_stage_name  # noqa: E402
+from klear_lib.configs import get_config, recipe, rl_stage_name  # noqa: E402
 from klear_lib.pipeline import RL_SPLITS  # noqa: E402
 from klear_lib.training import build_rl_trainer  # noqa: E402
 
@@ -61,13 +61,13 @@ def shares(seconds: dict, total: float) -> dict:
 
 def run(args) -> list[dict]:
     torch.set_num_threads(args.threads)
-    init = stage_checkpoint("sft", "tiny")
-    model = init or load_or_build("tiny")
+    init = stage_checkpoint("sft", recipe("tiny"))
+    model = init or load_or_build(recipe("tiny"))
     cfg = get_config(rl_stage_name(args.reward), "tiny", max_steps=args.steps, save_steps=10 ** 6)
     before, seconds = perf.loadavg(), defaultdict(float)
     with tempfile.TemporaryDirectory(prefix="bench-rl-profile-") as tmp:
         start = time.perf_counter()
-        trainer = build_rl_trainer(cfg, model, load_split(RL_SPLITS[args.reward], "tiny"), reward=args.reward,
+        trainer = build_rl_trainer(cfg, model, load_split(RL_SPLITS[args.reward], recipe("tiny")), reward=args.reward,
                                    output_dir=Path(tmp), disable_tqdm=True)
         setup = time.perf_counter() - start
         wrap(trainer, seconds)

@@ -41,7 +41,7 @@ import torch  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
 from klear_lib import perf  # noqa: E402
-from klear_lib.configs import get_config  # noqa: E402
+from klear_lib.configs import get_config, recipe  # noqa: E402
 from klear_lib.evaluation.generation import vllm_env, chat_prompts, generate  # noqa: E402
 from klear_lib.models import load_or_build  # noqa: E402
 
@@ -226,7 +226,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.phase == "engine":
         return engine_phase(args.model, args.eval_prompts, Path(args.result))
-    args.model = load_or_build("tiny")
+    args.model = load_or_build(recipe("tiny"))
     set_threads(args.threads)
     before = perf.loadavg()
     loads = workloads(args.model, args.eval_prompts)

@@ -22,7 +22,7 @@ import torch
 from trl import SFTTrainer
 
 from klear_lib import perf
-from klear_lib.configs import get_config
+from klear_lib.configs import get_config, recipe
 from klear_lib.data import load_split
 from klear_lib.models import load
 from klear_lib.models.factory import load_or_build
@@ -56,8 +56,8 @@ def model_flops(config, lengths: list[int]) -> float:
 
 def trainers(cfg, out: Path):
     """Two trainers on copies of one model: the stock SFTTrainer and the length-grouped one."""
-    model, tokenizer = load(load_or_build("tiny"))
-    data = sft_dataset(load_split("sft", "tiny"))
+    model, tokenizer = load(load_or_build(recipe("tiny")))
+    data = sft_dataset(load_split("sft", recipe("tiny")))
     made = {}
     for name, grouped in (("padded", False), ("grouped", True)):
         kwargs = {"overhead": cfg.group_overhead} if grouped else {}

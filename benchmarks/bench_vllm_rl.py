@@ -38,7 +38,7 @@ import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 import torch
 
 from klear_lib import perf
-from klear_lib.configs import get_config
+from klear_lib.configs import get_config, recipe
 from klear_lib.data import load_split
 from klear_lib.evaluation.checkpoints import stage_checkpoint
 from klear_lib.models import load_or_build
@@ -100,7 +100,7 @@ def one_run(backend: str, preset: str, steps: int, seed: int, model: str, thread
     seen, gen_s = [], []
     with tempfile.TemporaryDirectory(prefix="bench-vllm-rl-") as tmp:
         start = time.perf_counter()
-        trainer = build_rl_trainer(cfg, model, load_split(RL_SPLITS["math"], "tiny"), "math", Path(tmp),
+        trainer = build_rl_trainer(cfg, model, load_split(RL_SPLITS["math"], recipe("tiny")), "math", Path(tmp),
                                    disable_tqdm=True)
         setup = time.perf_counter() - start
         record_rollouts(trainer, seen)
@@ -192,8 +192,8 @@ def run(args) -> list[dict]:
 
 def default_model() -> tuple[str, str]:
     """The registered tiny SFT checkpoint, else the untrained tiny base model, and the words for the notes."""
-    sft = stage_checkpoint("sft", "tiny")
-    return (sft, "the tiny SFT checkpoint") if sft else (load_or_build("tiny"), "the untrained tiny base model")
+    sft = stage_checkpoint("sft", recipe("tiny"))
+    return (sft, "the tiny SFT checkpoint") if sft else (load_or_build(recipe("tiny")), "the untrained tiny base model")
 
 
 def main(argv=None) -> None:

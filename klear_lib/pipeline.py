@@ -1,6 +1,7 @@
 """Stage runners the notebooks call: each trains once per (config, data, seed) and reuses the artifact after.
 
-Checkpoints live under ``<artifacts>/<preset>/<stage>/<key>`` (outside git); per-step run records under
+Each runner takes the ``Recipe`` (``klear_lib.configs.recipe``) and reads the one stage config it trains or
+evaluates. Checkpoints live under ``<artifacts>/<preset>/<stage>/<key>`` (outside git); per-step run records under
 ``results/<preset>/runs/<name>.csv`` (small, committed). A stage whose ``final/DONE`` marker exists is reused; a
 stage killed midway resumes from its last complete checkpoint (``klear_lib.training.checkpoints``).
 """
@@ -14,13 +15,12 @@ from pathlib import Path
 import pandas as pd
 
 from klear_lib import artifacts, tables
-from klear_lib.configs import check_in_process, config_hash, get_config, rl_stage_name
+from klear_lib.configs import Recipe, config_hash
 from klear_lib.data import load_split
 from klear_lib.evaluation.benchmarks import get_spec, load_rows
 from klear_lib.evaluation.checkpoints import checkpoint_label, register_stage_checkpoint
 from klear_lib.evaluation.harness import evaluate, problem_counts, summarize
 from klear_lib.models import load_or_build
-from klear_lib.paths import results_dir, runs_dir
 from klear_lib.results import EVAL, MAIN, PROBLEMS, eval_csv, problems_csv
 from klear_lib.training.checkpoints import last_complete
 from klear_lib.training.gppo_trainer import build_rl_trainer
@@ -28,9 +28,6 @@ from klear_lib.training.sft import train_sft
 
 log = logging.getLogger(__name__)
 RL_SPLITS = {"math": "math_rl", "code": "code_rl"}
-# RL seeds of the main job (notebook 03): each trains math RL then code RL from the one SFT checkpoint, so the
-# headline gain is a mean over seeds. UNVERIFIED at full: the paper reports one run, and one 8B run is its cost.
-MAIN_RL_SEEDS = {"ci": 2, "tiny": 3, "full": 1}
 
 
 def seed_stage(stage: str, seed: int, main_seed: int = 0) -> str:
@@ -39,16 +36,16 @@ def seed_stage(stage: str, seed: int, main_seed: int = 0) -> str:
     return stage if seed == main_seed else f"{stage}-s{seed}"
 
 
-def rl_seeds(preset: str, init: str | Path, seeds, main_seed: int = 0, **overrides) -> dict[int, dict[str, Path]]:
+def rl_seeds(recipe: Recipe, init: str | Path, seeds, main_seed: int = 0) -> dict[int, dict[str, Path]]:
     """Math RL then code RL from ``init`` for every seed: {seed: {"rl_math": path, "rl_code": path}}. The main
     seed's stages are the pipeline's own (registered); the others are named ``rl_math-s<seed>`` (their run
     records ``results/<preset>/runs/rl_math-s<seed>.csv``)."""
     out = {}
     for seed in seeds:
         name = {r: None if seed == main_seed else seed_stage(f"rl_{r}", seed, main_seed) for r in ("math", "code")}
-        math = rl_stage(preset, init, "math", name=name["math"], **{**overrides, "seed": seed})
-        out[seed] = {"rl_math": math,
-                     "rl_code": rl_stage(preset, math, "code", name=name["code"], **{**overrides, "seed": seed})}
+        seeded = recipe.replace(rl_math={"seed": seed}, rl_code={"seed": seed})
+        math = rl_stage(seeded, init, "math", name=name["math"])
+        out[seed] = {"rl_math": math, "rl_code": rl_stage(seeded, math, "code", name=name["code"])}
     return out
 
 
@@ -81,33 +78,31 @@ def stage_key(cfg, rows: list[dict], parent: str | Path = "") -> str:
     return hashlib.sha256(f"{config_hash(cfg)}|{rows_fingerprint(rows)}|{ident}".encode()).hexdigest()[:12]
 
 
-def sft_stage(preset: str, rows: list[dict] | None = None, name: str = "sft", **overrides) -> Path:
-    """The SFT checkpoint of ``preset`` (trained on ``rows``, default the curated ``sft`` split)."""
-    check_in_process(preset, "the SFT stage")
-    cfg = get_config("sft", preset, **overrides)
-    rows = load_split("sft", preset) if rows is None else rows
-    base = load_or_build(preset)
-    key = stage_key(cfg, rows, base)
-    out = artifacts.root() / preset / "sft" / key
+def sft_stage(recipe: Recipe, rows: list[dict] | None = None, name: str = "sft") -> Path:
+    """The SFT checkpoint of ``recipe.sft`` (trained on ``rows``, default the curated ``sft`` split)."""
+    recipe.check_in_process("the SFT stage")
+    rows = load_split("sft", recipe) if rows is None else rows
+    base = load_or_build(recipe)
+    out = recipe.artifacts / "sft" / stage_key(recipe.sft, rows, base)
     guard_rows(out, rows)
-    record = runs_dir(preset) / f"{name}.csv"
-    final = train_sft(cfg, base, rows, out, record_path=record)
+    final = train_sft(recipe.sft, base, rows, out, record_path=recipe.runs / f"{name}.csv")
     if name == "sft":  # the pipeline's own stage (ablation runs have their own names): notebook 04 evaluates it
-        register_stage_checkpoint("sft", preset, final)
+        register_stage_checkpoint("sft", recipe, final)
     return final
 
 
-def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dict] | None = None,
-             name: str | None = None, **overrides) -> Path:
-    """An RL stage (``reward`` = "math" or "code") from checkpoint ``init``; resumes if killed midway."""
-    check_in_process(preset, f"the {reward} RL stage")
-    cfg = get_config(rl_stage_name(reward), preset, **overrides)
-    rows = load_split(RL_SPLITS[reward], preset) if rows is None else rows
-    out = artifacts.root() / preset / f"rl_{reward}" / stage_key(cfg, rows, init)
+def rl_stage(recipe: Recipe, init: str | Path, reward: str = "math", rows: list[dict] | None = None,
+             name: str | None = None) -> Path:
+    """An RL stage (``reward`` = "math" or "code", config ``recipe.rl(reward)``) from checkpoint ``init``; resumes
+    if killed midway."""
+    recipe.check_in_process(f"the {reward} RL stage")
+    cfg = recipe.rl(reward)
+    rows = load_split(RL_SPLITS[reward], recipe) if rows is None else rows
+    out = recipe.artifacts / f"rl_{reward}" / stage_key(cfg, rows, init)
     guard_rows(out, rows)
     final = out / "final"
     if not artifacts.is_complete(final):
-        record = runs_dir(preset) / f"{name or 'rl_' + reward}.csv"
+        record = recipe.runs / f"{name or 'rl_' + reward}.csv"
         resume = last_complete(out)
         trainer = build_rl_trainer(cfg, init, rows, reward=reward, output_dir=out, run_record=record)
         trainer.train(resume_from_checkpoint=resume)
@@ -115,13 +110,13 @@ def rl_stage(preset: str, init: str | Path, reward: str = "math", rows: list[dic
         trainer.processing_class.save_pretrained(str(final))
         artifacts.mark_complete(final)
     if name is None:  # the pipeline's own stage, not an ablation or an attempt: notebook 04 evaluates it
-        register_stage_checkpoint(f"rl_{reward}", preset, final)
+        register_stage_checkpoint(f"rl_{reward}", recipe, final)
     return final
 
 
-def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None, write_csv: bool = True,
-               problems: list | None = None, **overrides):
-    """avg@k and pass@k of one checkpoint on ``benchmarks`` (default: the preset's), upserted into eval.csv
+def eval_stage(recipe: Recipe, stage: str, model_path: str | Path, benchmarks=None, write_csv: bool = True,
+               problems: list | None = None):
+    """avg@k and pass@k of one checkpoint on ``benchmarks`` (default: ``recipe.eval``'s), upserted into eval.csv
     (and its per-problem counts into ``results/<preset>/problems/main.csv``) unless ``write_csv`` is False (the
     ablations keep their own tables); ``problems``, a list, receives the per-problem counts
     (``harness.problem_counts`` with their benchmark).
@@ -129,28 +124,35 @@ def eval_stage(preset: str, stage: str, model_path: str | Path, benchmarks=None,
     Samples go to ``<artifacts>/<preset>/eval/<eval config hash>``, the folder notebook 04 reads, in files keyed
     by the checkpoint: a rerun resumes, and another checkpoint under the same stage name never reuses them.
     """
-    cfg = get_config("eval", preset, **overrides)
+    cfg = recipe.eval
     rows, counts = [], []
-    for name, samples in stage_samples(preset, stage, model_path, benchmarks, **overrides).items():
+    for name, samples in stage_samples(recipe, stage, model_path, benchmarks).items():
         rows += summarize(samples, stage=stage, benchmark=name, seed=cfg.seed, config_hash=config_hash(cfg),
                           model=checkpoint_label(str(model_path)))
         counts += [{"benchmark": name, **c} for c in problem_counts(samples)]
     if problems is not None:
         problems += counts
     if write_csv:
-        tables.upsert_file(EVAL, rows, eval_csv(preset))
+        tables.upsert_file(EVAL, rows, eval_csv(recipe.results))
         tables.upsert_file(PROBLEMS, [{"experiment": MAIN, "condition": stage, "seed": cfg.seed, **c,
                                        "config_hash": config_hash(cfg)} for c in counts],
-                           problems_csv(results_dir(preset), MAIN))
+                           problems_csv(recipe.results, MAIN))
     return pd.DataFrame(rows)
 
 
-def stage_samples(preset: str, stage: str, model_path: str | Path, benchmarks=None,
-                  **overrides) -> dict[str, pd.DataFrame]:
-    """The judged samples of one checkpoint per benchmark (default: the preset's), generated where missing and
-    stored as ``eval_stage`` stores them."""
-    cfg = get_config("eval", preset, **overrides)
-    out = artifacts.artifact_dir(preset, "eval", config_hash(cfg))  # sample files are keyed by model inside
-    return {name: evaluate(str(model_path), get_spec(name), load_rows(name, preset, cfg.max_problems), cfg, out,
+def stage_samples(recipe: Recipe, stage: str, model_path: str | Path, benchmarks=None) -> dict[str, pd.DataFrame]:
+    """The judged samples of one checkpoint per benchmark (default: ``recipe.eval``'s), generated where missing
+    and stored as ``eval_stage`` stores them."""
+    cfg = recipe.eval
+    out = eval_dir(recipe)  # sample files are keyed by model inside
+    return {name: evaluate(str(model_path), get_spec(name), load_rows(name, recipe, cfg.max_problems), cfg, out,
                            stage=stage)
             for name in benchmarks or cfg.benchmarks}
+
+
+def eval_dir(recipe: Recipe) -> Path:
+    """``<artifacts>/<preset>/eval/<eval config hash>``: the sample files of every checkpoint the recipe's eval
+    config reads (notebooks 03 and 04 share them)."""
+    path = recipe.artifacts / "eval" / config_hash(recipe.eval)
+    path.mkdir(parents=True, exist_ok=True)
+    return path

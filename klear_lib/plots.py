@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from klear_lib.ablations.stats import t_interval  # noqa: E402
-from klear_lib.paths import FIGURES, runs_dir  # noqa: E402
+from klear_lib.paths import FIGURES  # noqa: E402
 from klear_lib.results import STAGE_ORDER  # noqa: E402
 
 
@@ -53,17 +53,18 @@ def training_curves(record: str | Path | pd.DataFrame, columns: Sequence[str], *
 PERCENT_COLUMNS = {"accuracy": "training accuracy (% correct)", "clip_frac": "clipped tokens (% of response tokens)"}
 
 
-def rl_seed_records(preset: str, reward: str) -> pd.DataFrame:
-    """The main job's RL run records of ``reward`` ("math" or "code") over its RL seeds, one ``seed`` column:
-    ``rl_<reward>.csv`` is the main seed (0), ``rl_<reward>-s<N>.csv`` seed N (``klear_lib.pipeline.seed_stage``)."""
+def rl_seed_records(runs: Path, reward: str) -> pd.DataFrame:
+    """The main job's RL run records of ``reward`` ("math" or "code") over its RL seeds in the folder ``runs``
+    (``Recipe.runs``), one ``seed`` column: ``rl_<reward>.csv`` is the main seed (0), ``rl_<reward>-s<N>.csv`` seed N
+    (``klear_lib.pipeline.seed_stage``)."""
     frames = []
-    for path in sorted(runs_dir(preset).glob(f"rl_{reward}*.csv")):
+    for path in sorted(Path(runs).glob(f"rl_{reward}*.csv")):
         suffix = path.stem[len(f"rl_{reward}"):]
         if suffix and not suffix.startswith("-s"):
             continue
         frames.append(pd.read_csv(path).assign(seed=int(suffix[2:]) if suffix else 0, stage=f"rl_{reward}"))
     if not frames:
-        raise FileNotFoundError(f"no run record rl_{reward}*.csv under {runs_dir(preset)}")
+        raise FileNotFoundError(f"no run record rl_{reward}*.csv under {runs}")
     return pd.concat(frames, ignore_index=True)
 
 
@@ -458,19 +459,9 @@ def claims_forest(claims: pd.DataFrame, title: str = "", limit: float = FOREST_L
     return fig
 
 
-SMOKE_PRESETS = ("ci",)  # their figures check that the code draws, not what the study shows: kept out of its folder
-
-
-def figure_path(name: str) -> Path:
-    """Where figure ``name`` ("<preset>_<what>") lives: ``results/figures/<name>.png`` for the study's presets,
-    ``results/figures/<preset>/<name>.png`` for a smoke run's (``SMOKE_PRESETS``)."""
-    preset = name.split("_", 1)[0]
-    return (FIGURES / preset if preset in SMOKE_PRESETS else FIGURES) / f"{name}.png"
-
-
-def save(fig, name: str) -> Path:
-    """Save ``fig`` at ``figure_path(name)`` and return the path (the figure is closed: notebooks display the file)."""
-    path = figure_path(name)
+def save(fig, path: Path) -> Path:
+    """Save ``fig`` at ``path`` (``Recipe.figure``) and return it (the figure is closed: notebooks display the file)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -5,6 +5,7 @@ between them is replaced, so the rest of the README stays hand-written.
 """
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -14,7 +15,8 @@ from klear_lib import plots, tables
 from klear_lib.ablations import claims as C
 from klear_lib.ablations import rl, sft, stability
 from klear_lib.data.sources import SOURCES
-from klear_lib.paths import REPO, results_dir
+from klear_lib.configs import Recipe, recipe
+from klear_lib.paths import REPO
 from klear_lib.results import EVAL, EVAL_SEED_GAINS, eval_csv, load_reported, side_by_side
 
 SEED_SUFFIX = r"-s\d+$"  # stage labels of the main job's further RL seeds (klear_lib.pipeline.seed_stage)
@@ -38,11 +40,11 @@ def markdown_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def results_section(preset: str = "tiny") -> str:
+def results_section(recipe: Recipe) -> str:
     """Our avg@k per stage (with 95% CI) beside the paper's Table 1 value for the analogous benchmark."""
-    path = eval_csv(preset)
+    path = eval_csv(recipe.results)
     if not path.exists():
-        return f"_No `results/{preset}/eval.csv` yet: run `make reproduce`._"
+        return f"_No `results/{recipe.preset}/eval.csv` yet: run `make reproduce`._"
     rows = tables.read(EVAL, path)
     table = side_by_side(rows[~rows["stage"].str.contains(SEED_SUFFIX, regex=True)], load_reported())
     table["ours_pct"] = table["ours_pct"].round(1)
@@ -50,7 +52,7 @@ def results_section(preset: str = "tiny") -> str:
         "k": "our k", "ours_pct": "ours % (miniature)", "ci_pct": "ours 95% CI", "paper_model": "paper's model",
         "paper_benchmark": "paper's benchmark", "paper_k": "paper's k",
         "paper_pct": "paper % (real benchmark: not comparable)"})
-    note = (f"Ours: `results/{preset}/eval.csv`: the miniature benchmarks, avg@k in %, bootstrap 95% CI over "
+    note = (f"Ours: `results/{recipe.preset}/eval.csv`: the miniature benchmarks, avg@k in %, bootstrap 95% CI over "
             "problems, the main RL seed only (all seeds: the next table). Paper: `results/reported.csv`, Table 1, the "
             "analogous real benchmark and model. **The two are not comparable**: a 0.8 M-parameter model on a "
             "miniature world beside an 8 B model on AIME and LiveCodeBench; the paper's column says which real test "
@@ -58,11 +60,11 @@ def results_section(preset: str = "tiny") -> str:
     return note + "\n\n" + markdown_table(table)
 
 
-def seed_gains_section(preset: str = "tiny") -> str:
+def seed_gains_section(recipe: Recipe) -> str:
     """The main job's gain of each RL stage over RL seeds and problems (notebook 03, ``eval_seed_gains.csv``)."""
-    path = results_dir(preset) / "eval_seed_gains.csv"
+    path = recipe.results / "eval_seed_gains.csv"
     if not path.exists():
-        return f"_No `results/{preset}/eval_seed_gains.csv` yet: run `make reproduce`._"
+        return f"_No `results/{recipe.preset}/eval_seed_gains.csv` yet: run `make reproduce`._"
     df = tables.read(EVAL_SEED_GAINS, path)
 
     def pts(lo, hi):
@@ -73,20 +75,20 @@ def seed_gains_section(preset: str = "tiny") -> str:
                                                         zip(df["seed_ci_low"], df["seed_ci_high"])],
                           "per seed pts": [" ".join(f"{100 * float(g):+.1f}" for g in str(v).split(";"))
                                            for v in df["per_seed"]]})
-    note = (f"Generated from `results/{preset}/eval_seed_gains.csv` (notebook 03): each RL stage's avg@k gain over "
+    note = (f"Generated from `results/{recipe.preset}/eval_seed_gains.csv` (notebook 03): each RL stage's avg@k gain over "
             "the stage before, in points, the mean over RL seeds trained from the one SFT model and read on the same "
             "problems with the same sampling seed, with the t-interval over seeds (the seed is the unit; at 3 seeds "
             "it is wide, which is what 3 seeds can say).")
     return f"{note}\n\n{markdown_table(table)}"
 
 
-def standing_section(preset: str = "tiny") -> str:
+def standing_section(recipe: Recipe) -> str:
     """Where the study stands, in bullets whose every number is read from the table each one names; a bullet whose
     table is missing is left out."""
-    parts = (_headline(preset), _claims_summary(preset), _rl_claims(preset), _fig2_arms(preset),
-             _self_verification(preset))
+    parts = (_headline(recipe), _claims_summary(recipe), _rl_claims(recipe), _fig2_arms(recipe),
+             _self_verification(recipe))
     bullets = [f"- {p}" for p in parts if p]
-    return "\n".join(bullets) or f"_No results at `{preset}` yet: run `make reproduce` and `make ablations`._"
+    return "\n".join(bullets) or f"_No results at `{recipe.preset}` yet: run `make reproduce` and `make ablations`._"
 
 
 def _pts(v: float, scale: float = 100) -> str:
@@ -97,9 +99,9 @@ def _ci(lo: float, hi: float, scale: float = 100) -> str:
     return f"[{_pts(lo, scale)}, {_pts(hi, scale)}]"
 
 
-def _headline(preset: str) -> str | None:
+def _headline(recipe: Recipe) -> str | None:
     """The main job's math-RL gain on ``tiny_aime`` over RL seeds, and what math and code RL did to ``tiny_lcb``."""
-    gains_path, eval_path = results_dir(preset) / "eval_seed_gains.csv", eval_csv(preset)
+    gains_path, eval_path = recipe.results / "eval_seed_gains.csv", eval_csv(recipe.results)
     if not (gains_path.exists() and eval_path.exists()):
         return None
     gains = tables.read(EVAL_SEED_GAINS, gains_path).set_index(["benchmark", "before", "after"])
@@ -126,10 +128,10 @@ def _headline(preset: str) -> str | None:
     return text + f" (`{_rel(gains_path)}`, `{_rel(eval_path)}`)"
 
 
-def _claims_summary(preset: str) -> str | None:
+def _claims_summary(recipe: Recipe) -> str | None:
     """Decision counts per claim family, how many p-values survive multiplicity, the decided claims by name, and
     the power the undecided ones had at the paper's effect carried to our base rate."""
-    claims = _claims(preset)
+    claims = _claims(recipe)
     if claims is None:
         return None
     run = claims[claims["verdict"] != C.NOT_RUN]
@@ -157,13 +159,13 @@ def _claims_summary(preset: str) -> str | None:
                  "see them" + (f", and 80% power would take {int(need.min())}–{int(need.max())} seeds per arm "
                                "(sized on an upper bound of the spread)" if len(need) else "")
                  + (f", more than 10,000 for {len(under) - len(need)}" if len(need) < len(under) else "") + ".")
-    return text + f" (`{_rel(C.claims_csv(preset))}`)"
+    return text + f" (`{_rel(C.claims_csv(recipe))}`)"
 
 
-def _rl_claims(preset: str) -> str | None:
+def _rl_claims(recipe: Recipe) -> str | None:
     """Each RL claim: our paired difference with its family-wise interval, the paper's effect in its own points and
     at our base rate, the decision and the power at the carried effect."""
-    claims = _claims(preset)
+    claims = _claims(recipe)
     if claims is None:
         return None
     rows = claims[(claims["family"] == "rl") & (claims["verdict"] != C.NOT_RUN)]
@@ -181,12 +183,12 @@ def _rl_claims(preset: str) -> str | None:
     seeds = sorted(set(rows["n_seeds"]))
     return ("**The RL claims** at " + "/".join(map(str, seeds)) + " paired seeds: our Δ in points of held-out avg@4 "
             "with its family-wise interval (the paper's Δ → the same effect at our base rate; the verdict; the power "
-            "the seeds had at it): " + "; ".join(items) + f". (`{_rel(C.claims_csv(preset))}`)")
+            "the seeds had at it): " + "; ".join(items) + f". (`{_rel(C.claims_csv(recipe))}`)")
 
 
-def _fig2_arms(preset: str) -> str | None:
+def _fig2_arms(recipe: Recipe) -> str | None:
     """Fig. 2's arms: mean held-out avg@k over their seeds."""
-    path = rl.RL.csv(preset).with_name(f"{rl.RL.csv(preset).stem}_summary.csv")
+    path = rl.RL.csv(recipe).with_name(f"{rl.RL.csv(recipe).stem}_summary.csv")
     if not path.exists():
         return None
     summary = tables.read(rl.RL.summary, path)
@@ -200,15 +202,15 @@ def _fig2_arms(preset: str) -> str | None:
             f"{lo if lo == hi else f'{lo}–{hi}'} seeds: {arms}. (`{_rel(path)}`)")
 
 
-def _self_verification(preset: str) -> str | None:
+def _self_verification(recipe: Recipe) -> str | None:
     """Table 3's rank-1 teacher: how often its code student writes checks, how many hold, and the student without."""
-    styles_path = sft.SFT.csv(preset).with_name(f"{sft.SFT.csv(preset).stem}_styles.csv")
-    if not (styles_path.exists() and sft.SFT.csv(preset).exists()):
+    styles_path = sft.SFT.csv(recipe).with_name(f"{sft.SFT.csv(recipe).stem}_styles.csv")
+    if not (styles_path.exists() and sft.SFT.csv(recipe).exists()):
         return None
     styles = pd.read_csv(styles_path)
     rank1 = styles[(styles["experiment"] == "table3") & (styles["condition"] == "rank1")
                    & (styles["benchmark"] == "tiny_lcb")]
-    contrast = sft.SFT.contrast(sft.SFT.aggregate(sft.SFT.current_rows(preset)), "table3", "rank1/no_checks", "rank1")
+    contrast = sft.SFT.contrast(sft.SFT.aggregate(sft.SFT.current_rows(recipe)), "table3", "rank1/no_checks", "rank1")
     contrast = contrast[contrast["benchmark"] == "tiny_lcb"]
     if rank1.empty or contrast.empty:
         return None
@@ -217,14 +219,14 @@ def _self_verification(preset: str) -> str | None:
             f"checks in {100 * rank1['check'].mean():.0f}% of its answers, and {100 * rank1['check_true'].mean():.1f}% "
             f"of the checks are true; trained on the same traces with the checks taken out (a condition beyond the "
             f"paper) the student gains {_pts(c['diff'])} points {_ci(c['ci_low'], c['ci_high'])} on `tiny_lcb` over "
-            f"{int(c['n_seeds'])} seeds ({_TESTS[c['test']]}). (`{_rel(styles_path)}`, `{_rel(sft.SFT.csv(preset))}`)")
+            f"{int(c['n_seeds'])} seeds ({_TESTS[c['test']]}). (`{_rel(styles_path)}`, `{_rel(sft.SFT.csv(recipe))}`)")
 
 
 _TESTS = {"paired": "paired t-interval over seeds", "welch": "Welch interval", "one seed": "one seed, no interval"}
 
 
-def _claims(preset: str) -> pd.DataFrame | None:
-    path = C.claims_csv(preset)
+def _claims(recipe: Recipe) -> pd.DataFrame | None:
+    path = C.claims_csv(recipe)
     return tables.read(C.CLAIMS, path) if path.exists() else None
 
 
@@ -234,41 +236,41 @@ def _rel(path: Path) -> str:
     return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.as_posix()
 
 
-def claims_section(preset: str = "tiny") -> str:
+def claims_section(recipe: Recipe) -> str:
     """The claims (Tables 2-6, Figures 2-5, DGPO's) with the claimed difference, ours, the power and the decision,
     from claims.csv."""
-    path = C.claims_csv(preset)
+    path = C.claims_csv(recipe)
     if not path.exists():
-        return f"_No `results/{preset}/claims.csv` yet: run `make ablations`._"
+        return f"_No `results/{recipe.preset}/claims.csv` yet: run `make ablations`._"
     claims = tables.read(C.CLAIMS, path)
     counts = claims["verdict"].value_counts().sort_index()
     alive = C.survivors(claims)
-    note = (f"Generated from `results/{preset}/claims.csv` by the protocol of docs/design.md, \"Verdicts\" (terms: "
+    note = (f"Generated from `results/{recipe.preset}/claims.csv` by the protocol of docs/design.md, \"Verdicts\" (terms: "
             "[glossary](#glossary)); paper readings from `results/reported.csv`, DGPO's where marked; "
             + ", ".join(f"{n} {v}" for v, n in counts.items())
             + f"; p < 0.05: {alive['raw']} raw, {alive['holm']} after Holm, {alive['bh']} after Benjamini–Hochberg.")
-    return note + forests(preset, claims) + "\n\n" + markdown_table(C.readme_table(claims))
+    return note + forests(recipe, claims) + "\n\n" + markdown_table(C.readme_table(claims))
 
 
-def forests(preset: str, claims: pd.DataFrame) -> str:
+def forests(recipe: Recipe, claims: pd.DataFrame) -> str:
     """The README's view of the claims' forest plots (``claims.write_forests``): the one of every claim, embedded,
     and a link to each experiment's; '' before notebook 06 has drawn them."""
-    figure = plots.figure_path(C.forest_name(preset))
+    figure = plots.figure_path(C.forest_name(recipe))
     if not figure.exists():
         return ""
-    links = [f"[{table}]({_rel(plots.figure_path(C.forest_name(preset, exp)))})"
+    links = [f"[{table}]({_rel(plots.figure_path(C.forest_name(recipe, exp)))})"
              for exp, table in dict(zip(claims["experiment"], claims["table"])).items()
-             if plots.figure_path(C.forest_name(preset, exp)).exists()]
-    return (f"\n\n![Every claim run at {preset}: our difference with its interval and per-seed differences beside "
+             if plots.figure_path(C.forest_name(recipe, exp)).exists()]
+    return (f"\n\n![Every claim run at {recipe.preset}: our difference with its interval and per-seed differences beside "
             f"the claimed one]({_rel(figure)})\n\nOne claim family per figure: " + ", ".join(links) + ".")
 
 
-def stability_section(preset: str = "tiny") -> str:
+def stability_section(recipe: Recipe) -> str:
     """Per loss and updates setting: final held-out accuracy at each learning rate (seeds collapsed, if any), from
     ``stability_summary.csv``; then the map in sentences (``stability.reading``)."""
-    path = stability.STABILITY.csv(preset).with_name("stability_summary.csv")
+    path = stability.STABILITY.csv(recipe).with_name("stability_summary.csv")
     if not path.exists():
-        return f"_No `results/{preset}/stability_summary.csv` yet: run `make stability`._"
+        return f"_No `results/{recipe.preset}/stability_summary.csv` yet: run `make stability`._"
     summary = tables.read(stability.SUMMARY, path)
     summary["values"] = [tuple(float(v) for v in str(vals).split(";")) for vals in summary["values"]]
     cell = [f"{100 * m:.1f} [{100 * max(lo, 0):.1f}, {100 * hi:.1f}]" + (f" ({int(c)}/{int(n)} collapsed)" if c else "")
@@ -278,14 +280,14 @@ def stability_section(preset: str = "tiny") -> str:
     wide = wide.sort_index(key=lambda idx: idx.map(order) if idx.name == "loss" else idx)
     wide.columns = [f"LR {lr:g}" for lr in wide.columns]
     start = summary["start_mean"].mean()
-    note = (f"Generated from `results/{preset}/stability_summary.csv` (notebook 07): final held-out avg@k in % "
+    note = (f"Generated from `results/{recipe.preset}/stability_summary.csv` (notebook 07): final held-out avg@k in % "
             f"after the grid's RL run, mean and 95% t-interval over seeds (cut at 0), from the SFT start at {100 * start:.1f}%; "
             "the collapse criterion is `stability.Collapse`.")
     text = stability.reading(summary, stability.ranking(summary))
     return f"{note}\n\n{markdown_table(wide.reset_index())}\n\n" + "\n".join(f"- {t}" for t in text.splitlines())
 
 
-def sources_section(preset: str = "tiny") -> str:
+def sources_section(recipe: Recipe) -> str:
     """The real sources from the registry (``klear_lib.data.sources``): hub id and pin, and the mirror layout."""
     recs = []
     for s in SOURCES.values():
@@ -299,11 +301,11 @@ def sources_section(preset: str = "tiny") -> str:
     return f"{note}\n\n{markdown_table(pd.DataFrame(recs))}"
 
 
-def runtimes_section(preset: str = "tiny") -> str:
+def runtimes_section(recipe: Recipe) -> str:
     """How long each stored notebook of ``preset`` took the last time it ran, from its own papermill record (start
     time, duration, parameters), and the last from-scratch timing of the main job in ``results/perf.csv``."""
     rows = []
-    for path in sorted((results_dir(preset) / "notebooks").glob("*.ipynb")):
+    for path in sorted((recipe.results / "notebooks").glob("*.ipynb")):
         meta = json.loads(path.read_text()).get("metadata", {}).get("papermill", {})
         if not meta.get("duration"):
             continue
@@ -312,12 +314,12 @@ def runtimes_section(preset: str = "tiny") -> str:
                      "wall time": _duration(float(meta["duration"])),
                      "what it did": ", ".join(f"{k}={v}" for k, v in params.items()) or "its stage (`make reproduce`)"})
     if not rows:
-        return f"_No executed notebooks in `results/{preset}/notebooks/` yet: run `make reproduce`._"
-    note = (f"Generated by `make readme` from the executed notebooks in `results/{preset}/notebooks/` (papermill's "
+        return f"_No executed notebooks in `results/{recipe.preset}/notebooks/` yet: run `make reproduce`._"
+    note = (f"Generated by `make readme` from the executed notebooks in `results/{recipe.preset}/notebooks/` (papermill's "
             "record of each one's last run on a 2-core CPU; a stage whose checkpoint was already in the artifact store "
             "reused it, so a time is what that run did, not a from-scratch cost; `SEEDS=stored` redraws from stored "
             "rows without training).")
-    scratch = _scratch_timing(preset)
+    scratch = _scratch_timing(recipe)
     return f"{note}\n\n{markdown_table(pd.DataFrame(rows))}" + (f"\n\n{scratch}" if scratch else "")
 
 
@@ -326,13 +328,13 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else (f"{minutes} min" if minutes < 90 else f"{minutes / 60:.1f} h")
 
 
-def _scratch_timing(preset: str) -> str:
+def _scratch_timing(recipe: Recipe) -> str:
     """The last from-scratch timing of the main job's stages in ``results/perf.csv`` (``make bench-pipeline``)."""
     path = REPO / "results" / "perf.csv"
     if not path.exists():
         return ""
     perf = pd.read_csv(path)
-    stages = perf[(perf["benchmark"] == "pipeline") & perf["metric"].str.startswith(f"{preset}.stage_s.")]
+    stages = perf[(perf["benchmark"] == "pipeline") & perf["metric"].str.startswith(f"{recipe.preset}.stage_s.")]
     if stages.empty:
         return ""
     last = stages.drop_duplicates("metric", keep="last")
@@ -349,14 +351,24 @@ DOC_SECTIONS = {"sources": (sources_section, REPO / "docs" / "sources.md"),
                 "stability": (stability_section, REPO / "docs" / "stability.md")}
 
 
-def write_readme(preset: str = "tiny", readme: Path = REPO / "README.md", sections=tuple(SECTIONS),
+def write_readme(recipe: Recipe, readme: Path = REPO / "README.md", sections=tuple(SECTIONS),
                  docs: bool = True) -> Path:
     """Regenerate the README's generated sections (``SECTIONS``) from ``results/``, and with ``docs`` the generated
     sections of the docs pages it links (``DOC_SECTIONS``)."""
     text = readme.read_text()
     for name in sections:
-        text = replace_section(text, name, SECTIONS[name](preset))
+        text = replace_section(text, name, SECTIONS[name](recipe))
     readme.write_text(text)
     for name, (section, page) in DOC_SECTIONS.items() if docs else ():
-        page.write_text(replace_section(page.read_text(), name, section(preset)))
+        page.write_text(replace_section(page.read_text(), name, section(recipe)))
     return readme
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m klear_lib.report", description=write_readme.__doc__.split(";")[0])
+    parser.add_argument("--preset", default="tiny", help="whose results/<preset>/ tables to read")
+    write_readme(recipe(parser.parse_args(argv).preset))
+
+
+if __name__ == "__main__":
+    main()

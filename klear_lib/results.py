@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from klear_lib.paths import RESULTS, results_dir
+from klear_lib.paths import RESULTS
 from klear_lib import tables
 from klear_lib.tables import MEAN_IN_CI, Table
 
@@ -58,9 +58,9 @@ PAPER_MODEL_OF_STAGE = {"sft": "Klear-Reasoner-8B-SFT", "rl_code": "Klear-Reason
                         "Kwai-Klear/Klear-Reasoner-8B": "Klear-Reasoner-8B (32K)"}
 
 
-def eval_csv(preset: str) -> Path:
-    """``results/<preset>/eval.csv``."""
-    return results_dir(preset) / "eval.csv"
+def eval_csv(results: Path) -> Path:
+    """``<results>/eval.csv`` (``Recipe.results``: ``results/<preset>/``)."""
+    return Path(results) / "eval.csv"
 
 
 def load_reported(path: Path | str = RESULTS / "reported.csv") -> pd.DataFrame:

@@ -14,6 +14,7 @@ import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from klear_lib.configs import recipe
 from klear_lib.data import load_split
 from klear_lib.rewards.math import is_correct
 from klear_lib.seeding import seed_everything
@@ -45,7 +46,7 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(args.checkpoint, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(args.checkpoint).eval()
     for split in args.splits:
-        rows = load_split(split, args.preset)[:args.problems]
+        rows = load_split(split, recipe(args.preset))[:args.problems]
         outs = sample(model, tok, rows, args.k, args.max_new_tokens)
         hits = [[is_correct(o, r["reward_model"]["ground_truth"]) for o in row_outs] for r, row_outs in zip(rows, outs)]
         avg = sum(map(sum, hits)) / (len(rows) * args.k)

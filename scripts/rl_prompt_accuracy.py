@@ -14,6 +14,7 @@ from collections import defaultdict
 import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from klear_lib.configs import recipe
 from klear_lib.data import load_split
 from klear_lib.rewards.math import is_correct
 from klear_lib.seeding import seed_everything
@@ -35,7 +36,7 @@ def main() -> None:
     seed_everything(args.seed)
     tok = AutoTokenizer.from_pretrained(args.checkpoint, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(args.checkpoint).eval()
-    rows = load_split(args.split, args.preset)[:args.prompts]
+    rows = load_split(args.split, recipe(args.preset))[:args.prompts]
     hits, mixed = defaultdict(list), defaultdict(list)
     for i in range(0, len(rows), args.batch):
         batch = rows[i:i + args.batch]

@@ -22,9 +22,10 @@ def _artifacts_in_scratch(tmp_path_factory):
 @pytest.fixture(scope="session")
 def ci_model_path():
     """The ci-preset base model (hidden 32, 2 layers), built once per session from a config and a seed."""
+    from klear_lib.configs import recipe
     from klear_lib.models import load_or_build
 
-    return load_or_build("ci")
+    return load_or_build(recipe("ci"))
 
 
 @pytest.fixture(autouse=True)

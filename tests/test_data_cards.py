@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from klear_lib.configs import get_config
+from klear_lib.configs import get_config, recipe
 from klear_lib.data import build_world
 from klear_lib.data.cards import source_card, world_card, write_source_cards
 from klear_lib.data.sources import SOURCES, load_source
@@ -28,10 +28,10 @@ def world():
 
 def test_world_card_counts_come_from_the_rows(world):
     rows = world.splits["math_rl"]
-    text = world_card("math_rl", rows, world.funnel, "ci", world.config_hash)
+    text = world_card("math_rl", rows, world.funnel, recipe("ci"), world.config_hash)
     _check_structure(text)
     assert f"| math_rl | {len(rows)} | {len(rows)} |" in text and "math_majority_verify" in text
-    fewer = world_card("math_rl", rows[:7], world.funnel, "ci", world.config_hash)
+    fewer = world_card("math_rl", rows[:7], world.funnel, recipe("ci"), world.config_hash)
     assert "| math_rl | 7 | 7 |" in fewer and fewer != text  # counts follow the data, not a template
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from klear_lib.configs import get_config
+from klear_lib.configs import get_config, recipe
 from klear_lib.data.full import traces
 from klear_lib.evaluation.generation import generate
 from klear_lib.training.sft import sft_dataset
@@ -49,29 +49,29 @@ def test_a_ci_run_writes_sft_rows_and_resumes(tmp_path, capsys):
     assert len(sft_dataset(rows)) == 6 and {r["teacher"] for r in rows} == {"ci base model"}
     manifest = json.loads(out.with_suffix(".manifest.json").read_text())
     assert manifest["counts"]["math"]["prompts"] == 3 and manifest["counts"]["math"]["responses"] == 6
-    cfg, calls = get_config("traces", "ci"), []
+    run, calls = recipe("ci"), []
 
     def counted(*args, **kwargs):
         calls.append(len(args[1]))
         return generate(*args, **kwargs)
-    traces.sample(traces.read_prompts(prompts), cfg, "ci", out, generate_fn=counted)
+    traces.sample(traces.read_prompts(prompts), run, out, generate_fn=counted)
     assert calls == []  # everything stored
     out.write_text("".join(ln + "\n" for ln in out.read_text().splitlines()[:5]) + '{"torn')
-    traces.sample(traces.read_prompts(prompts), cfg, "ci", out, generate_fn=counted)
+    traces.sample(traces.read_prompts(prompts), run, out, generate_fn=counted)
     assert calls == [1] and out.read_text().splitlines() == [json.dumps(r, sort_keys=True) for r in rows]
 
 
 def test_shards_together_are_the_single_run(tmp_path, ci_model_path):
     rows = traces.read_prompts(_prompts(tmp_path, 5))
-    cfg = get_config("traces", "ci", teacher=ci_model_path)
+    run = recipe("ci", traces={"teacher": ci_model_path})
 
     def seeded(model, prompts, *, n, seed, **kwargs):
         return [[f"<think>\n{seed % 89}\n</think>\n{j}" for j in range(n)] for _ in prompts]
-    whole = traces.sample(rows, cfg, "ci", tmp_path / "all.jsonl", generate_fn=seeded)
-    parts = [traces.sample(rows, cfg, "ci", tmp_path / f"s{i}.jsonl", (i, 2), generate_fn=seeded) for i in (0, 1)]
+    whole = traces.sample(rows, run, tmp_path / "all.jsonl", generate_fn=seeded)
+    parts = [traces.sample(rows, run, tmp_path / f"s{i}.jsonl", (i, 2), generate_fn=seeded) for i in (0, 1)]
     lines = sorted(ln for p in parts for ln in p.read_text().splitlines())
     assert lines == sorted(whole.read_text().splitlines()) and len(lines) == 10
-    assert traces.summary(traces.stored(whole), cfg, "ci")["counts"]["math"]["share_without_close_think"] == 0.0
+    assert traces.summary(traces.stored(whole), run)["counts"]["math"]["share_without_close_think"] == 0.0
 
 
 @pytest.mark.parametrize("text,message", [

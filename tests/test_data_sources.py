@@ -9,6 +9,7 @@ import re
 import fake_mirror
 import pytest
 
+from klear_lib.configs import recipe
 from klear_lib.data import fetch
 from klear_lib.data import sources as S
 from klear_lib.data.schema import RowError, validate_rl_row
@@ -100,7 +101,8 @@ def test_mirror_mode_and_bad_mirror(fake_mirror, monkeypatch, tmp_path):
     monkeypatch.setenv("KLEAR_BENCHMARKS", "")
     with pytest.raises(S.SourceUnavailable, match="KLEAR_BENCHMARKS is unset"):
         S.load_benchmark("aime2024", "mirror")
-    assert S.real_data_mode("tiny") == S.real_data_mode("ci") == "mirror" and S.real_data_mode("full") == "auto"
+    assert recipe("tiny").study.real_data == recipe("ci").study.real_data == "mirror"
+    assert recipe("full").study.real_data == "auto"
 
 
 def test_a_partial_mirror_falls_back_to_the_network(fake_mirror, monkeypatch, tmp_path):

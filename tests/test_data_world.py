@@ -5,7 +5,7 @@ import hashlib
 
 import pytest
 
-from klear_lib.configs import get_config
+from klear_lib.configs import get_config, recipe
 from klear_lib.data import EVAL_SPLITS, build_world, load_split, sft_subset
 from klear_lib.data import curation as cu
 from klear_lib.data.schema import dumps_rows, validate_rl_row, validate_sft_row
@@ -102,9 +102,9 @@ def test_sft_subset_options(world):
 
 
 def test_load_split_caches_and_round_trips(world):
-    rows = load_split("math_rl", "ci")
+    rows = load_split("math_rl", recipe("ci"))
     assert dumps_rows(rows) == dumps_rows(world.splits["math_rl"])
-    assert (world_dir("ci") / "DONE").exists()
-    assert load_world("ci").funnel.records() == world.funnel.records()
+    assert (world_dir(recipe("ci")) / "DONE").exists()
+    assert load_world(recipe("ci")).funnel.records() == world.funnel.records()
     with pytest.raises(KeyError, match="known"):
-        load_split("no_such_split", "ci")
+        load_split("no_such_split", recipe("ci"))

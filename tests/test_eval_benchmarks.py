@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from klear_lib.configs import get_config
+from klear_lib.configs import get_config, recipe
 from klear_lib.evaluation import benchmarks as bm
 from klear_lib.evaluation.reference import (leetcode_reference_check, math_reference_check, math_reference_checks,
                                             reference_response, shuffled, shuffled_passes, summarize_math_check)
@@ -38,14 +38,14 @@ def test_eval_config_sampling_and_yarn():
 
 @pytest.mark.parametrize("name,n", [("aime24", 3), ("aime25", 3), ("hmmt25", 4), ("math500", 3)])
 def test_math_rows_load_in_the_verl_schema(fake_mirror, name, n):
-    rows = bm.load_rows(name)
+    rows = bm.load_rows(name, recipe("tiny"))
     assert len(rows) == n and len({r["extra_info"]["id"] for r in rows}) == n
     assert all(r["ability"] == "math" and r["reward_model"]["ground_truth"] for r in rows)
     assert all(r["prompt"][0]["role"] == "user" for r in rows)
 
 
 def test_lcb_v5_rows_have_dates_in_the_window_and_tests(fake_mirror):
-    rows = bm.load_rows("lcb_v5")
+    rows = bm.load_rows("lcb_v5", recipe("tiny"))
     assert len(rows) == 2
     assert all("2024-08-01" <= r["extra_info"]["contest_date"] < "2025-02-01" for r in rows)
     calls = [r for r in rows if any(t.get("kind") == "functional" for t in row_tests(r))]
@@ -70,15 +70,15 @@ def test_an_incomplete_benchmark_file_stops_the_evaluation(fake_mirror, tmp_path
     path = tmp_path / "mirror" / "klear_reasoner_eval" / "HMMT-202502.jsonl"
     path.write_text("".join(path.read_text().splitlines(keepends=True)[1:]))
     with pytest.raises(ValueError, match=r"hmmt2025: 3 problems in .*HMMT-202502.jsonl, expected 4"):
-        bm.load_rows("hmmt25", max_problems=2)  # the size is checked on the whole file, before any cut
+        bm.load_rows("hmmt25", recipe("tiny"), max_problems=2)  # the size is checked on the whole file, before any cut
     path.write_text(path.read_text() + '{"id": 10, "messages": [{"role": "user", "content": "Compute $1+1$."}]}\n')
     with pytest.raises(ValueError, match=r"HMMT-202502.jsonl: line 4: field 'reward_model.ground_truth'"):
-        bm.load_rows("hmmt25")  # a record without an answer is an error, not a smaller benchmark
+        bm.load_rows("hmmt25", recipe("tiny"))  # a record without an answer is an error, not a smaller benchmark
 
 
 def test_lcb_v6_has_no_offline_copy():
     with pytest.raises((FileNotFoundError, NotImplementedError)):
-        bm.load_rows("lcb_v6")
+        bm.load_rows("lcb_v6", recipe("tiny"))
 
 
 def test_shuffle_is_a_derangement():
@@ -89,18 +89,18 @@ def test_shuffle_is_a_derangement():
 
 @pytest.mark.parametrize("name", ["aime24", "aime25", "hmmt25", "math500"])
 def test_reference_answers_judge_correct_and_shuffled_wrong(fake_mirror, name):
-    df = math_reference_check(name)
+    df = math_reference_check(name, recipe("tiny"))
     assert df["reference_correct"].all() and not df["shuffled_correct"].any()
 
 
 def test_reference_checks_skip_what_is_missing_and_say_why():
-    frames, skipped = math_reference_checks(("aime24", "math500"), "ci")
+    frames, skipped = math_reference_checks(("aime24", "math500"), recipe("ci"))
     assert frames == [] and skipped == {"aime24": "skipped: KLEAR_BENCHMARKS is unset",
                                         "math500": "skipped: KLEAR_BENCHMARKS is unset"}
     table = summarize_math_check(frames, skipped)
     assert table.status.tolist() == ["skipped: KLEAR_BENCHMARKS is unset"] * 2 and table.problems.sum() == 0
     assert shuffled_passes(frames).empty
-    leet, summary = leetcode_reference_check(4, "ci")
+    leet, summary = leetcode_reference_check(recipe("ci", study={"reference_code_problems": 4}))
     assert leet.empty and summary == "skipped: KLEAR_BENCHMARKS is unset"
 
 
@@ -110,5 +110,5 @@ def test_reference_response_is_well_formed():
 
 @needs_firejail
 def test_leetcode_reference_check_on_the_fixture(fake_mirror):
-    leet, summary = leetcode_reference_check(None, "tiny")
+    leet, summary = leetcode_reference_check(recipe("tiny", study={"reference_code_problems": None}))
     assert summary == "1 of 1 reference programs pass all their tests" and leet.passed.all()

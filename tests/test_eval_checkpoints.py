@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from klear_lib import artifacts
-from klear_lib.configs import get_config
+from klear_lib.configs import get_config, recipe
 from klear_lib.evaluation import checkpoints as ck
 
 
@@ -17,32 +17,32 @@ def fake_model(path):
 
 def test_unknown_stage_raises():
     with pytest.raises(KeyError, match="unknown stage"):
-        ck.stage_checkpoint("dpo", "ci")
+        ck.stage_checkpoint("dpo", recipe("ci"))
 
 
 def test_missing_stage_is_none_and_discovery_needs_done(tmp_path, monkeypatch):
     monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path))
-    assert ck.stage_checkpoint("sft", "ci") is None
+    assert ck.stage_checkpoint("sft", recipe("ci")) is None
     half = tmp_path / "ci" / "sft" / "run1" / "final"
     half.mkdir(parents=True)
     (half / "config.json").write_text("{}")
-    assert ck.stage_checkpoint("sft", "ci") is None  # no DONE marker: never reused
+    assert ck.stage_checkpoint("sft", recipe("ci")) is None  # no DONE marker: never reused
     artifacts.mark_complete(half)
-    assert ck.stage_checkpoint("sft", "ci") == str(half)
+    assert ck.stage_checkpoint("sft", recipe("ci")) == str(half)
 
 
 def test_registered_pointer_wins(tmp_path, monkeypatch):
     monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path))
     fake_model(tmp_path / "ci" / "rl_math" / "found" / "final")
     chosen = fake_model(tmp_path / "elsewhere" / "model")
-    ck.register_stage_checkpoint("rl_math", "ci", chosen)
-    assert ck.stage_checkpoint("rl_math", "ci") == str(chosen.resolve())
+    ck.register_stage_checkpoint("rl_math", recipe("ci"), chosen)
+    assert ck.stage_checkpoint("rl_math", recipe("ci")) == str(chosen.resolve())
     assert ck.checkpoint_label(str(chosen)) == "elsewhere/model"
     assert ck.checkpoint_label("Kwai-Klear/Klear-Reasoner-8B") == "Kwai-Klear/Klear-Reasoner-8B"
 
 
 def test_base_is_always_available(ci_model_path):
-    assert ck.available_stages("ci")["base"] == ci_model_path
+    assert ck.available_stages(recipe("ci"))["base"] == ci_model_path
 
 
 def test_only_the_pipelines_own_rl_stage_registers(tmp_path, monkeypatch):
@@ -54,10 +54,10 @@ def test_only_the_pipelines_own_rl_stage_registers(tmp_path, monkeypatch):
     key = pipeline.stage_key(get_config("rl_math", "ci"), rows, "init")
     final = fake_model(tmp_path / "ci" / "rl_math" / key / "final")  # finished: rl_stage reuses it
     newer = fake_model(tmp_path / "ci" / "rl_math" / "zz_newer_attempt" / "final")
-    assert pipeline.rl_stage("ci", "init", "math", rows, name="attempts/x") == final
-    assert ck.stage_checkpoint("rl_math", "ci") == str(newer)  # unregistered: discovery takes the newest
-    assert pipeline.rl_stage("ci", "init", "math", rows) == final
-    assert ck.stage_checkpoint("rl_math", "ci") == str(final.resolve())
+    assert pipeline.rl_stage(recipe("ci"), "init", "math", rows, name="attempts/x") == final
+    assert ck.stage_checkpoint("rl_math", recipe("ci")) == str(newer)  # unregistered: discovery takes the newest
+    assert pipeline.rl_stage(recipe("ci"), "init", "math", rows) == final
+    assert ck.stage_checkpoint("rl_math", recipe("ci")) == str(final.resolve())
 
 
 def test_keys_and_pointers_do_not_depend_on_where_the_store_lives(tmp_path, monkeypatch):
@@ -71,9 +71,9 @@ def test_keys_and_pointers_do_not_depend_on_where_the_store_lives(tmp_path, monk
         parent = fake_model(tmp_path / store / "ci" / "sft" / "k" / "final")
         keys.append(pipeline.stage_key(cfg, rows, parent))
         samples.append(harness.samples_path(tmp_path, "toy_math", "rl_math", str(parent)).name)
-        ck.register_stage_checkpoint("sft", "ci", parent)
+        ck.register_stage_checkpoint("sft", recipe("ci"), parent)
         assert (tmp_path / store / "ci" / "checkpoints" / "sft.txt").read_text() == "ci/sft/k/final"
-        assert ck.stage_checkpoint("sft", "ci") == str(parent.resolve())
+        assert ck.stage_checkpoint("sft", recipe("ci")) == str(parent.resolve())
     assert keys[0] == keys[1] and samples[0] == samples[1]
     outside = [fake_model(tmp_path / name / "final") for name in ("x", "y")]  # outside the store: full path
     assert pipeline.stage_key(cfg, rows, outside[0]) != pipeline.stage_key(cfg, rows, outside[1])
@@ -88,9 +88,9 @@ def test_a_stage_folder_refuses_rows_whose_contents_changed_under_the_same_ids(t
     rows = [{"id": "r1", "prompt": "1+1"}]
     key = pipeline.stage_key(get_config("rl_math", "ci"), rows, "init")
     final = fake_model(tmp_path / "ci" / "rl_math" / key / "final")
-    assert pipeline.rl_stage("ci", "init", "math", rows, name="attempts/x") == final   # stamps the folder
-    assert pipeline.rl_stage("ci", "init", "math", [dict(r) for r in rows], name="attempts/x") == final
+    assert pipeline.rl_stage(recipe("ci"), "init", "math", rows, name="attempts/x") == final   # stamps the folder
+    assert pipeline.rl_stage(recipe("ci"), "init", "math", [dict(r) for r in rows], name="attempts/x") == final
     changed = [{"id": "r1", "prompt": "1+2"}]
     assert pipeline.stage_key(get_config("rl_math", "ci"), changed, "init") == key
     with pytest.raises(ValueError, match="these ids but other contents"):
-        pipeline.rl_stage("ci", "init", "math", changed, name="attempts/x")
+        pipeline.rl_stage(recipe("ci"), "init", "math", changed, name="attempts/x")

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from klear_lib.configs import algorithm_fields, config_hash, get_config
+from klear_lib.configs import algorithm_fields, config_hash, get_config, recipe
 from klear_lib.configs.eval import EvalConfig, budget_config
 from klear_lib.evaluation import dp_plan, full, harness
 from klear_lib.seeding import stable_seed
@@ -156,7 +156,7 @@ def test_vllm_starts_the_64k_engine_on_a_qwen3_shaped_config(tmp_path):
     from klear_lib.evaluation.generation import generate
     from klear_lib.models import load_or_build
 
-    model = shutil.copytree(load_or_build("tiny"), tmp_path / "qwen3_shaped")
+    model = shutil.copytree(load_or_build(recipe("tiny")), tmp_path / "qwen3_shaped")
     config = json.loads((model / "config.json").read_text())
     config.update(max_position_embeddings=40960, rope_parameters={"rope_theta": 1000000.0, "rope_type": "default"})
     (model / "config.json").write_text(json.dumps(config))

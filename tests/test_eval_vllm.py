@@ -9,7 +9,7 @@ import importlib.util
 
 import pytest
 
-from klear_lib.configs import get_config
+from klear_lib.configs import get_config, recipe
 from klear_lib.evaluation import harness
 from klear_lib.evaluation.benchmarks import BenchmarkSpec
 
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.vllm,
 def test_vllm_backend_through_the_harness(tmp_path):
     from klear_lib.models import load_or_build
 
-    model = load_or_build("tiny")
+    model = load_or_build(recipe("tiny"))
     rows = [{"data_source": "toy", "prompt": [{"role": "user", "content": f"{a}+{a}"}], "ability": "math",
              "reward_model": {"ground_truth": str(2 * a), "style": "rule"}, "extra_info": {"id": f"v{a}"}}
             for a in range(3)]
@@ -52,7 +52,7 @@ def test_vllm_generation_is_repeatable_with_the_same_seed(tmp_path):
     from klear_lib.evaluation.generation import chat_prompts, generate
     from klear_lib.models import load_or_build
 
-    model = load_or_build("tiny")
+    model = load_or_build(recipe("tiny"))
     copy = shutil.copytree(model, tmp_path / "elsewhere" / "model")
     rows = [{"prompt": [{"role": "user", "content": f"Compute ({12 + i}*{7 + i % 5})-{3 + i}."}]} for i in range(48)]
     prompts = chat_prompts(AutoTokenizer.from_pretrained(model), rows)

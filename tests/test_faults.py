@@ -24,8 +24,8 @@ import pytest
 import torch
 import transformers
 
-from klear_lib import numerics, pipeline, tables
-from klear_lib.configs import get_config
+from klear_lib import numerics, paths, pipeline, tables
+from klear_lib.configs import get_config, recipe
 from klear_lib.data import fetch
 from klear_lib.evaluation import harness
 from klear_lib.evaluation.benchmarks import BenchmarkSpec
@@ -124,8 +124,8 @@ def child(scenario: str, model: str, out: str) -> None:
         train_sft(SFT_CFG, model, sft_rows(), out / "sft", record_path=out / "sft.csv")
     elif scenario == "rl-ckpt":
         reward_adapters._default_judge = lambda kind, *_: toy_judge
-        pipeline.runs_dir = lambda preset: out
-        pipeline.rl_stage("ci", model, "math", rows=rl_rows(), name="rl", **RL_KW)
+        paths.runs_dir = lambda preset: out
+        pipeline.rl_stage(recipe("ci", rl_math=RL_KW), model, "math", rows=rl_rows(), name="rl")
     elif scenario == "eval":
         kill_inside_chunk(2)
         harness.evaluate(model, SPEC, math_rows(), EVAL_CFG, out, stage="t")
@@ -250,7 +250,7 @@ def test_rl_stage_killed_inside_a_checkpoint_write_resumes_to_the_same_end(ci_mo
             run_killed("rl-ckpt", ci_model_path, tmp_path / name)
             half = next((tmp_path / name / "artifacts" / "ci" / "rl_math").iterdir()) / "checkpoint-4"
             assert (half / "model.safetensors").exists() and not (half / MARKER).exists()
-        ends[name] = pipeline.rl_stage("ci", ci_model_path, "math", rows=rl_rows(), name="rl", **RL_KW)
+        ends[name] = pipeline.rl_stage(recipe("ci", rl_math=RL_KW), ci_model_path, "math", rows=rl_rows(), name="rl")
     assert_same_weights(ends["full"], ends["killed"])
     assert (tmp_path / "killed" / "rl.csv").read_bytes() == (tmp_path / "full" / "rl.csv").read_bytes()
     assert len(read_rows(tmp_path / "full" / "rl.csv")) == 4

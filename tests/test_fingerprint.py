@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from klear_lib.configs import recipe
 from klear_lib import numerics  # first: the numerics mode before torch loads (when run as a script)
 
 import pytest  # noqa: E402
@@ -82,7 +83,7 @@ def _compute(work: Path) -> dict[str, str]:
     from klear_lib.training import rewards as reward_adapters
     from klear_lib.training.sft import train_sft
 
-    base = load_or_build("ci")
+    base = load_or_build(recipe("ci"))
     sft_cfg = get_config("sft", "ci", per_device_batch_size=8, num_epochs=1.0, save_steps=100, max_rows=None)
     sft = train_sft(sft_cfg, base, drill_rows(32, "fingerprint"), work / "sft")
     judge, reward_adapters._default_judge = reward_adapters._default_judge, lambda kind, *_: gppo_tests.toy_judge

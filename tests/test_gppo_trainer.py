@@ -15,7 +15,7 @@ from datasets import Dataset
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from klear_lib.configs import config_hash, get_config
+from klear_lib.configs import config_hash, get_config, recipe
 from klear_lib.losses.policy import sft_nll_loss
 from klear_lib.tables import PROVENANCE
 from klear_lib.training import RECORD_COLUMNS, GPPOConfig, GPPOTrainer, build_rl_trainer, gppo_args, select_groups
@@ -494,8 +494,8 @@ def test_the_full_preset_stops_at_once_in_a_notebook_and_tp2_on_one_gpu(tmp_path
     from klear_lib.data import store
 
     monkeypatch.setattr(store, "ensure_world", lambda *a: pytest.fail("the full world was built"))
-    for call in (lambda: store.load_split("sft", "full"), lambda: pipeline.sft_stage("full"),
-                 lambda: pipeline.rl_stage("full", "ckpt", "math")):
+    for call in (lambda: store.load_split("sft", recipe("full")), lambda: pipeline.sft_stage(recipe("full")),
+                 lambda: pipeline.rl_stage(recipe("full"), "ckpt", "math")):
         with pytest.raises(RuntimeError, match="preset 'full' runs through scripts/launch_.*in a notebook use 'gpu'"):
             call()
     args = gppo_args(get_config("rl_math", "full"), tmp_path, bf16=False, use_cpu=True, deepspeed=None)

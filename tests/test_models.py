@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from klear_lib.configs import get_config
+from klear_lib.configs import get_config, recipe
 from klear_lib.models import build_model, build_tokenizer, load, load_or_build, save
 from klear_lib.seeding import np_rng, stable_seed, torch_generator
 
@@ -69,7 +69,7 @@ def test_round_trip_and_generation_stops_at_end_of_turn(tmp_path):
 
 
 def test_load_or_build_caches_on_disk():
-    first = load_or_build("ci")
-    assert load_or_build("ci") == first
+    first = load_or_build(recipe("ci"))
+    assert load_or_build(recipe("ci")) == first
     model, tok = load(first)
     assert model.config.model_type == "qwen3" and model.config.eos_token_id == tok.eos_token_id

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from klear_lib.configs import get_config
+from klear_lib.configs import get_config, recipe
 from klear_lib.data import build_world
 from klear_lib.data import curation as cu
 from klear_lib.data import sources as S
@@ -67,18 +67,18 @@ def test_benchmark_answers_and_tests():
 
 @pytest.mark.parametrize("name,n", [("aime24", 30), ("aime25", 30), ("hmmt25", 30), ("math500", 500)])
 def test_eval_rows_load_in_the_verl_schema(name, n):
-    rows = bm.load_rows(name)
+    rows = bm.load_rows(name, recipe("tiny"))
     assert len(rows) == n and all(r["ability"] == "math" and r["reward_model"]["ground_truth"] for r in rows)
 
 
 @pytest.mark.parametrize("name", ["aime24", "aime25", "hmmt25"])
 def test_reference_answers_judge_correct_and_shuffled_wrong(name):
-    df = math_reference_check(name)
+    df = math_reference_check(name, recipe("tiny"))
     assert df["reference_correct"].all() and not df["shuffled_correct"].any()
 
 
 def test_math500_reference_answers_all_judge_correct():
-    df = math_reference_check("math500")
+    df = math_reference_check("math500", recipe("tiny"))
     assert df["reference_correct"].all()
     passed = df[df["shuffled_correct"]]  # a shuffled answer may equal the real one: only those may pass
     assert len(passed) <= 5 and (passed["answer"] == passed["shuffled_answer"]).all()

@@ -14,7 +14,7 @@ import os
 import pytest
 import torch
 
-from klear_lib.configs import get_config
+from klear_lib.configs import get_config, recipe
 from klear_lib.models import load_or_build
 from klear_lib.training import build_rl_trainer
 from klear_lib.training import rewards as reward_adapters
@@ -69,7 +69,7 @@ def policy_logps(model, ids: list[int]) -> torch.Tensor:
 
 def test_gppo_trains_through_colocated_vllm_and_syncs_its_weights(tmp_path, engine_state):
     cfg = get_config("rl_math", "ci", use_vllm=True, learning_rate=0.05, max_steps=2)
-    trainer = build_rl_trainer(cfg, load_or_build("tiny"), toy_rows(), "math", tmp_path / "run", tmp_path / "rec.csv")
+    trainer = build_rl_trainer(cfg, load_or_build(recipe("tiny")), toy_rows(), "math", tmp_path / "run", tmp_path / "rec.csv")
     ids = trainer.processing_class("What is 3+3? It is 6, surely.")["input_ids"]
     before = policy_logps(trainer.model, ids)
     trainer.train()

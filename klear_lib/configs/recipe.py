@@ -80,6 +80,11 @@ class Recipe:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def figure(self, what: str) -> Path:
+        """Where the figure ``what`` of this preset goes: ``results/figures/<preset>_<what>.png``, under
+        ``results/figures/<preset>/`` for a smoke run (``Study.smoke``)."""
+        return (paths.FIGURES / self.preset if self.study.smoke else paths.FIGURES) / f"{self.preset}_{what}.png"
+
     def check_in_process(self, what: str) -> None:
         """Raise when ``what`` at this preset can only run under the cluster launchers (``configs.check_in_process``)."""
         check_in_process(self.preset, what)

@@ -17,10 +17,13 @@ class Study:
     real_data: str = "auto"
     # Code problems notebook 04's reference check runs through the sandbox (None: every problem).
     reference_code_problems: int | None = None
+    # A smoke scale checks that the code runs, not what the study shows: its figures go to results/figures/<preset>/
+    # and its data cards to the artifact folder, out of the study's committed ones.
+    smoke: bool = False
 
 
 PRESETS = {
-    "ci": Study(main_rl_seeds=2, real_data="mirror", reference_code_problems=24),
+    "ci": Study(main_rl_seeds=2, real_data="mirror", reference_code_problems=24, smoke=True),
     "tiny": Study(main_rl_seeds=3, real_data="mirror", reference_code_problems=300),
     "full": Study(main_rl_seeds=1, real_data="auto"),
     "gpu": Study(main_rl_seeds=1, real_data="auto"),

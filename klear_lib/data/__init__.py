@@ -1,7 +1,7 @@
 """Data curation and the miniature reasoning world (docs/paper.md §2.2-2.3; docs/design.md "The miniature world").
 
 >>> from klear_lib.data import load_split, sft_subset
->>> rows = load_split("math_rl", "ci")
+>>> rows = load_split("math_rl", recipe("ci"))
 """
 from klear_lib.data.curation import World
 from klear_lib.data.store import load_split, load_world

@@ -191,12 +191,6 @@ SOURCES = {s.name: s for s in (
 BENCHMARKS = tuple(n for n, s in SOURCES.items() if s.kind == "benchmark")
 
 
-def real_data_mode(preset: str) -> str:
-    """``mirror`` at ``ci``/``tiny`` (the offline scales never download: real files come from a mirror or are
-    skipped), ``auto`` at ``full`` (a mirror when set, else the network)."""
-    return "mirror" if preset in ("ci", "tiny") else "auto"
-
-
 def get_source(name: str) -> Source:
     """A source by name; unknown names raise listing the known ones."""
     if name not in SOURCES:

@@ -1,4 +1,4 @@
-"""Caching worlds as JSON lines under ``artifact_dir(preset, "data", config_hash)``, and loading splits."""
+"""Caching worlds as JSON lines under ``<artifacts>/<preset>/data/<config hash>``, and loading splits."""
 from __future__ import annotations
 
 import csv
@@ -11,12 +11,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from klear_lib.artifacts import artifact_dir, is_complete, mark_complete
-from klear_lib.configs import check_in_process, config_hash, get_config
+from klear_lib.artifacts import is_complete, mark_complete
+from klear_lib.configs import Recipe, config_hash
 from klear_lib.data.curation import Funnel, Step, World
 from klear_lib.data.schema import dumps_rows
 from klear_lib.data.world import TRAIN_SPLITS, build_world
-from klear_lib.paths import results_dir
 
 log = logging.getLogger(__name__)
 FUNNEL_COLUMNS = ("pool", "order", "stage", "rows_in", "rows_out", "dropped", "dropped_by", "note")
@@ -29,10 +28,11 @@ def code_version() -> str:
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:8]
 
 
-def world_dir(preset: str, seed: int = 0) -> Path:
-    """Where the world of ``preset`` and ``seed`` is cached: ``<preset>/data/<config_hash>-<code_version>``."""
-    cfg_hash = config_hash(get_config("data", preset, seed=seed))
-    return artifact_dir(preset, "data", f"{cfg_hash}-{code_version()}")
+def world_dir(recipe: Recipe) -> Path:
+    """Where the recipe's data world is cached: ``<artifacts>/<preset>/data/<config_hash>-<code_version>``."""
+    path = recipe.artifacts / "data" / f"{config_hash(recipe.data)}-{code_version()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def funnel_csv(funnel: Funnel) -> str:
@@ -74,36 +74,38 @@ def read_funnel(path: Path) -> Funnel:
     return funnel
 
 
-def ensure_world(preset: str, seed: int = 0) -> Path:
-    """Build and cache the world of ``preset``/``seed`` if it is not cached yet; return its folder."""
-    path = world_dir(preset, seed)
+def ensure_world(recipe: Recipe) -> Path:
+    """Build and cache the recipe's data world if it is not cached yet; return its folder."""
+    if recipe.data is None:
+        raise KeyError(f"preset {recipe.preset!r} has no data world (its RL data and benchmarks are real files)")
+    path = world_dir(recipe)
     if not is_complete(path):
-        log.info("building the %s data world (seed %d) into %s", preset, seed, path)
-        save_world(build_world(get_config("data", preset, seed=seed)), path)
+        log.info("building the %s data world (seed %d) into %s", recipe.preset, recipe.data.seed, path)
+        save_world(build_world(recipe.data), path)
     return path
 
 
-def load_split(name: str, preset: str, seed: int = 0) -> list[dict]:
-    """Rows of split ``name`` of the ``preset`` world (built and cached on first use)."""
+def load_split(name: str, recipe: Recipe) -> list[dict]:
+    """Rows of split ``name`` of the recipe's data world (built and cached on first use)."""
     if name in TRAIN_SPLITS:  # full: stop before its world's GBs are built (the launchers read make data-full's files)
-        check_in_process(preset, f"training split {name!r}")
-    path = ensure_world(preset, seed) / f"{name}.jsonl"
+        recipe.check_in_process(f"training split {name!r}")
+    path = ensure_world(recipe) / f"{name}.jsonl"
     if not path.exists():
         known = sorted(p.stem for p in path.parent.glob("*.jsonl"))
-        raise KeyError(f"no split {name!r} in the {preset} world; known: {known}")
+        raise KeyError(f"no split {name!r} in the {recipe.preset} world; known: {known}")
     return read_jsonl(path)
 
 
-def load_world(preset: str, seed: int = 0):
-    """The whole cached world of ``preset``/``seed`` (built on first use)."""
-    path = ensure_world(preset, seed)
+def load_world(recipe: Recipe):
+    """The recipe's whole cached data world (built on first use)."""
+    path = ensure_world(recipe)
     splits = {p.stem: read_jsonl(p) for p in sorted(path.glob("*.jsonl"))}
     manifest = json.loads((path / "manifest.json").read_text())
     return World(splits=splits, funnel=read_funnel(path / "funnel.csv"), config_hash=manifest["config_hash"])
 
 
-def write_funnel(world, preset: str) -> Path:
-    """``results/<preset>/data_funnel.csv``."""
-    out = results_dir(preset) / "data_funnel.csv"
+def write_funnel(world, results: Path) -> Path:
+    """``<results>/data_funnel.csv`` (``Recipe.results``)."""
+    out = Path(results) / "data_funnel.csv"
     out.write_text(funnel_csv(world.funnel))
     return out

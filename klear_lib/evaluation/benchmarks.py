@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from klear_lib.configs import Recipe
 from klear_lib.data import load_split
-from klear_lib.data.sources import get_source, load_benchmark, real_data_mode
+from klear_lib.data.sources import get_source, load_benchmark
 
 
 @dataclass(frozen=True)
@@ -60,9 +61,10 @@ def samples_per_problem(spec: BenchmarkSpec, cfg) -> int:
     return cfg.k_math if spec.ability == "math" else cfg.k_code
 
 
-def _real_rows(spec: BenchmarkSpec, preset: str) -> list[dict]:
-    """A real benchmark through the data loaders (``klear_lib.data.sources.load_benchmark``), window applied."""
-    rows = load_benchmark(spec.source, real_data_mode(preset))
+def _real_rows(spec: BenchmarkSpec, real_data: str) -> list[dict]:
+    """A real benchmark through the data loaders (``klear_lib.data.sources.load_benchmark``; ``real_data``: where
+    from, ``Study.real_data``), window applied."""
+    rows = load_benchmark(spec.source, real_data)
     return [r for r in rows if in_window(r, spec.window)]
 
 
@@ -76,13 +78,9 @@ def in_window(row: dict, window: tuple[str, str] | None) -> bool:
     return window[0] <= str(date)[:10] < window[1]
 
 
-def _world_split(spec: BenchmarkSpec, preset: str) -> list[dict]:
-    """The miniature world's held-out split of the same name."""
-    return list(load_split(spec.name, preset))
-
-
-def load_rows(name: str, preset: str = "tiny", max_problems: int | None = None) -> list[dict]:
-    """Rows of benchmark ``name`` in the verl schema (the first ``max_problems`` when set)."""
+def load_rows(name: str, recipe: Recipe, max_problems: int | None = None) -> list[dict]:
+    """Rows of benchmark ``name`` in the verl schema (the first ``max_problems`` when set): the recipe's world's
+    held-out split of that name, or the real benchmark from where the recipe reads real data."""
     spec = get_spec(name)
-    rows = _world_split(spec, preset) if spec.source == "world" else _real_rows(spec, preset)
+    rows = load_split(spec.name, recipe) if spec.source == "world" else _real_rows(spec, recipe.study.real_data)
     return rows[:max_problems] if max_problems else rows

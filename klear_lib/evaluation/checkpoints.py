@@ -1,6 +1,6 @@
 """Which model each pipeline stage produced: a small registry over the artifacts folder.
 
-A training stage registers its final model with ``register_stage_checkpoint(stage, preset, path)`` (a pointer
+A training stage registers its final model with ``register_stage_checkpoint(stage, recipe, path)`` (a pointer
 file ``<artifacts>/<preset>/checkpoints/<stage>.txt``). Without a pointer, the newest complete model folder
 (``DONE`` marker and a ``config.json``) under ``<artifacts>/<preset>/<stage>/`` is used. Stage ``base`` is the
 untrained model of the preset, built on demand by ``klear_lib.models.load_or_build``.
@@ -11,21 +11,22 @@ import logging
 from pathlib import Path
 
 from klear_lib import artifacts
+from klear_lib.configs import Recipe
 from klear_lib.models import load_or_build
 
 log = logging.getLogger(__name__)
 STAGES = ("base", "sft", "rl_math", "rl_code")
 
 
-def _pointer(stage: str, preset: str) -> Path:
-    return artifacts.root() / preset / "checkpoints" / f"{stage}.txt"
+def _pointer(stage: str, recipe: Recipe) -> Path:
+    return recipe.artifacts / "checkpoints" / f"{stage}.txt"
 
 
-def register_stage_checkpoint(stage: str, preset: str, path: str | Path) -> Path:
-    """Record ``path`` as the model of ``stage`` at ``preset`` (overwrites an earlier record)."""
+def register_stage_checkpoint(stage: str, recipe: Recipe, path: str | Path) -> Path:
+    """Record ``path`` as the model of ``stage`` under the recipe's preset (overwrites an earlier record)."""
     if stage not in STAGES:
         raise KeyError(f"unknown stage {stage!r}; choose one of {STAGES}")
-    pointer = _pointer(stage, preset)
+    pointer = _pointer(stage, recipe)
     pointer.parent.mkdir(parents=True, exist_ok=True)
     pointer.write_text(artifacts.portable_id(path))  # relative to the root when inside it: survives a move
     return pointer
@@ -40,24 +41,25 @@ def _is_model_dir(path: Path) -> bool:
     return artifacts.is_complete(path) and (path / "config.json").exists()
 
 
-def stage_checkpoint(stage: str, preset: str) -> str | None:
-    """The model path of ``stage`` at ``preset``, or None when that stage has not been run (``base`` is built)."""
+def stage_checkpoint(stage: str, recipe: Recipe) -> str | None:
+    """The model path of ``stage`` under the recipe's preset, or None when that stage has not been run (``base``
+    is built)."""
     if stage not in STAGES:
         raise KeyError(f"unknown stage {stage!r}; choose one of {STAGES}")
     if stage == "base":
-        return load_or_build(preset)
-    pointer = _pointer(stage, preset)
+        return load_or_build(recipe)
+    pointer = _pointer(stage, recipe)
     if pointer.exists() and _is_model_dir(target := _read_pointer(pointer)):
         return str(target)
-    folder = artifacts.root() / preset / stage
+    folder = recipe.artifacts / stage
     found = sorted((p for p in folder.rglob("DONE") if _is_model_dir(p.parent)), key=lambda p: p.stat().st_mtime) \
         if folder.is_dir() else []
     return str(found[-1].parent) if found else None
 
 
-def available_stages(preset: str) -> dict[str, str]:
-    """``{stage: path}`` for every stage with a model at ``preset`` (always includes ``base``)."""
-    found = {s: stage_checkpoint(s, preset) for s in STAGES}
+def available_stages(recipe: Recipe) -> dict[str, str]:
+    """``{stage: path}`` for every stage with a model under the recipe's preset (always includes ``base``)."""
+    found = {s: stage_checkpoint(s, recipe) for s in STAGES}
     return {s: p for s, p in found.items() if p is not None}
 
 

@@ -36,7 +36,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from klear_lib import artifacts, tables
-from klear_lib.configs import config_hash, to_dict
+from klear_lib.configs import config_hash, recipe, to_dict
 from klear_lib.configs.base import parse_overrides
 from klear_lib.configs.eval import BUDGETS, OFFICIAL_SAMPLING, budget_config
 from klear_lib.data.schema import dumps_rows
@@ -89,7 +89,7 @@ def problem_sizes(root: Path, names, load: bool) -> tuple[dict[str, int], dict[s
         if not path.exists() and load:
             path.parent.mkdir(parents=True, exist_ok=True)
             with artifacts.replacing(path) as tmp:
-                tmp.write_text(dumps_rows(load_rows(name, "full")))
+                tmp.write_text(dumps_rows(load_rows(name, recipe("full"))))
         if path.exists():
             sizes[name] = len(read_jsonl(path))
         elif (n := get_spec(name).problems) is not None:

@@ -9,7 +9,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from klear_lib.data.sources import SourceUnavailable, get_source, map_records, raw_records, real_data_mode
+from klear_lib.configs import Recipe
+from klear_lib.data.sources import SourceUnavailable, get_source, map_records, raw_records
 from klear_lib.evaluation.benchmarks import load_rows
 from klear_lib.rewards import code as code_judge
 from klear_lib.rewards.judge import correct, row_tests
@@ -35,10 +36,9 @@ def shuffled(values: Sequence[str], seed: int) -> list[str]:
     return [values[(i + shift) % n] for i in range(n)]
 
 
-def math_reference_check(name: str, seed: int = 0, max_problems: int | None = None,
-                         preset: str = "tiny") -> pd.DataFrame:
+def math_reference_check(name: str, recipe: Recipe, seed: int = 0, max_problems: int | None = None) -> pd.DataFrame:
     """Per problem of benchmark ``name``: is the reference answer judged correct, and a shuffled one?"""
-    rows = load_rows(name, preset, max_problems=max_problems)
+    rows = load_rows(name, recipe, max_problems=max_problems)
     answers = [r["reward_model"]["ground_truth"] for r in rows]
     wrong = shuffled(answers, seed)
     return pd.DataFrame({
@@ -49,22 +49,23 @@ def math_reference_check(name: str, seed: int = 0, max_problems: int | None = No
     })
 
 
-def math_reference_checks(names: Sequence[str], preset: str, seed: int = 0) -> tuple[list[pd.DataFrame], dict]:
-    """``math_reference_check`` for every benchmark that loads at ``preset``, and ``{name: reason}`` for the rest."""
+def math_reference_checks(names: Sequence[str], recipe: Recipe, seed: int = 0) -> tuple[list[pd.DataFrame], dict]:
+    """``math_reference_check`` for every benchmark that loads under ``recipe``, and ``{name: reason}`` for the
+    rest."""
     frames, skipped = [], {}
     for name in names:
         try:
-            frames.append(math_reference_check(name, seed=seed, preset=preset))
+            frames.append(math_reference_check(name, recipe, seed=seed))
         except SourceUnavailable as err:
             skipped[name] = f"skipped: {err.reason}"
     return frames, skipped
 
 
-def leetcode_rows(max_problems: int | None = None, preset: str = "tiny") -> tuple[list[dict], list[str]]:
+def leetcode_rows(max_problems: int | None = None, real_data: str = "mirror") -> tuple[list[dict], list[str]]:
     """rLLM LeetCode training problems as code rows (assert tests), with their reference solutions; raises
-    ``SourceUnavailable`` when the file is not available at ``preset`` (``sources.real_data_mode``)."""
+    ``SourceUnavailable`` when the file is not available from ``real_data`` (``Study.real_data``)."""
     src = get_source("rllm_leetcode")
-    raw = raw_records(src, real_data_mode(preset))[0][:max_problems]
+    raw = raw_records(src, real_data)[0][:max_problems]
     rows, step = map_records(src, raw, "rllm_leetcode")
     if step.dropped:
         log.warning("rllm_leetcode: %d of %d records unmappable (%s)", step.rows_in - step.rows_out, step.rows_in,
@@ -113,11 +114,11 @@ def shuffled_passes(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return df[df.shuffled_correct.astype(bool)][cols]
 
 
-def leetcode_reference_check(max_problems: int | None, preset: str, timeout_s: float = 10.0,
-                             workers: int = 2) -> tuple[pd.DataFrame, str]:
-    """``code_reference_check`` on the rLLM LeetCode references, and a one-line summary (or why it was skipped)."""
+def leetcode_reference_check(recipe: Recipe, timeout_s: float = 10.0, workers: int = 2) -> tuple[pd.DataFrame, str]:
+    """``code_reference_check`` on the rLLM LeetCode references (the first ``Study.reference_code_problems``), and a
+    one-line summary (or why it was skipped)."""
     try:
-        rows, programs = leetcode_rows(max_problems, preset)
+        rows, programs = leetcode_rows(recipe.study.reference_code_problems, recipe.study.real_data)
     except SourceUnavailable as err:
         return pd.DataFrame(columns=["id", "passed"]).astype({"passed": bool}), f"skipped: {err.reason}"
     found = code_reference_check(rows, programs, timeout_s=timeout_s, workers=workers)

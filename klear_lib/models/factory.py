@@ -8,7 +8,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, Qwen3Config, Qwen3ForCausalLM
 
 from klear_lib import artifacts
-from klear_lib.configs import config_hash, get_config
+from klear_lib.configs import Recipe, config_hash, get_config
 from klear_lib.configs.model import ModelConfig
 from klear_lib.models.tokenizer import build_tokenizer
 from klear_lib.seeding import stable_seed
@@ -72,21 +72,20 @@ def load(path: str | Path, dtype: str = "float32", revision: str | None = None):
     return model, tokenizer
 
 
-def base_model_dir(preset: str, **overrides) -> Path:
-    """Where the untrained tiny model of ``preset`` lives: ``<artifacts>/<preset>/base/<config hash>``."""
-    cfg = get_config("model", preset, **overrides)
-    return artifacts.root() / preset / "base" / config_hash(cfg)
+def base_model_dir(recipe: Recipe) -> Path:
+    """Where the recipe's untrained tiny model lives: ``<artifacts>/<preset>/base/<config hash>``."""
+    return recipe.artifacts / "base" / config_hash(recipe.model)
 
 
-def load_or_build(preset: str, **overrides) -> str:
-    """The path (or hub id) of the base model of ``preset``; the tiny model is built and saved once."""
-    cfg = get_config("model", preset, **overrides)
+def load_or_build(recipe: Recipe) -> str:
+    """The path (or hub id) of the recipe's base model; the tiny model is built and saved once."""
+    cfg = recipe.model
     if cfg.hub_id is not None:
         return cfg.hub_id
-    path = base_model_dir(preset, **overrides)
+    path = base_model_dir(recipe)
     if not artifacts.is_complete(path):
         tokenizer = build_tokenizer()
         save(build_model(cfg, tokenizer), tokenizer, path)
         artifacts.mark_complete(path, config_hash(cfg))
-        log.info("built the %s base model at %s", preset, path)
+        log.info("built the %s base model at %s", recipe.preset, path)
     return str(path)

@@ -26,7 +26,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 from transformers import AutoTokenizer
 
-from klear_lib.configs import config_hash, get_config, to_dict
+from klear_lib.configs import Recipe, config_hash, recipe, to_dict
 from klear_lib.configs.base import parse_overrides
 from klear_lib.evaluation.generation import chat_prompts, generate
 from klear_lib.evaluation.harness import append_samples, fixed_chunks, prefill_of, rewrite_samples
@@ -40,11 +40,11 @@ TEACHERS = {"deepseek-r1-0528": "deepseek-ai/DeepSeek-R1-0528", "deepseek-r1-012
             "qwq-32b": "Qwen/QwQ-32B"}
 
 
-def teacher_of(cfg, preset: str) -> str:
-    """The teacher to load: a ``TEACHERS`` name, a hub id or folder, or the preset's base model when unset."""
-    if not cfg.teacher:
-        return load_or_build(preset)
-    return TEACHERS.get(cfg.teacher, cfg.teacher)
+def teacher_of(recipe: Recipe) -> str:
+    """The teacher to load: a ``TEACHERS`` name, a hub id or folder, or the recipe's base model when unset."""
+    if not recipe.traces.teacher:
+        return load_or_build(recipe)
+    return TEACHERS.get(recipe.traces.teacher, recipe.traces.teacher)
 
 
 def read_prompts(path: Path, limit: int | None = None) -> list[dict]:
@@ -129,14 +129,15 @@ def options(cfg) -> dict:
             "revision": cfg.teacher_revision, "tensor_parallel_size": cfg.tensor_parallel_size}
 
 
-def teacher_label(cfg, preset: str) -> str:
+def teacher_label(recipe: Recipe) -> str:
     """The teacher's name in rows and seeds: the configured one, or ``<preset> base model``."""
-    return cfg.teacher or f"{preset} base model"
+    return recipe.traces.teacher or f"{recipe.preset} base model"
 
 
-def sample(rows: list[dict], cfg, preset: str, path: Path, shard=(0, 1), generate_fn=generate) -> Path:
-    """Generate every missing response of this shard into ``path``; returns it."""
-    teacher, done = teacher_of(cfg, preset), stored(path)
+def sample(rows: list[dict], recipe: Recipe, path: Path, shard=(0, 1), generate_fn=generate) -> Path:
+    """Generate every missing response of this shard into ``path`` (config ``recipe.traces``); returns it."""
+    cfg, label = recipe.traces, teacher_label(recipe)
+    teacher, done = teacher_of(recipe), stored(path)
     chunks, todo = todo_chunks(rows, cfg, shard, done)
     if not todo:
         return path
@@ -147,13 +148,12 @@ def sample(rows: list[dict], cfg, preset: str, path: Path, shard=(0, 1), generat
         idx = list(chunks[c])
         outs = generate_fn(teacher, [prompts[i] for i in idx], n=cfg.responses_per_prompt,
                            temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
-                           seed=stable_seed(cfg.seed, "traces", teacher_label(cfg, preset), c), **options(cfg))
-        append_samples(path, sft_rows([rows[i] for i in idx], [prompts[i] for i in idx], outs,
-                                      teacher_label(cfg, preset)))
+                           seed=stable_seed(cfg.seed, "traces", label, c), **options(cfg))
+        append_samples(path, sft_rows([rows[i] for i in idx], [prompts[i] for i in idx], outs, label))
     return path
 
 
-def summary(traces: list[dict], cfg, preset: str) -> dict:
+def summary(traces: list[dict], recipe: Recipe) -> dict:
     """The manifest: config and hash, and per ability the prompts, responses, mean length and the share of
     responses that never close ``</think>`` (cut by max_new_tokens, or a teacher that does not think)."""
     by: dict[str, dict] = {}
@@ -167,16 +167,18 @@ def summary(traces: list[dict], cfg, preset: str) -> dict:
     counts = {a: {"prompts": len(s["prompts"]), "responses": s["responses"],
                   "mean_chars": round(s["chars"] / s["responses"], 1),
                   "share_without_close_think": round(s["unclosed"] / s["responses"], 4)} for a, s in sorted(by.items())}
-    return {"preset": preset, "config": to_dict(cfg), "config_hash": config_hash(cfg), "counts": counts}
+    cfg = recipe.traces
+    return {"preset": recipe.preset, "config": to_dict(cfg), "config_hash": config_hash(cfg), "counts": counts}
 
 
-def dry_run(rows: list[dict], cfg, preset: str, path: Path, shard) -> str:
+def dry_run(rows: list[dict], recipe: Recipe, path: Path, shard) -> str:
     """What a run would do: config, the first call's engine arguments, the chunks of this shard, the output."""
+    cfg, preset = recipe.traces, recipe.preset
     teacher = TEACHERS.get(cfg.teacher, cfg.teacher) if cfg.teacher else f"the {preset} base model (built if missing)"
     chunks, todo = todo_chunks(rows, cfg, shard, stored(path))
     request = {"model": teacher, "n": cfg.responses_per_prompt, "temperature": cfg.temperature, "top_p": cfg.top_p,
                "max_new_tokens": cfg.max_new_tokens, **options(cfg),
-               "seed": stable_seed(cfg.seed, "traces", teacher_label(cfg, preset), todo[0] if todo else 0)}
+               "seed": stable_seed(cfg.seed, "traces", teacher_label(recipe), todo[0] if todo else 0)}
     engine = ([f"vLLM LLM(...) on GPU: {json.dumps(engine_kwargs(request, on_cpu=False), sort_keys=True)}",
                f"vLLM SamplingParams(...): {json.dumps(sampling_kwargs(request), sort_keys=True)}"]
               if cfg.backend == "vllm" else [f"transformers generate: {json.dumps(request, sort_keys=True)}"])
@@ -202,15 +204,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         overrides = {**parse_overrides(args.set), **({"teacher": args.teacher} if args.teacher else {})}
-        cfg, shard = get_config("traces", args.preset, **overrides), shard_of(args.shard)
+        run, shard = recipe(args.preset, traces=overrides), shard_of(args.shard)
         rows = read_prompts(Path(args.prompts), args.max_prompts)
     except (KeyError, ValueError, FileNotFoundError) as err:
         parser.exit(2, f"{parser.prog}: {err}\n")
     path = out_path(Path(args.out), shard)
     if args.dry_run:
-        return print(dry_run(rows, cfg, args.preset, path, shard))
-    sample(rows, cfg, args.preset, path, shard)
-    info = summary(stored(path), cfg, args.preset)
+        return print(dry_run(rows, run, path, shard))
+    sample(rows, run, path, shard)
+    info = summary(stored(path), run)
     path.with_suffix(".manifest.json").write_text(json.dumps(info, indent=1, sort_keys=True))
     print(json.dumps(info["counts"], sort_keys=True))
     return None
