@@ -245,7 +245,7 @@ def test_rl_stage_killed_inside_a_checkpoint_write_resumes_to_the_same_end(ci_mo
     ends = {}
     for name in ("full", "killed"):
         monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path / name / "artifacts"))  # the child inherits it
-        monkeypatch.setattr(pipeline, "runs_dir", lambda preset, out=tmp_path / name: out)
+        monkeypatch.setattr(paths, "runs_dir", lambda preset, out=tmp_path / name: out)
         if name == "killed":
             run_killed("rl-ckpt", ci_model_path, tmp_path / name)
             half = next((tmp_path / name / "artifacts" / "ci" / "rl_math").iterdir()) / "checkpoint-4"
