@@ -13,6 +13,7 @@ import pandas as pd
 from klear_lib import plots, tables
 from klear_lib.ablations import claims as C
 from klear_lib.ablations import rl, sft, stability
+from klear_lib.configs import recipe
 from klear_lib.data.sources import SOURCES
 from klear_lib.paths import REPO, results_dir
 from klear_lib.results import EVAL, EVAL_SEED_GAINS, eval_csv, load_reported, side_by_side
@@ -157,7 +158,7 @@ def _claims_summary(preset: str) -> str | None:
                  "see them" + (f", and 80% power would take {int(need.min())}–{int(need.max())} seeds per arm "
                                "(sized on an upper bound of the spread)" if len(need) else "")
                  + (f", more than 10,000 for {len(under) - len(need)}" if len(need) < len(under) else "") + ".")
-    return text + f" (`{_rel(C.claims_csv(preset))}`)"
+    return text + f" (`{_rel(C.claims_csv(results_dir(preset)))}`)"
 
 
 def _rl_claims(preset: str) -> str | None:
@@ -181,12 +182,12 @@ def _rl_claims(preset: str) -> str | None:
     seeds = sorted(set(rows["n_seeds"]))
     return ("**The RL claims** at " + "/".join(map(str, seeds)) + " paired seeds: our Δ in points of held-out avg@4 "
             "with its family-wise interval (the paper's Δ → the same effect at our base rate; the verdict; the power "
-            "the seeds had at it): " + "; ".join(items) + f". (`{_rel(C.claims_csv(preset))}`)")
+            "the seeds had at it): " + "; ".join(items) + f". (`{_rel(C.claims_csv(results_dir(preset)))}`)")
 
 
 def _fig2_arms(preset: str) -> str | None:
     """Fig. 2's arms: mean held-out avg@k over their seeds."""
-    path = rl.RL.csv(preset).with_name(f"{rl.RL.csv(preset).stem}_summary.csv")
+    path = results_dir(preset) / f"{rl.RL.name}_summary.csv"
     if not path.exists():
         return None
     summary = tables.read(rl.RL.summary, path)
@@ -202,13 +203,15 @@ def _fig2_arms(preset: str) -> str | None:
 
 def _self_verification(preset: str) -> str | None:
     """Table 3's rank-1 teacher: how often its code student writes checks, how many hold, and the student without."""
-    styles_path = sft.SFT.csv(preset).with_name(f"{sft.SFT.csv(preset).stem}_styles.csv")
-    if not (styles_path.exists() and sft.SFT.csv(preset).exists()):
+    table = sft.SFT.csv(results_dir(preset))
+    styles_path = table.with_name(f"{table.stem}_styles.csv")
+    if not (styles_path.exists() and table.exists()):
         return None
     styles = pd.read_csv(styles_path)
     rank1 = styles[(styles["experiment"] == "table3") & (styles["condition"] == "rank1")
                    & (styles["benchmark"] == "tiny_lcb")]
-    contrast = sft.SFT.contrast(sft.SFT.aggregate(sft.SFT.current_rows(preset)), "table3", "rank1/no_checks", "rank1")
+    contrast = sft.SFT.contrast(sft.SFT.aggregate(sft.SFT.current_rows(recipe(preset))), "table3", "rank1/no_checks",
+                                "rank1")
     contrast = contrast[contrast["benchmark"] == "tiny_lcb"]
     if rank1.empty or contrast.empty:
         return None
@@ -217,14 +220,14 @@ def _self_verification(preset: str) -> str | None:
             f"checks in {100 * rank1['check'].mean():.0f}% of its answers, and {100 * rank1['check_true'].mean():.1f}% "
             f"of the checks are true; trained on the same traces with the checks taken out (a condition beyond the "
             f"paper) the student gains {_pts(c['diff'])} points {_ci(c['ci_low'], c['ci_high'])} on `tiny_lcb` over "
-            f"{int(c['n_seeds'])} seeds ({_TESTS[c['test']]}). (`{_rel(styles_path)}`, `{_rel(sft.SFT.csv(preset))}`)")
+            f"{int(c['n_seeds'])} seeds ({_TESTS[c['test']]}). (`{_rel(styles_path)}`, `{_rel(table)}`)")
 
 
 _TESTS = {"paired": "paired t-interval over seeds", "welch": "Welch interval", "one seed": "one seed, no interval"}
 
 
 def _claims(preset: str) -> pd.DataFrame | None:
-    path = C.claims_csv(preset)
+    path = C.claims_csv(results_dir(preset))
     return tables.read(C.CLAIMS, path) if path.exists() else None
 
 
@@ -237,7 +240,7 @@ def _rel(path: Path) -> str:
 def claims_section(preset: str = "tiny") -> str:
     """The claims (Tables 2-6, Figures 2-5, DGPO's) with the claimed difference, ours, the power and the decision,
     from claims.csv."""
-    path = C.claims_csv(preset)
+    path = C.claims_csv(results_dir(preset))
     if not path.exists():
         return f"_No `results/{preset}/claims.csv` yet: run `make ablations`._"
     claims = tables.read(C.CLAIMS, path)
@@ -266,7 +269,7 @@ def forests(preset: str, claims: pd.DataFrame) -> str:
 def stability_section(preset: str = "tiny") -> str:
     """Per loss and updates setting: final held-out accuracy at each learning rate (seeds collapsed, if any), from
     ``stability_summary.csv``; then the map in sentences (``stability.reading``)."""
-    path = stability.STABILITY.csv(preset).with_name("stability_summary.csv")
+    path = stability.STABILITY.csv(results_dir(preset)).with_name("stability_summary.csv")
     if not path.exists():
         return f"_No `results/{preset}/stability_summary.csv` yet: run `make stability`._"
     summary = tables.read(stability.SUMMARY, path)
