@@ -159,7 +159,7 @@ def _claims_summary(recipe: Recipe) -> str | None:
                  "see them" + (f", and 80% power would take {int(need.min())}–{int(need.max())} seeds per arm "
                                "(sized on an upper bound of the spread)" if len(need) else "")
                  + (f", more than 10,000 for {len(under) - len(need)}" if len(need) < len(under) else "") + ".")
-    return text + f" (`{_rel(C.claims_csv(recipe))}`)"
+    return text + f" (`{_rel(C.claims_csv(recipe.results))}`)"
 
 
 def _rl_claims(recipe: Recipe) -> str | None:
@@ -183,12 +183,12 @@ def _rl_claims(recipe: Recipe) -> str | None:
     seeds = sorted(set(rows["n_seeds"]))
     return ("**The RL claims** at " + "/".join(map(str, seeds)) + " paired seeds: our Δ in points of held-out avg@4 "
             "with its family-wise interval (the paper's Δ → the same effect at our base rate; the verdict; the power "
-            "the seeds had at it): " + "; ".join(items) + f". (`{_rel(C.claims_csv(recipe))}`)")
+            "the seeds had at it): " + "; ".join(items) + f". (`{_rel(C.claims_csv(recipe.results))}`)")
 
 
 def _fig2_arms(recipe: Recipe) -> str | None:
     """Fig. 2's arms: mean held-out avg@k over their seeds."""
-    path = rl.RL.csv(recipe).with_name(f"{rl.RL.csv(recipe).stem}_summary.csv")
+    path = recipe.results / f"{rl.RL.name}_summary.csv"
     if not path.exists():
         return None
     summary = tables.read(rl.RL.summary, path)
@@ -204,13 +204,15 @@ def _fig2_arms(recipe: Recipe) -> str | None:
 
 def _self_verification(recipe: Recipe) -> str | None:
     """Table 3's rank-1 teacher: how often its code student writes checks, how many hold, and the student without."""
-    styles_path = sft.SFT.csv(recipe).with_name(f"{sft.SFT.csv(recipe).stem}_styles.csv")
-    if not (styles_path.exists() and sft.SFT.csv(recipe).exists()):
+    table = sft.SFT.csv(recipe.results)
+    styles_path = table.with_name(f"{table.stem}_styles.csv")
+    if not (styles_path.exists() and table.exists()):
         return None
     styles = pd.read_csv(styles_path)
     rank1 = styles[(styles["experiment"] == "table3") & (styles["condition"] == "rank1")
                    & (styles["benchmark"] == "tiny_lcb")]
-    contrast = sft.SFT.contrast(sft.SFT.aggregate(sft.SFT.current_rows(recipe)), "table3", "rank1/no_checks", "rank1")
+    contrast = sft.SFT.contrast(sft.SFT.aggregate(sft.SFT.current_rows(recipe)), "table3", "rank1/no_checks",
+                                "rank1")
     contrast = contrast[contrast["benchmark"] == "tiny_lcb"]
     if rank1.empty or contrast.empty:
         return None
@@ -219,14 +221,14 @@ def _self_verification(recipe: Recipe) -> str | None:
             f"checks in {100 * rank1['check'].mean():.0f}% of its answers, and {100 * rank1['check_true'].mean():.1f}% "
             f"of the checks are true; trained on the same traces with the checks taken out (a condition beyond the "
             f"paper) the student gains {_pts(c['diff'])} points {_ci(c['ci_low'], c['ci_high'])} on `tiny_lcb` over "
-            f"{int(c['n_seeds'])} seeds ({_TESTS[c['test']]}). (`{_rel(styles_path)}`, `{_rel(sft.SFT.csv(recipe))}`)")
+            f"{int(c['n_seeds'])} seeds ({_TESTS[c['test']]}). (`{_rel(styles_path)}`, `{_rel(table)}`)")
 
 
 _TESTS = {"paired": "paired t-interval over seeds", "welch": "Welch interval", "one seed": "one seed, no interval"}
 
 
 def _claims(recipe: Recipe) -> pd.DataFrame | None:
-    path = C.claims_csv(recipe)
+    path = C.claims_csv(recipe.results)
     return tables.read(C.CLAIMS, path) if path.exists() else None
 
 
@@ -239,7 +241,7 @@ def _rel(path: Path) -> str:
 def claims_section(recipe: Recipe) -> str:
     """The claims (Tables 2-6, Figures 2-5, DGPO's) with the claimed difference, ours, the power and the decision,
     from claims.csv."""
-    path = C.claims_csv(recipe)
+    path = C.claims_csv(recipe.results)
     if not path.exists():
         return f"_No `results/{recipe.preset}/claims.csv` yet: run `make ablations`._"
     claims = tables.read(C.CLAIMS, path)
@@ -255,12 +257,12 @@ def claims_section(recipe: Recipe) -> str:
 def forests(recipe: Recipe, claims: pd.DataFrame) -> str:
     """The README's view of the claims' forest plots (``claims.write_forests``): the one of every claim, embedded,
     and a link to each experiment's; '' before notebook 06 has drawn them."""
-    figure = plots.figure_path(C.forest_name(recipe))
+    figure = C.forest_path(recipe)
     if not figure.exists():
         return ""
-    links = [f"[{table}]({_rel(plots.figure_path(C.forest_name(recipe, exp)))})"
+    links = [f"[{table}]({_rel(C.forest_path(recipe, exp))})"
              for exp, table in dict(zip(claims["experiment"], claims["table"])).items()
-             if plots.figure_path(C.forest_name(recipe, exp)).exists()]
+             if C.forest_path(recipe, exp).exists()]
     return (f"\n\n![Every claim run at {recipe.preset}: our difference with its interval and per-seed differences beside "
             f"the claimed one]({_rel(figure)})\n\nOne claim family per figure: " + ", ".join(links) + ".")
 
@@ -268,7 +270,7 @@ def forests(recipe: Recipe, claims: pd.DataFrame) -> str:
 def stability_section(recipe: Recipe) -> str:
     """Per loss and updates setting: final held-out accuracy at each learning rate (seeds collapsed, if any), from
     ``stability_summary.csv``; then the map in sentences (``stability.reading``)."""
-    path = stability.STABILITY.csv(recipe).with_name("stability_summary.csv")
+    path = stability.STABILITY.csv(recipe.results).with_name("stability_summary.csv")
     if not path.exists():
         return f"_No `results/{recipe.preset}/stability_summary.csv` yet: run `make stability`._"
     summary = tables.read(stability.SUMMARY, path)

@@ -41,21 +41,23 @@ def main() -> int:
     from klear_lib import tables
     from klear_lib.ablations import rl
     from klear_lib.ablations import table as T
+    from klear_lib.configs import recipe
 
+    R = recipe(args.preset)
     cond = rl.RL.get_experiment(args.experiment).condition(args.condition)
-    record = rl.record_path(args.preset, cond, args.seed)
+    record = rl.record_path(R.runs, cond, args.seed)
     if not record.exists():
         sys.exit(f"{record}: no stored run record to compare with")
     stored_record = record.read_bytes()
-    stored = tables.read(T.ABLATION, rl.RL.csv(args.preset))
+    stored = tables.read(T.ABLATION, rl.RL.csv(R.results))
     mine = stored[(stored["experiment"] == cond.experiment) & (stored["condition"] == cond.label)
                   & (stored["seed"] == args.seed)
-                  & (stored["config_hash"] == rl.condition_hash(args.preset, cond))]
+                  & (stored["config_hash"] == rl.condition_hash(R, cond))]
     if mine.empty:
-        sys.exit(f"{rl.RL.csv(args.preset)} holds no row of {cond.experiment}/{cond.label} seed {args.seed} under "
+        sys.exit(f"{rl.RL.csv(R.results)} holds no row of {cond.experiment}/{cond.label} seed {args.seed} under "
                  "the current config")
     try:
-        out = rl.run_condition(args.preset, cond, args.seed)
+        out = rl.run_condition(R, cond, args.seed)
         fresh_record = record.read_bytes()
     finally:
         record.write_bytes(stored_record)

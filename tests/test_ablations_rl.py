@@ -19,10 +19,19 @@ from klear_lib.ablations import family as F
 from klear_lib.ablations import rl, sft, stats, table
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import stability as S
-from klear_lib.configs import get_config
+from klear_lib.configs import recipe
+from klear_lib.configs.study import RLScale
 from klear_lib.data import load_split
 from klear_lib.results import PROBLEMS, load_reported
 from klear_lib.seeding import torch_threads
+
+
+CI, TINY, FULL = recipe("ci"), recipe("tiny"), recipe("full")
+
+
+def _with(r, **study):
+    """``r`` with some of its study's fields replaced (a family's scale)."""
+    return r.replace(study=study)
 
 
 def _row(exp, cond, seed, bench, mean, cfg_hash="h1", metric="avg@k"):
@@ -35,40 +44,40 @@ def _row(exp, cond, seed, bench, mean, cfg_hash="h1", metric="avg@k"):
 
 def test_conditions_map_to_their_config_overrides():
     fig2, fig3, fig5, t6 = (rl.EXPERIMENTS[e] for e in ("fig2", "fig3", "fig5", "table6"))
-    assert rl.rl_config("ci", fig2.condition("cispo")).loss_type == "cispo"
-    assert rl.rl_config("ci", fig2.condition("clip_higher"), seed=3).seed == 3
-    assert rl.rl_config("ci", fig3.condition("hard")).code_reward_mode == "hard"
-    assert rl.rl_config("ci", fig5.condition("unfiltered")).filter_zero_adv is False
-    assert rl.rl_config("ci", t6.condition("a0.05")).sft_alpha == 0.05
+    assert rl.rl_config(CI, fig2.condition("cispo")).loss_type == "cispo"
+    assert rl.rl_config(CI, fig2.condition("clip_higher"), seed=3).seed == 3
+    assert rl.rl_config(CI, fig3.condition("hard")).code_reward_mode == "hard"
+    assert rl.rl_config(CI, fig5.condition("unfiltered")).filter_zero_adv is False
+    assert rl.rl_config(CI, t6.condition("a0.05")).sft_alpha == 0.05
     assert rl.EXPERIMENTS["fig4"].condition("unfiltered").rows == rl.UNFILTERED
     assert not t6.condition(rl.START).train
-    grpo, beta = rl.rl_config("ci", fig2.condition("grpo")), rl.rl_config("ci", fig2.condition("gppo_b0.25"))
+    grpo, beta = rl.rl_config(CI, fig2.condition("grpo")), rl.rl_config(CI, fig2.condition("gppo_b0.25"))
     assert (grpo.loss_type, grpo.clip_low, grpo.clip_high) == ("clip_higher", 0.2, 0.2)  # DGPO's symmetric clip
     assert (beta.loss_type, beta.beta_low, beta.beta_high) == ("gppo", 0.25, 1.0)
     assert fig2.external[0].better == "grpo" and ("grpo", "gppo") in fig2.pairs
-    default = rl.rl_config("ci", fig2.condition("gppo"))  # the recipe itself: shared by Fig. 5 and Table 6
-    assert rl.rl_config("ci", fig5.condition("filtered")) == default == rl.rl_config("ci", t6.condition("a0.1"))
+    default = rl.rl_config(CI, fig2.condition("gppo"))  # the recipe itself: shared by Fig. 5 and Table 6
+    assert rl.rl_config(CI, fig5.condition("filtered")) == default == rl.rl_config(CI, t6.condition("a0.1"))
 
 
 def test_tiny_reads_every_tiny_aime_problem_and_a_capped_tiny_lcb_in_calls_of_their_own():
-    calls = rl.eval_calls("tiny", ["tiny_aime", "tiny_lcb"], seed=2)
+    calls = rl.eval_calls(TINY, ["tiny_aime", "tiny_lcb"], seed=2)
     assert [c[0] for c in calls] == [["tiny_aime"], ["tiny_lcb"]]
-    assert "max_problems" not in calls[0][1] and calls[1][1]["max_problems"] == 100
-    assert all(c[1]["seed"] == 2 for c in calls)  # one sampling seed for every condition of a seed
-    assert rl.eval_calls("ci", ["tiny_aime", "tiny_lcb"], seed=0) == [(["tiny_aime", "tiny_lcb"],
-                                                                       rl.eval_overrides("ci", 0))]
+    assert calls[0][1].eval.max_problems is None and calls[1][1].eval.max_problems == 100
+    assert all(c[1].eval.seed == 2 for c in calls)  # one sampling seed for every condition of a seed
+    assert rl.eval_calls(CI, ["tiny_aime", "tiny_lcb"], seed=0) == [(["tiny_aime", "tiny_lcb"],
+                                                                     rl.eval_recipe(CI, 0))]
 
 
 def test_scales_set_steps_curves_and_the_papers_full_settings():
     fig2, fig3 = rl.EXPERIMENTS["fig2"].condition("gppo"), rl.EXPERIMENTS["fig3"].condition("soft")
-    tiny2, tiny3 = rl.rl_config("tiny", fig2), rl.rl_config("tiny", fig3)
+    tiny2, tiny3 = rl.rl_config(TINY, fig2), rl.rl_config(TINY, fig3)
     assert (tiny2.max_steps, tiny2.save_steps, tiny2.updates_per_step) == (30, 15, 8)
     assert (tiny3.max_steps, tiny3.save_steps, tiny3.updates_per_step) == (10, 5, 4)
-    full2, full3 = rl.rl_config("full", fig2), rl.rl_config("full", fig3)
+    full2, full3 = rl.rl_config(FULL, fig2), rl.rl_config(FULL, fig3)
     assert (full2.max_steps, full2.learning_rate, full2.updates_per_step) == (250, 1e-6, 8)
     assert (full3.max_steps, full3.learning_rate, full3.updates_per_step) == (100, 5e-7, 4)
     assert full3.max_completion_length == 16384
-    assert rl.RL.benchmarks_at(fig2, "full") == ("aime24", "aime25", "lcb_v5")
+    assert rl.RL.benchmarks_at(FULL, fig2) == ("aime24", "aime25", "lcb_v5")
 
 
 @pytest.mark.parametrize("family", [sft.SFT, rl.RL], ids=["sft", "rl"])
@@ -86,38 +95,38 @@ def test_every_comparison_names_defined_conditions_and_paper_settings(family):
 @pytest.mark.parametrize("family", [sft.SFT, rl.RL], ids=["sft", "rl"])
 def test_ci_runs_the_first_pair_only_and_tiny_runs_all(family):
     for exp in family.experiments.values():
-        assert {c.label for c in family.conditions_for(exp, "ci")} == set(exp.comparisons[0])
-        assert family.conditions_for(exp, "tiny") == exp.conditions
+        assert {c.label for c in family.conditions_for(CI, exp)} == set(exp.comparisons[0])
+        assert family.conditions_for(TINY, exp) == exp.conditions
     with pytest.raises(KeyError, match="known"):
         family.get_experiment("table9")
-    with pytest.raises(KeyError, match="unknown preset"):
-        family.get_scale("huge")
+    with pytest.raises(KeyError, match="runs no"):
+        family.get_scale(recipe("gpu"))
 
 
 def test_tiny_reads_secondary_benchmarks_at_the_last_curve_point_only():
     gppo, soft = rl.EXPERIMENTS["fig2"].condition("gppo"), rl.EXPERIMENTS["fig3"].condition("soft")
-    assert rl.curve_benchmarks("tiny", gppo, last=False) == ("tiny_aime",)
-    assert rl.curve_benchmarks("tiny", gppo, last=True) == ("tiny_aime",)  # tiny: Fig. 2 reads its primary only
-    assert rl.curve_benchmarks("ci", gppo, last=True) == ("tiny_aime", "tiny_lcb")
-    assert rl.curve_benchmarks("tiny", rl.EXPERIMENTS["fig3"].condition("soft"), last=True) == ("tiny_lcb",)
-    assert rl.curve_benchmarks("tiny", soft, last=False) == ("tiny_lcb",)  # the primary benchmark is kept
-    assert rl.curve_benchmarks("ci", gppo, last=False) == ("tiny_aime", "tiny_lcb")
-    assert rl.curve_benchmarks("full", gppo, last=False) == ("aime24", "aime25", "lcb_v5")  # curve_primary_only off
+    assert rl.curve_benchmarks(TINY, gppo, last=False) == ("tiny_aime",)
+    assert rl.curve_benchmarks(TINY, gppo, last=True) == ("tiny_aime",)  # tiny: Fig. 2 reads its primary only
+    assert rl.curve_benchmarks(CI, gppo, last=True) == ("tiny_aime", "tiny_lcb")
+    assert rl.curve_benchmarks(TINY, rl.EXPERIMENTS["fig3"].condition("soft"), last=True) == ("tiny_lcb",)
+    assert rl.curve_benchmarks(TINY, soft, last=False) == ("tiny_lcb",)  # the primary benchmark is kept
+    assert rl.curve_benchmarks(CI, gppo, last=False) == ("tiny_aime", "tiny_lcb")
+    assert rl.curve_benchmarks(FULL, gppo, last=False) == ("aime24", "aime25", "lcb_v5")  # curve_primary_only off
 
 
 def test_rl_seeds_resolve_per_preset():
-    assert rl.RL.resolve_seeds(None, "tiny") == [0, 1, 2] and rl.RL.resolve_seeds(None, "ci") == [0]
+    assert rl.RL.seeds(TINY, "fig2") == list(range(10)) and rl.RL.seeds(CI, "fig2") == [0]
+    assert rl.RL.seeds(TINY, "fig2", 2) == [0, 1] and rl.RL.seeds(TINY, "fig2", [4]) == [4]
 
 
 def test_condition_hash_ignores_the_seed_and_text_but_not_overrides_or_scale(monkeypatch):
     cond = rl.EXPERIMENTS["fig2"].condition("gppo")
-    h = rl.condition_hash("ci", cond)
-    assert h == rl.condition_hash("ci", cond) and h != rl.condition_hash("tiny", cond)
-    assert rl.condition_hash("ci", dataclasses.replace(cond, claim="reworded", paper_setting="x")) == h
-    assert rl.condition_hash("ci", dataclasses.replace(cond, overrides=(("loss_type", "cispo"),))) != h
-    assert rl.condition_hash("ci", dataclasses.replace(cond, rows=rl.UNFILTERED)) != h
-    monkeypatch.setitem(rl.SCALES, "ci", rl.Scale(seeds=1, reduced=True, eval={"k_math": 3}))
-    assert rl.condition_hash("ci", cond) != h
+    h = rl.condition_hash(CI, cond)
+    assert h == rl.condition_hash(CI, cond) and h != rl.condition_hash(TINY, cond)
+    assert rl.condition_hash(CI, dataclasses.replace(cond, claim="reworded", paper_setting="x")) == h
+    assert rl.condition_hash(CI, dataclasses.replace(cond, overrides=(("loss_type", "cispo"),))) != h
+    assert rl.condition_hash(CI, dataclasses.replace(cond, rows=rl.UNFILTERED)) != h
+    assert rl.condition_hash(_with(CI, rl_ablations=RLScale(seeds=1, reduced=True, eval={"k_math": 3})), cond) != h
 
 
 # --- reuse, curves and run records -------------------------------------------------------------------------------
@@ -125,28 +134,31 @@ def test_condition_hash_ignores_the_seed_and_text_but_not_overrides_or_scale(mon
 def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkeypatch, tmp_path):
     calls, starts, prepared = [], [], []
 
-    def fake_run(preset, cond, seed, context):
+    def fake_run(recipe_, cond, seed, context):
         calls.append((cond.label, seed, context))
-        h = rl.condition_hash(preset, cond)
+        h = rl.condition_hash(recipe_, cond)
         scores = pd.DataFrame([_row(cond.experiment, cond.label, seed, "tiny_aime", 0.25)])
-        rows = [_row(cond.experiment, cond.label, seed, b, 0.25, h) for b in rl.RL.benchmarks_at(cond, preset)]
+        rows = [_row(cond.experiment, cond.label, seed, b, 0.25, h) for b in rl.RL.benchmarks_at(recipe_, cond)]
         return F.RunRows(rows, R.curve_rows(scores, cond.experiment, cond.label, seed, 2, h))
 
-    monkeypatch.setattr(rl, "RL", dataclasses.replace(
-        rl.RL, run=fake_run, prepare=lambda preset, todo, init: prepared.append((len(todo), init))))
-    monkeypatch.setattr(rl, "start_checkpoint", lambda preset: starts.append(preset) or "sft-ckpt")
+    def fake_setup(recipe_, todo):
+        starts.append(recipe_.preset)
+        prepared.append((len(todo), "sft-ckpt"))
+        return "sft-ckpt"
+
+    monkeypatch.setattr(rl, "RL", dataclasses.replace(rl.RL, run=fake_run, setup=fake_setup))
     path = tmp_path / "ablations_rl.csv"
-    first = rl.RL.run_experiment("ci", "fig2", seeds=[0, 1], path=path)
+    first = rl.RL.run_experiment(CI, "fig2", seeds=[0, 1], path=path)
     assert sorted(calls) == [("clip_higher", s, "sft-ckpt") for s in (0, 1)] + [("gppo", s, "sft-ckpt")
                                                                                for s in (0, 1)]
     assert len(first) == 2 * 2 * 2 and starts == ["ci"]  # 2 conditions x 2 seeds x 2 benchmarks
     assert prepared == [(4, "sft-ckpt")]  # the start's shared work, once, for the due runs only
-    curves = tables.read(R.CURVES, rl.curves_csv("ci", path))  # written beside the table by this process
-    assert len(curves) == 4 and path.with_name("ablations_rl_curves.csv") == rl.curves_csv("ci", path)
+    curves = tables.read(R.CURVES, rl.RL.side_csv(path))  # written beside the table by this process
+    assert len(curves) == 4 and path.with_name("ablations_rl_curves.csv") == rl.RL.side_csv(path)
     calls.clear()
-    assert rl.RL.run_experiment("ci", "fig2", seeds=[0, 1], path=path).equals(first)
+    assert rl.RL.run_experiment(CI, "fig2", seeds=[0, 1], path=path).equals(first)
     assert calls == [] and starts == ["ci"]
-    rl.RL.run_experiment("ci", "fig2", seeds=[1], path=path, retrain=True)
+    rl.RL.run_experiment(CI, "fig2", seeds=[1], path=path, retrain=True)
     assert sorted(c[:2] for c in calls) == [("clip_higher", 1), ("gppo", 1)] and prepared[-1] == (2, "sft-ckpt")
 
 
@@ -154,54 +166,54 @@ def test_runs_draw_the_fixed_seeds_once_and_resume_from_the_stored_rows(monkeypa
     # no optional stopping: SEEDS=None runs the experiment's fixed seeds whatever the results say
     calls, seeds_run = [], 3
 
-    def fake_run(preset, cond, seed, context):
+    def fake_run(recipe_, cond, seed, context):
         calls.append((cond.label, seed))
-        h = rl.condition_hash(preset, cond)
+        h = rl.condition_hash(recipe_, cond)
         mean = 0.3 + (0.30 if cond.label == "gppo" else 0.0)  # decided at the first seed: still 3 seeds
-        rows = [_row(cond.experiment, cond.label, seed, b, mean, h) for b in rl.RL.benchmarks_at(cond, preset)]
+        rows = [_row(cond.experiment, cond.label, seed, b, mean, h) for b in rl.RL.benchmarks_at(recipe_, cond)]
         counts = [{"benchmark": "tiny_aime", "problem": f"p{i}", "k": 4, "correct": i % 5} for i in range(3)]
         return F.RunRows(rows, R.curve_rows(pd.DataFrame(rows[:1]), cond.experiment, cond.label, seed, 2, h),
                          F.problem_rows(counts, cond.experiment, cond.label, seed, h))
 
-    scale = dataclasses.replace(rl.SCALES["ci"], seeds=1, fixed_seeds={"fig2": seeds_run})
-    monkeypatch.setitem(rl.SCALES, "ci", scale)
-    monkeypatch.setattr(rl, "RL", dataclasses.replace(rl.RL, run=fake_run, prepare=None))
-    monkeypatch.setattr(rl, "start_checkpoint", lambda preset: "sft-ckpt")
-    monkeypatch.setattr(F.Family, "csv", lambda self, preset: tmp_path / "t.csv")
-    assert rl.RL.fixed_seeds("fig2", "ci") == seeds_run and rl.RL.fixed_seeds("fig3", "ci") == 1
-    runs = rl.RL.runs("ci", "fig2")
+    ci = _with(CI, rl_ablations=dataclasses.replace(CI.study.rl_ablations, seeds=1, fixed_seeds={"fig2": seeds_run}))
+    monkeypatch.setattr(rl, "RL", dataclasses.replace(rl.RL, run=fake_run, setup=lambda recipe_, todo: "sft-ckpt"))
+    monkeypatch.setattr(F.Family, "csv", lambda self, results: tmp_path / "t.csv")
+    assert rl.RL.seeds(ci, "fig2") == list(range(seeds_run)) and rl.RL.seeds(ci, "fig3") == [0]
+    runs = rl.RL.run_experiment(ci, "fig2")
     assert sorted(set(runs["seed"])) == list(range(seeds_run))
     assert sorted(calls) == sorted((c, s) for c in ("clip_higher", "gppo") for s in range(seeds_run))  # once each
     problems = tables.read(PROBLEMS, tmp_path / "problems" / "fig2.csv")  # one file per experiment, every run
     assert len(problems) == 3 * 2 * seeds_run and problems["correct"].tolist()[:3] == [0, 1, 2]
     calls.clear()
-    again = rl.RL.runs("ci", "fig2")
+    again = rl.RL.run_experiment(ci, "fig2")
     assert calls == [], calls
     pd.testing.assert_frame_equal(again, runs)  # resumes from the stored rows
     # seeds="stored": the seeds held in full, nothing trains; a seed missing one arm's rows is not one of them
-    pd.testing.assert_frame_equal(rl.RL.run_experiment("ci", "fig2", "stored", path=tmp_path / "t.csv"), runs)
+    pd.testing.assert_frame_equal(rl.RL.run_experiment(ci, "fig2", "stored", path=tmp_path / "t.csv"), runs)
     stored = tables.read(rl.RL.table, tmp_path / "t.csv")
     cut = stored[~((stored["seed"] == 1) & (stored["condition"] == "gppo"))]
     tables.write(rl.RL.table, cut, tmp_path / "cut.csv")
-    assert rl.RL.stored_seeds("ci", "fig2", tmp_path / "cut.csv") == [s for s in range(seeds_run) if s != 1]
+    assert rl.RL.stored_seeds(ci, "fig2", tmp_path / "cut.csv") == [s for s in range(seeds_run) if s != 1]
+    assert rl.RL.seeds(ci, "fig2", "stored", tmp_path / "cut.csv") == [s for s in range(seeds_run) if s != 1]
     assert calls == []
     with pytest.raises(ValueError, match="no seed of fig3"):
-        rl.RL.stored_seeds("ci", "fig3", tmp_path / "t.csv")
+        rl.RL.stored_seeds(ci, "fig3", tmp_path / "t.csv")
 
 
-def test_prepare_evaluates_the_start_once_per_seed_on_what_its_runs_read_there(monkeypatch):
+def test_setup_evaluates_the_start_once_per_seed_on_what_its_runs_read_there(monkeypatch):
     calls = []
-    monkeypatch.setattr(rl, "eval_stage", lambda preset, stage, path, benchmarks, write_csv, **kw:
-                        calls.append((stage, path, tuple(benchmarks), kw["seed"], write_csv)))
+    monkeypatch.setattr(rl, "eval_stage", lambda run, stage, path, benchmarks, write_csv:
+                        calls.append((stage, path, tuple(benchmarks), run.eval.seed, write_csv)))
+    monkeypatch.setattr(rl, "sft_stage", lambda recipe_: "sft-ckpt")
     fig2, fig3, t6 = (rl.EXPERIMENTS[e] for e in ("fig2", "fig3", "table6"))
     todo = [(fig2.condition("gppo"), 0), (fig3.condition("soft"), 0), (fig2.condition("cispo"), 0),
             (t6.condition(rl.START), 1)]
-    rl.prepare("tiny", todo, "sft-ckpt")
+    assert rl.setup(TINY, todo) == "sft-ckpt"
     assert calls == [(rl.START_STAGE, "sft-ckpt", ("tiny_aime",), 0, False),  # tiny_lcb: a call of its own
                      (rl.START_STAGE, "sft-ckpt", ("tiny_lcb",), 0, False),
                      (rl.START_STAGE, "sft-ckpt", ("tiny_aime",), 1, False)]
-    assert rl.start_benchmarks("tiny", fig2.condition("gppo")) == ("tiny_aime",)  # tiny_lcb only at the end
-    assert rl.start_benchmarks("tiny", t6.condition(rl.START)) == ("tiny_aime",)
+    assert rl.start_benchmarks(TINY, fig2.condition("gppo")) == ("tiny_aime",)  # tiny_lcb only at the end
+    assert rl.start_benchmarks(TINY, t6.condition(rl.START)) == ("tiny_aime",)
 
 
 def test_checkpoints_map_optimizer_updates_to_rl_steps(tmp_path):
@@ -215,7 +227,7 @@ def test_record_from_state_rebuilds_what_run_record_writes(tmp_path):
     from klear_lib.configs import config_hash
     from klear_lib.training.run_record import record_row
 
-    cfg = get_config("rl_math", "ci")
+    cfg = CI.rl_math
     logs = [{"loss": 0.5, "grad_norm": 0.1, "gen/accuracy": 0.25, "gppo/clip_frac": 0.01, "step": s}
             for s in (1, 2, 3, 4)] + [{"train_loss": 0.4, "step": 4}]
     (tmp_path / "checkpoint-4").mkdir()
@@ -295,19 +307,19 @@ def test_collapse_is_recomputed_from_stored_columns_under_another_criterion():
 
 
 def test_grid_derives_mini_batches_and_maps_each_loss():
-    assert len(S.cells("ci")) == 6 * 2 * 2 and len(S.cells("tiny")) == 6 * 4 * 2
-    by = {(c.loss.label, c.updates): c for c in S.cells("tiny") if c.learning_rate == 1e-4}
-    assert S.rl_overrides("tiny", by[("gppo", 4)])["mini_batch_prompts"] == 1
-    assert S.rl_overrides("tiny", by[("gppo", 2)])["mini_batch_prompts"] == 2
-    dual = S.rl_overrides("tiny", by[("gppo_dual10", 2)], seed=2)
-    assert (dual["dual_clip"], dual["loss_type"], dual["learning_rate"], dual["seed"]) == (10.0, "gppo", 1e-4, 2)
-    assert S.rl_overrides("tiny", by[("gppo_b0.25", 4)])["beta_low"] == 0.25
+    assert len(S.cells(CI.study.stability)) == 6 * 2 * 2 and len(S.cells(TINY.study.stability)) == 6 * 4 * 2
+    by = {(c.loss.label, c.updates): c for c in S.cells(TINY.study.stability) if c.learning_rate == 1e-4}
+    assert S.run_recipe(TINY, by[("gppo", 4)]).rl_math.mini_batch_prompts == 1
+    assert S.run_recipe(TINY, by[("gppo", 2)]).rl_math.mini_batch_prompts == 2
+    dual = S.run_recipe(TINY, by[("gppo_dual10", 2)], seed=2).rl_math
+    assert (dual.dual_clip, dual.loss_type, dual.learning_rate, dual.seed) == (10.0, "gppo", 1e-4, 2)
+    assert S.run_recipe(TINY, by[("gppo_b0.25", 4)]).rl_math.beta_low == 0.25
     with pytest.raises(ValueError, match="3 updates per step do not divide 4"):
-        S.rl_overrides("tiny", S.Cell(S.get_loss("cispo"), 1e-4, 3))
+        S.run_recipe(TINY, S.Cell(S.get_loss("cispo"), 1e-4, 3))
     with pytest.raises(KeyError, match="known"):
         S.get_loss("ppo")
-    cell = S.cells("ci")[0]
-    assert S.cell_hash("ci", cell) != S.cell_hash("ci", dataclasses.replace(cell, learning_rate=2e-3))
+    cell = S.cells(CI.study.stability)[0]
+    assert S.cell_hash(CI, cell) != S.cell_hash(CI, dataclasses.replace(cell, learning_rate=2e-3))
 
 
 def _stab_row(loss, lr, updates, seed, mean, cfg_hash="h", **kw):
@@ -320,19 +332,19 @@ def _stab_row(loss, lr, updates, seed, mean, cfg_hash="h", **kw):
 def test_stability_table_round_trip_and_reuse(monkeypatch, tmp_path):
     calls = []
 
-    def fake_cell(preset, cell, seed, init=None):
+    def fake_cell(recipe_, cell, seed, init=None):
         calls.append((cell.loss.label, cell.learning_rate, cell.updates, seed))
-        return [_stab_row(cell.loss.label, cell.learning_rate, cell.updates, seed, 0.2, S.cell_hash(preset, cell))]
+        return [_stab_row(cell.loss.label, cell.learning_rate, cell.updates, seed, 0.2, S.cell_hash(recipe_, cell))]
 
     monkeypatch.setattr(S, "STABILITY", dataclasses.replace(S.STABILITY, run=fake_cell))
-    monkeypatch.setattr(S, "start_checkpoint", lambda preset: "sft-ckpt")
-    monkeypatch.setattr(S, "_start_heldout", lambda preset, init, seed: calls.append(("start", seed)))
+    monkeypatch.setattr(S, "sft_stage", lambda recipe_: "sft-ckpt")
+    monkeypatch.setattr(S, "_heldout", lambda run, init, stage: calls.append(("start", run.eval.seed)))
     path = tmp_path / "stability.csv"
-    first = S.run_grid("ci", path=path, losses=["gppo", "cispo"])
+    first = S.run_grid(CI, path=path, losses=["gppo", "cispo"])
     assert calls[0] == ("start", 0) and len(calls) == 9  # the start is evaluated once before any run
     assert len(first) == 8 and list(first["loss"].unique()) == ["gppo", "cispo"]
     calls.clear()
-    assert S.run_grid("ci", path=path, losses=["gppo", "cispo"]).equals(first) and calls == []
+    assert S.run_grid(CI, path=path, losses=["gppo", "cispo"]).equals(first) and calls == []
     text = path.read_bytes()
     tables.write(S.TABLE, tables.read(S.TABLE, path), path)
     assert path.read_bytes() == text
@@ -363,11 +375,11 @@ def test_safe_region_and_the_papers_ranking():
 
 def test_claims_mark_missing_runs_not_run_and_carry_the_papers_numbers(tmp_path):
     cond = {c.label: c for c in sft.EXPERIMENTS["table4"].conditions}
-    rows = [_row("table4", label, s, "tiny_aime", m + 0.01 * s, sft.condition_hash("ci", cond[label]))
+    rows = [_row("table4", label, s, "tiny_aime", m + 0.01 * s, sft.condition_hash(CI, cond[label]))
             for label, m in (("top1", 0.5), ("top4", 0.2)) for s in range(3)]
     rows += [_row("table4", "top2", 0, "tiny_aime", 0.9, cfg_hash="stale")]  # an old config does not count
     tables.write(table.ABLATION, rows, tmp_path / "sft.csv")
-    got = C.build_claims("ci", paths={"sft": tmp_path / "sft.csv", "rl": tmp_path / "rl.csv"}).set_index("claim_id")
+    got = C.build_claims(CI, paths={"sft": tmp_path / "sft.csv", "rl": tmp_path / "rl.csv"}).set_index("claim_id")
     assert len(got) == len(C.expected())
     hit = got.loc["table4:top1>top4@tiny_aime"]
     assert hit["verdict"] == "replicated" and hit["ours_diff_pts"] == pytest.approx(30.0) and hit["n_seeds"] == 3
@@ -393,7 +405,7 @@ def test_claims_mark_missing_runs_not_run_and_carry_the_papers_numbers(tmp_path)
     assert t5["direction"] == -1 and t5["paper_diff_high_pts"] < 0
     assert hit["seed_diffs_pts"] == "30.00;30.00;30.00"  # the paired differences the interval rests on, in seed order
     assert got.loc["table4:top2>top4@tiny_aime", "seed_diffs_pts"] == ""
-    path = C.write_claims("ci", paths={"sft": tmp_path / "sft.csv", "rl": tmp_path / "rl.csv"},
+    path = C.write_claims(CI, paths={"sft": tmp_path / "sft.csv", "rl": tmp_path / "rl.csv"},
                           path=tmp_path / "claims.csv")
     md = C.readme_table(tables.read(C.CLAIMS, path))
     assert (md.loc[md["verdict"] == C.NOT_RUN, "ours Δ pts"] == "—").all()
@@ -418,7 +430,7 @@ def test_multiplicity_is_holm_within_a_table_and_bh_across_all():
 
 
 def test_a_stored_verdict_never_contradicts_its_own_interval():
-    claims = tables.read(C.CLAIMS, C.claims_csv("tiny"))
+    claims = tables.read(C.CLAIMS, C.claims_csv(TINY.results))
     run = claims[claims["verdict"] != C.NOT_RUN]
     for r in run.itertuples():
         lo, hi = sorted((r.direction * r.adj_ci_low_pts, r.direction * r.adj_ci_high_pts))
@@ -468,11 +480,11 @@ def test_forest_plot_draws_the_margin_the_base_rates_and_ranges(monkeypatch, tmp
     texts = " ".join(t.get_text() for ax in axes for t in ax.texts)
     assert "base 49% → 8.0%" in texts and "replicated" in texts
 
-    monkeypatch.setattr(C, "claims_csv", lambda preset: tmp_path / "claims.csv")
+    monkeypatch.setattr(C, "claims_csv", lambda results: tmp_path / "claims.csv")
     monkeypatch.setattr(report, "REPO", tmp_path)
     monkeypatch.setattr(plots, "FIGURES", tmp_path / "results" / "figures")
     tables.write(C.CLAIMS, claims, tmp_path / "claims.csv")
-    paths = C.write_forests("ci")  # a smoke run's figures sit in their own folder
+    paths = C.write_forests(CI)  # a smoke run's figures sit in their own folder
     assert [p.relative_to(tmp_path).as_posix() for p in paths] == [
         f"results/figures/ci/ci_claims_forest{s}.png" for s in ("", "_fig2", "_table6")]
     assert plots.figure_path("tiny_claims_forest") == tmp_path / "results" / "figures" / "tiny_claims_forest.png"
@@ -484,9 +496,9 @@ def test_claims_section_renders_the_stored_table(monkeypatch, tmp_path):
     from klear_lib import report
     from klear_lib.ablations import claims
 
-    monkeypatch.setattr(claims, "claims_csv", lambda preset: tmp_path / "claims.csv")
+    monkeypatch.setattr(claims, "claims_csv", lambda results: tmp_path / "claims.csv")
     assert "No `results/ci/claims.csv` yet" in report.claims_section("ci")
-    C.write_claims("ci", paths={"sft": tmp_path / "none.csv", "rl": tmp_path / "none.csv"},
+    C.write_claims(CI, paths={"sft": tmp_path / "none.csv", "rl": tmp_path / "none.csv"},
                    path=tmp_path / "claims.csv")
     text = report.claims_section("ci")
     assert f"{len(C.expected())} not run" in text and "| Figure 2 | gppo > clip_higher |" in text
@@ -546,11 +558,11 @@ def test_one_ci_run_end_to_end(monkeypatch, tmp_path):
     monkeypatch.setattr("klear_lib.pipeline.runs_dir", lambda preset: tmp_path)
     monkeypatch.setattr("klear_lib.paths.runs_dir", lambda preset: tmp_path)
     cond = rl.EXPERIMENTS["table6"].condition("a0")
-    result = rl.run_condition("ci", cond, 0, rl.start_checkpoint("ci"))
+    result = rl.run_condition(CI, cond, 0)
     tables.write(R.CURVES, result.side, tmp_path / "curves.csv")
     df = tables.validate(table.ABLATION, pd.DataFrame(result.rows))
     assert set(df["benchmark"]) == {"tiny_aime"} and set(df["metric"]) == {"avg@k", "pass@k"}
-    assert set(df["config_hash"]) == {rl.condition_hash("ci", cond)} and set(df["n_train"]) == {40}
+    assert set(df["config_hash"]) == {rl.condition_hash(CI, cond)} and set(df["n_train"]) == {40}
     problems = pd.DataFrame(result.problems)  # the last point's per-problem counts give its avg@k back
     avg = df[df["metric"] == "avg@k"].iloc[0]
     assert len(problems) == avg["n_problems"] and set(problems["seed"]) == {0}
@@ -560,8 +572,9 @@ def test_one_ci_run_end_to_end(monkeypatch, tmp_path):
     assert (record["loss"] == record["policy_loss"]).all()
     curves = tables.read(R.CURVES, tmp_path / "curves.csv")
     assert sorted(curves["rl_step"].unique()) == [0, 1, 2]
-    monkeypatch.setattr(rl, "curves_csv", lambda preset: tmp_path / "curves.csv")
-    figs = rl.figures("ci", df, panels=("heldout", "dynamics", "clipping"))
+    monkeypatch.setattr(F.Family, "csv", lambda self, results: tmp_path / "table.csv")
+    monkeypatch.setattr(F.Family, "side_csv", lambda self, path: tmp_path / "curves.csv")
+    figs = rl.figures(CI, df, panels=("heldout", "dynamics", "clipping"))
     assert [len(f.axes) for f in figs.values()] == [1, len(R.DYNAMICS), len(R.CLIPPING)]
 
 
@@ -596,16 +609,16 @@ def _results_in(results: Path):
         paths.RESULTS = before
 
 
-def _run_recording_in(results: Path, preset, condition, seed, init):
+def _run_recording_in(results: Path, recipe_, condition, seed, init):
     """``rl.run_condition`` with its run record under ``results``: spawned workers do not see monkeypatches."""
     with _results_in(results):
-        return rl.run_condition(preset, condition, seed, init)
+        return rl.run_condition(recipe_, condition, seed, init)
 
 
 @pytest.mark.slow
 def test_rl_runs_in_two_workers_give_the_files_of_runs_one_at_a_time(monkeypatch, tmp_path):
     monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")  # a missing SFT checkpoint's record goes there
-    real, init = artifacts.root(), rl.start_checkpoint("ci")
+    real, init = artifacts.root(), rl.sft_stage(CI)
     cond, out = rl.EXPERIMENTS["table6"].condition("a0.1"), {}
     for workers in (1, 2):
         # a fresh store each (RL checkpoints and eval samples), sharing only the ci world: both sweeps train
@@ -615,9 +628,9 @@ def test_rl_runs_in_two_workers_give_the_files_of_runs_one_at_a_time(monkeypatch
         monkeypatch.setenv("KLEAR_ARTIFACTS", str(store))  # spawned workers inherit the environment
         monkeypatch.setattr(paths, "RESULTS", results)
         family = dataclasses.replace(rl.RL, run=partial(_run_recording_in, results),
-                                     setup=lambda preset, seeds, path: init)  # the SFT checkpoint of the real store
+                                     setup=lambda recipe_, todo: init)  # the SFT checkpoint of the real store
         with torch_threads(1):  # one at a time under another count than the workers' default
-            rows = family.run_experiment("ci", "table6", seeds=[0, 1], path=results / "ablations_rl.csv",
+            rows = family.run_experiment(CI, "table6", seeds=[0, 1], path=results / "ablations_rl.csv",
                                          workers=workers, conditions=[cond])
         out[workers] = rows, {str(p.relative_to(results)): p.read_bytes() for p in sorted(results.rglob("*.csv"))}
         assert len(list((store / "ci" / "rl_math").glob("*/final"))) == 2  # each sweep trained both seeds

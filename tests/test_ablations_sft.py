@@ -13,6 +13,10 @@ from klear_lib import tables
 from klear_lib.ablations import sft, stats, table
 from klear_lib.results import PROBLEMS, load_reported
 from klear_lib.ablations.verdicts import claim_verdict
+from klear_lib.configs import recipe
+from klear_lib.configs.study import SFTScale
+
+CI, TINY = recipe("ci"), recipe("tiny")
 
 # --- statistics and the verdict rule -------------------------------------------------------------------------
 
@@ -216,38 +220,38 @@ def test_bad_rows_are_named():
 # --- definitions and reuse --------------------------------------------------------------------------------------
 
 def test_seeds_resolve_per_preset():  # the definitions of both families: tests/test_ablations_rl.py
-    assert sft.SFT.resolve_seeds(None, "tiny") == [0, 1, 2] and sft.SFT.resolve_seeds([4, 7], "ci") == [4, 7]
+    assert sft.SFT.seeds(TINY, "table2") == [0, 1, 2] and sft.SFT.seeds(CI, "table2", [4, 7]) == [4, 7]
 
 
 def test_condition_hash_ignores_the_seed_but_not_the_scale(monkeypatch):
     cond = sft.EXPERIMENTS["table4"].conditions[0]
-    h = sft.condition_hash("ci", cond)
-    assert h == sft.condition_hash("ci", cond) and h != sft.condition_hash("tiny", cond)
-    assert sft.condition_hash("ci", dataclasses.replace(cond, claim="reworded")) == h
-    assert sft.condition_hash("ci", dataclasses.replace(cond, subset=(("ability", "math"), ("top_k", 2)))) != h
-    monkeypatch.setitem(sft.SCALES, "ci", sft.Scale(budget={"table4": 50}, reduced=True))
-    assert sft.condition_hash("ci", cond) != h
+    h = sft.condition_hash(CI, cond)
+    assert h == sft.condition_hash(CI, cond) and h != sft.condition_hash(TINY, cond)
+    assert sft.condition_hash(CI, dataclasses.replace(cond, claim="reworded")) == h
+    assert sft.condition_hash(CI, dataclasses.replace(cond, subset=(("ability", "math"), ("top_k", 2)))) != h
+    assert sft.condition_hash(CI.replace(study={"sft_ablations": SFTScale(budget={"table4": 50}, reduced=True)}),
+                              cond) != h
 
 
 def test_run_experiment_reuses_rows_with_the_same_hash(monkeypatch, tmp_path):
     calls = []
 
-    def fake_run(preset, cond, seed, pool):
+    def fake_run(recipe_, cond, seed, pool):
         calls.append((cond.label, seed))
-        return [_row(cond.experiment, cond.label, seed, b, 0.25, sft.condition_hash(preset, cond))
-                for b in sft.SFT.benchmarks_at(cond, preset)]
+        return [_row(cond.experiment, cond.label, seed, b, 0.25, sft.condition_hash(recipe_, cond))
+                for b in sft.SFT.benchmarks_at(recipe_, cond)]
 
-    monkeypatch.setattr(sft, "SFT", dataclasses.replace(sft.SFT, run=fake_run, setup=lambda preset, seeds, path: []))
+    monkeypatch.setattr(sft, "SFT", dataclasses.replace(sft.SFT, run=fake_run, setup=lambda recipe_, todo: []))
     path = tmp_path / "ablations_sft.csv"
-    first = sft.SFT.run_experiment("ci", "table4", seeds=[0, 1], path=path)
+    first = sft.SFT.run_experiment(CI, "table4", seeds=[0, 1], path=path)
     assert sorted(calls) == [("top1", 0), ("top1", 1), ("top4", 0), ("top4", 1)] and len(first) == 8
     calls.clear()
-    assert sft.SFT.run_experiment("ci", "table4", seeds=[0, 1], path=path).equals(first) and calls == []
-    sft.SFT.run_experiment("ci", "table4", seeds=[1], path=path, retrain=True)
+    assert sft.SFT.run_experiment(CI, "table4", seeds=[0, 1], path=path).equals(first) and calls == []
+    sft.SFT.run_experiment(CI, "table4", seeds=[1], path=path, retrain=True)
     assert sorted(calls) == [("top1", 1), ("top4", 1)]
     calls.clear()
-    monkeypatch.setitem(sft.SCALES, "ci", sft.Scale(budget={"table4": 50}, seeds=1, reduced=True))
-    sft.SFT.run_experiment("ci", "table4", path=path)
+    ci = CI.replace(study={"sft_ablations": SFTScale(budget={"table4": 50}, seeds=1, reduced=True)})
+    sft.SFT.run_experiment(ci, "table4", path=path)
     assert sorted(calls) == [("top1", 0), ("top4", 0)]
 
 
@@ -263,10 +267,10 @@ def ci_pool():
 def test_every_ci_condition_fills_its_budget_by_its_rule(ci_pool):
     for exp in sft.EXPERIMENTS.values():
         for cond in exp.conditions:
-            rows = sft.condition_rows(ci_pool, cond, "ci", seed=0)
+            rows = sft.condition_rows(ci_pool, cond, CI.study.sft_ablations, seed=0)
             kw = cond.kwargs
             if not cond.fixed_prompts:
-                assert len(rows) == sft.SCALES["ci"].budget[exp.id], cond.label
+                assert len(rows) == CI.study.sft_ablations.budget[exp.id], cond.label
             assert all(r["ability"] == kw.get("ability", r["ability"]) for r in rows)
             assert all(r["teacher_rank"] <= kw.get("top_k", 99) for r in rows)
             assert all(r["difficulty"] == kw.get("difficulty", r["difficulty"]) for r in rows)
@@ -276,35 +280,35 @@ def test_every_ci_condition_fills_its_budget_by_its_rule(ci_pool):
 
 def test_table2_mixed_keeps_incorrect_traces_and_seeds_change_the_subset(ci_pool):
     cond = sft.EXPERIMENTS["table2"].condition("hard/mixed")
-    rows = sft.condition_rows(ci_pool, cond, "ci", seed=0)
+    rows = sft.condition_rows(ci_pool, cond, CI.study.sft_ablations, seed=0)
     assert not all(r["correct"] for r in rows)
-    other = sft.condition_rows(ci_pool, cond, "ci", seed=1)
+    other = sft.condition_rows(ci_pool, cond, CI.study.sft_ablations, seed=1)
     assert {r["id"] for r in rows} != {r["id"] for r in other}
 
 
 def test_table3_teachers_answer_the_same_prompts(ci_pool):
     exp = sft.EXPERIMENTS["table3"]
-    items = [sorted({r["item_id"] for r in sft.condition_rows(ci_pool, c, "ci", seed=0)}) for c in exp.conditions]
+    items = [sorted({r["item_id"] for r in sft.condition_rows(ci_pool, c, CI.study.sft_ablations, seed=0)}) for c in exp.conditions]
     assert items[0] == items[1] == items[2] and len(items[0]) == 12 + 6
-    teachers = {r["teacher"] for r in sft.condition_rows(ci_pool, exp.condition("rank2"), "ci", seed=0)}
+    teachers = {r["teacher"] for r in sft.condition_rows(ci_pool, exp.condition("rank2"), CI.study.sft_ablations, seed=0)}
     assert teachers == {"careful", "code_stepwise"}
 
 
 def test_table3_no_checks_is_rank1_without_its_check_lines(ci_pool):
     exp = sft.EXPERIMENTS["table3"]
-    plain, stripped = (sft.condition_rows(ci_pool, exp.condition(label), "ci", seed=0)
+    plain, stripped = (sft.condition_rows(ci_pool, exp.condition(label), CI.study.sft_ablations, seed=0)
                        for label in ("rank1", "rank1/no_checks"))
     assert [r["id"] + "/no_checks" for r in plain] == [r["id"] for r in stripped]  # a new id: a new checkpoint key
     answers = [(a["messages"][-1]["content"], b["messages"][-1]["content"]) for a, b in zip(plain, stripped)]
     assert any("check" in a for a, _ in answers) and not any("check" in b for _, b in answers)
     assert all(a.split("</think>")[1] == b.split("</think>")[1] for a, b in answers)
-    assert "rank1/no_checks" not in {c.label for c in sft.SFT.conditions_for(exp, "ci")}  # ci runs the claimed pair
+    assert "rank1/no_checks" not in {c.label for c in sft.SFT.conditions_for(CI, exp)}  # ci runs the claimed pair
 
 
 def test_a_budget_the_pool_cannot_fill_raises_naming_the_condition(ci_pool, monkeypatch):
-    monkeypatch.setitem(sft.SCALES, "ci", sft.Scale(budget={"table2": 10_000}, reduced=True))
     with pytest.raises(ValueError, match="table2 easy/only_correct: .* budget of 10000"):
-        sft.condition_rows(ci_pool, sft.EXPERIMENTS["table2"].conditions[0], "ci", seed=0)
+        sft.condition_rows(ci_pool, sft.EXPERIMENTS["table2"].conditions[0],
+                           SFTScale(budget={"table2": 10_000}, reduced=True), seed=0)
     with pytest.raises(ValueError, match="fixed prompts"):
         sft.fixed_prompt_rows(ci_pool, {"math": 10_000}, seed=0)
 
@@ -315,10 +319,10 @@ def test_one_ci_run_end_to_end(ci_pool, monkeypatch, tmp_path):
     monkeypatch.setattr("klear_lib.pipeline.runs_dir", lambda preset: tmp_path)
     monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path / "artifacts"))  # train afresh: a cached run writes no record
     cond = sft.EXPERIMENTS["table5"].condition("top1")
-    result = sft.run_condition("ci", cond, seed=0, pool=ci_pool)
+    result = sft.run_condition(CI, cond, seed=0, pool=ci_pool)
     df = tables.validate(table.ABLATION, pd.DataFrame(result.rows))
     assert set(df["benchmark"]) == {"tiny_lcb"} and set(df["metric"]) == {"avg@k", "pass@k"}
-    assert set(df["config_hash"]) == {sft.condition_hash("ci", cond)} and set(df["n_train"]) == {96}
+    assert set(df["config_hash"]) == {sft.condition_hash(CI, cond)} and set(df["n_train"]) == {96}
     assert (tmp_path / "ablations_sft" / "table5" / "top1-s0.csv").exists()
     # the per-problem counts give the run's avg@k back exactly
     problems = tables.validate(PROBLEMS, pd.DataFrame(result.problems))
@@ -342,12 +346,12 @@ def test_claims_read_each_primary_benchmark_as_the_preset_maps_it():
         df = C.expected(None, preset)
         return df[df["experiment"] == "table2"]
 
-    plain, tiny, full = table2(None), table2("tiny"), table2("full")
+    plain, tiny, full = table2(None), table2(recipe("tiny")), table2(recipe("full"))
     assert set(plain["benchmark"]) == {"tiny_aime"}
     # tiny reads tiny_aime and a held-out tier; both stand for AIME (no readings given: the first release)
     assert set(tiny["benchmark"]) == {"tiny_aime", "math_eval_t2"} and set(tiny["paper_benchmarks"]) == {"aime24"}
     assert len(tiny) == 2 * len(plain)
-    with_paper = C.expected(load_reported(), "tiny")
+    with_paper = C.expected(load_reported(), recipe("tiny"))
     assert set(with_paper[with_paper["experiment"] == "table2"]["paper_benchmarks"]) == {"aime24;aime25"}
     # full reads the paper's own benchmarks, each compared with itself
     assert set(full["benchmark"]) == {"aime24", "aime25"}

@@ -9,6 +9,7 @@ import pytest
 
 from klear_lib import paths
 from klear_lib.ablations import traces
+from klear_lib.configs import recipe
 from klear_lib.data import tasks_code as tc
 from klear_lib.data import tasks_math as tm
 from klear_lib.data.teachers import respond, without_checks
@@ -92,13 +93,13 @@ def test_stored_styles_serve_a_clone_without_samples(tmp_path, monkeypatch):
                          for b in ("tiny_aime", "math_eval_t2")])
     _write(tmp_path / "store/ci/eval/e1/ablations_sft--table3--rank1-s0__tiny_aime__m1.samples.jsonl",
            [True, False, False, False])
-    first = traces.stored_styles("ci", runs)
+    first = traces.stored_styles(recipe("ci"), runs)
     assert len(first) == 1 and first.accuracy.iloc[0] == 0.25 and first.step_error.iloc[0] == 0
     for f in (tmp_path / "store").rglob("*.jsonl"):
         f.unlink()
-    again = traces.stored_styles("ci", runs)
+    again = traces.stored_styles(recipe("ci"), runs)
     pd.testing.assert_frame_equal(first, again, check_dtype=False)
-    assert traces.stored_styles("ci", runs.assign(config_hash="new")).empty   # a retrained run is not served stale
+    assert traces.stored_styles(recipe("ci"), runs.assign(config_hash="new")).empty   # a retrained run is not served stale
     assert list(traces.style_table(first, "math").seeds) == [1]
 
 

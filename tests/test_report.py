@@ -27,7 +27,7 @@ def test_stability_section_is_built_from_the_stored_summary(monkeypatch, tmp_pat
     from klear_lib import report
     from klear_lib.ablations import stability as S
 
-    monkeypatch.setattr("klear_lib.ablations.family.results_dir", lambda preset: tmp_path)
+    monkeypatch.setattr("klear_lib.report.results_dir", lambda preset: tmp_path)
     assert "run `make stability`" in report.stability_section("tiny")
     rows = []
     for loss, base in (("gppo", 0.3), ("cispo", 0.2), ("clip_higher", 0.1)):
@@ -40,7 +40,7 @@ def test_stability_section_is_built_from_the_stored_summary(monkeypatch, tmp_pat
                                                      "entropy": 0.1, "loss": 0.1, "grad_norm": 1.0,
                                                      **{c: 0.0 for c in S.CASES}}), 0.2, mean)}
                 rows.append(row)
-    S.STABILITY.write_reports(S.aggregate(S.mark_collapse(pd.DataFrame(rows))), "tiny")
+    S.STABILITY.write_reports(S.aggregate(S.mark_collapse(pd.DataFrame(rows))), tmp_path)
     text = report.stability_section("tiny")
     assert "| gppo | 4 | 31.0 [" in text and "0.0 [0.0, 0.0] (3/3 collapsed)" in text
     assert text.index("| gppo |") < text.index("| clip_higher |") < text.index("| cispo |")  # LOSSES order
@@ -83,8 +83,7 @@ def test_standing_section_reads_each_number_from_the_table_it_names(monkeypatch,
     from klear_lib import report, tables
     from klear_lib.results import EVAL, EVAL_SEED_GAINS
 
-    for module in ("klear_lib.report", "klear_lib.ablations.claims", "klear_lib.ablations.family"):
-        monkeypatch.setattr(f"{module}.results_dir", lambda preset: tmp_path)
+    monkeypatch.setattr("klear_lib.report.results_dir", lambda preset: tmp_path)
     monkeypatch.setattr(report, "eval_csv", lambda preset: tmp_path / "eval.csv")
     assert report.standing_section("tiny").startswith("_No results at `tiny` yet")
     tables.write(EVAL_SEED_GAINS, pd.DataFrame([{

@@ -8,8 +8,9 @@ decision from the family-wise interval, and the power at the carried claim. A cl
 the current config is "not run" (no number).
 
 >>> from klear_lib.ablations import claims
->>> path = claims.write_claims("tiny")   # results/tiny/claims.csv, read by klear_lib.report
->>> figures = claims.write_forests("tiny")   # results/figures/tiny_claims_forest*.png, from that file
+>>> from klear_lib.configs import recipe
+>>> path = claims.write_claims(recipe("tiny"))   # results/tiny/claims.csv, read by klear_lib.report
+>>> figures = claims.write_forests(recipe("tiny"))   # results/figures/tiny_claims_forest*.png, from that file
 """
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ from klear_lib.ablations import verdicts as V
 from klear_lib.ablations.family import Family
 from klear_lib.ablations.rl import RL
 from klear_lib.ablations.sft import SFT
+from klear_lib.configs import Recipe
 from klear_lib.evaluation.benchmarks import SPECS
-from klear_lib.paths import results_dir
 from klear_lib.results import ANALOGUE, load_reported
 
 FAMILIES: dict[str, Family] = {"sft": SFT, "rl": RL}
@@ -47,10 +48,10 @@ CLAIMS = tables.Table("claim", tuple(COLUMNS), ("claim_id",), float_format="%.4f
                       + ("paper_better", "paper_worse"))
 
 
-def readings(family: Family, exp, preset: str | None = None) -> list[tuple[str, str]]:
-    """(primary benchmark, benchmark read) pairs of ``exp``: each primary benchmark as ``preset``'s scale maps it
+def readings(family: Family, exp, recipe: Recipe | None = None) -> list[tuple[str, str]]:
+    """(primary benchmark, benchmark read) pairs of ``exp``: each primary benchmark as ``recipe``'s scale maps it
     (tiny also reads ``tiny_aime`` on a held-out tier; full reads the paper's benchmarks), or as is."""
-    mapping = family.get_scale(preset).benchmarks if preset else {}
+    mapping = family.get_scale(recipe).benchmarks if recipe else {}
     return [(b, m) for b in exp.primary for m in mapping.get(b, (b,))]
 
 
@@ -59,14 +60,14 @@ def _paper_benchmark(primary: str, read: str) -> str:
     return ANALOGUE.get(primary, primary) if read not in SPECS or SPECS[read].source == "world" else read
 
 
-def shared_runs(family: Family, exp, better: str, worse: str, preset: str | None) -> list[tuple[str, str]]:
+def shared_runs(family: Family, exp, better: str, worse: str, recipe: Recipe | None) -> list[tuple[str, str]]:
     """(own label, "experiment/condition") for every other experiment's condition trained by the same config as
     ``better`` or ``worse`` (``Family.identity``); [] where the family does not say which runs are the same."""
-    if family.identity is None or preset is None:
+    if family.identity is None or recipe is None:
         return []
-    mine = {family.identity(preset, exp.condition(label)): label for label in (better, worse)}
-    return [(mine[family.identity(preset, c)], f"{e.id}/{c.label}") for e in family.experiments.values()
-            if e.id != exp.id for c in e.conditions if family.identity(preset, c) in mine]
+    mine = {family.identity(recipe, exp.condition(label)): label for label in (better, worse)}
+    return [(mine[family.identity(recipe, c)], f"{e.id}/{c.label}") for e in family.experiments.values()
+            if e.id != exp.id for c in e.conditions if family.identity(recipe, c) in mine]
 
 
 def paper_readings(reported: pd.DataFrame | None, table: str, settings: tuple[str, str],
@@ -101,15 +102,15 @@ def _claim_readings(reported, exp, better: str, worse: str, primary: str, bench:
             "_first": reads, "_readings": reads + more}
 
 
-def expected(reported: pd.DataFrame | None = None, preset: str | None = None) -> pd.DataFrame:
-    """Every claim the kit tests (on ``preset``'s readings of the primary benchmarks), with the paper's readings
+def expected(reported: pd.DataFrame | None = None, recipe: Recipe | None = None) -> pd.DataFrame:
+    """Every claim the kit tests (on ``recipe``'s readings of the primary benchmarks), with the paper's readings
     (``results/reported.csv``: the paper's, or an external claim's on its own benchmark) and no result yet."""
     rows = []
     for name, family in FAMILIES.items():
         for exp in family.experiments.values():
             for (better, worse) in exp.pairs:
-                shares = shared_runs(family, exp, better, worse, preset)
-                for primary, bench in readings(family, exp, preset):
+                shares = shared_runs(family, exp, better, worse, recipe)
+                for primary, bench in readings(family, exp, recipe):
                     side = _claim_readings(reported, exp, better, worse, primary, bench)
                     first, reads = side["_first"], side["_readings"]
                     diffs = [b - w for _, b, w in reads]
@@ -130,12 +131,12 @@ def expected(reported: pd.DataFrame | None = None, preset: str | None = None) ->
     return out
 
 
-def measured(preset: str, paths: dict | None = None, metric: str = "avg@k") -> tuple[pd.DataFrame, dict]:
+def measured(recipe: Recipe, paths: dict | None = None, metric: str = "avg@k") -> tuple[pd.DataFrame, dict]:
     """Every family's comparisons of its claimed pairs from its stored rows (``paths``: family -> table path
     override), and every cell's per-seed values {(experiment, condition, benchmark): {seed: value}}."""
     out, cells = [], {}
     for name, family in FAMILIES.items():
-        rows = family.current_rows(preset, (paths or {}).get(name))
+        rows = family.current_rows(recipe, (paths or {}).get(name))
         if len(rows):
             summary = family.aggregate(rows)
             pairs = family.pairs(summary, metric)
@@ -239,11 +240,11 @@ def _decision_fields(r: pd.Series) -> dict:
             "seeds_for_power": np.nan if need is None else need}
 
 
-def build_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict | None = None) -> pd.DataFrame:
+def build_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: dict | None = None) -> pd.DataFrame:
     """One row per expected claim: the paper's readings, ours (in points) and the decision, or "not run"."""
     reported = load_reported() if reported is None else reported
-    claims = expected(reported, preset)
-    pairs, cells = measured(preset, paths)
+    claims = expected(reported, recipe)
+    pairs, cells = measured(recipe, paths)
     merged = claims.merge(pairs[["experiment", "benchmark", "better", "worse", "mean_better", "mean_worse", "diff",
                                  "ci_low", "ci_high", "test", "df", "p_value", "se", "n_seeds", "sd_seed",
                                  "eval_se", "sd_diff", "note", "seed_diffs"]],
@@ -263,32 +264,33 @@ def build_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict 
     return merged[COLUMNS]
 
 
-def claims_csv(preset: str) -> Path:
-    """``results/<preset>/claims.csv``."""
-    return results_dir(preset) / "claims.csv"
+def claims_csv(results: Path) -> Path:
+    """``<results>/claims.csv`` (``results``: a recipe's ``results`` folder)."""
+    return Path(results) / "claims.csv"
 
 
-def write_claims(preset: str, reported: pd.DataFrame | None = None, paths: dict | None = None,
+def write_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: dict | None = None,
                  path: Path | str | None = None) -> Path:
     """Build the claims table and write it (rows in definition order, floats at fixed precision)."""
-    return tables.write(CLAIMS, build_claims(preset, reported, paths), path or claims_csv(preset))
+    return tables.write(CLAIMS, build_claims(recipe, reported, paths), path or claims_csv(recipe.results))
 
 
-def forest_name(preset: str, experiment: str | None = None) -> str:
-    """The figure stem of the claims' forest plot: all claims, or one experiment's (``tiny_claims_forest_fig2``)."""
-    return f"{preset}_claims_forest" + (f"_{experiment}" if experiment else "")
+def forest_path(recipe: Recipe, experiment: str | None = None) -> Path:
+    """The figure of the claims' forest plot: all claims, or one experiment's (``tiny_claims_forest_fig2``)."""
+    return recipe.figure("claims_forest" + (f"_{experiment}" if experiment else ""))
 
 
-def write_forests(preset: str, claims: pd.DataFrame | None = None) -> list[Path]:
+def write_forests(recipe: Recipe, claims: pd.DataFrame | None = None) -> list[Path]:
     """The forest plots of ``claims`` (default: the stored claims.csv): one of every claim run, then one per
-    experiment with a claim run, in ``results/figures/`` (``forest_name``)."""
-    claims = tables.read(CLAIMS, claims_csv(preset)) if claims is None else claims
+    experiment with a claim run (``forest_path``)."""
+    preset = recipe.preset
+    claims = tables.read(CLAIMS, claims_csv(recipe.results)) if claims is None else claims
     ran = claims[claims["n_seeds"] > 0]
     paths = [plots.save(plots.claims_forest(ran, f"{preset}: every claim run, our Δ beside the claimed one"),
-                        forest_name(preset))]
+                        forest_path(recipe))]
     for exp, sub in ran.groupby("experiment", sort=False):
         title = f"{preset}: {sub['table'].iloc[0]}, our Δ beside the claimed one"
-        paths.append(plots.save(plots.claims_forest(sub, title), forest_name(preset, exp)))
+        paths.append(plots.save(plots.claims_forest(sub, title), forest_path(recipe, exp)))
     return paths
 
 

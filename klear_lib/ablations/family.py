@@ -26,8 +26,6 @@ from tqdm.auto import tqdm
 from klear_lib import tables
 from klear_lib.ablations import table as T
 from klear_lib.ablations import verdicts as V
-from klear_lib.configs.base import resolve
-from klear_lib.paths import results_dir
 from klear_lib.results import PROBLEMS, problems_csv
 
 EVAL_KEEP = ["benchmark", "metric", "k", "mean", "stderr", "ci_low", "ci_high", "n_problems", "n_samples"]
@@ -133,20 +131,26 @@ class RunRows:
     problems: list[dict] = ()                 # ``results.PROBLEMS`` rows of the run's final evaluation
 
 
+def default_seeds(scale, experiment: str) -> int:
+    """The seeds per arm of ``experiment``: the scale's default count."""
+    return scale.seeds
+
+
 @dataclass(frozen=True)
 class Family:
-    """An ablation family. ``run(preset, condition, seed, context)`` trains and evaluates one run and returns its
-    table rows (a ``RunRows`` where the family has a ``side`` table); ``setup(preset, seeds, path)`` builds the
-    context the runs share (data, start checkpoint), only when a run is due; ``prepare(preset, todo, context)``
-    then does, once and in this process, the work several due runs would otherwise all write (the RL start
-    checkpoint's samples). ``run`` must pickle (a module-level function) for ``workers`` > 1, and writes no file
-    that another run of the sweep writes: the tables are written here."""
+    """An ablation family: a runner of conditions × seeds into rows of its table, reused by config hash.
+
+    ``run(recipe, condition, seed, context)`` trains and evaluates one run and returns its table rows (a ``RunRows``
+    where the family has a ``side`` table); ``setup(recipe, todo)`` builds the context the due runs share (data, the
+    start checkpoint, its samples), only when a run is due, in this process. ``run`` must pickle (a module-level
+    function) for ``workers`` > 1, and writes no file that another run of the sweep writes: the tables are written
+    here. ``scale`` reads the family's sizes off the recipe's study (``klear_lib.configs.study``)."""
 
     name: str                                 # table stem and run-name prefix: "ablations_sft"
     title: str                                # in errors: "SFT"
     experiments: Mapping[str, Experiment]
-    scales: Mapping                           # preset -> scale (with ``seeds``, ``reduced``)
-    condition_hash: Callable                  # (preset, condition) -> hash of all but the seed
+    scale: Callable                           # Study -> the family's sizes (with ``seeds``, ``reduced``)
+    condition_hash: Callable                  # (recipe, condition) -> hash of all but the seed
     run: Callable
     setup: Callable
     table: tables.Table = T.ABLATION
@@ -154,12 +158,12 @@ class Family:
     fields: Callable = ablation_fields        # (condition, seed) -> the run's fields of ``table.runs``
     group: Callable = attrgetter("experiment")  # condition -> the run name's middle part
     benchmarks: Callable = mapped_benchmarks  # (scale, condition) -> benchmarks a run is evaluated on
-    conditions: Callable | None = None        # (preset) -> conditions, where the scale defines them (a grid)
-    prepare: Callable | None = None           # (preset, todo, context) -> None, before any due run starts
+    conditions: Callable | None = None        # (scale) -> conditions, where the scale defines them (a grid)
+    seeds_of: Callable = default_seeds        # (scale, experiment id) -> seeds per arm fixed before any row
     side: tables.Table | None = None          # a second table the runs add to (RL curves), beside the first
     side_suffix: str = ""                     # its file: "<table stem><side_suffix>.csv"
     stored_precision: bool = False            # True: a run's rows are returned as read back from the file
-    identity: Callable | None = None          # (preset, condition) -> what its runs are: equal values share runs
+    identity: Callable | None = None          # (recipe, condition) -> what its runs are: equal values share runs
 
     def get_experiment(self, experiment: str | Experiment) -> Experiment:
         """An experiment by id (or itself); unknown ids raise ``KeyError`` listing the known ones."""
@@ -169,66 +173,75 @@ class Family:
             raise KeyError(f"unknown {self.title} ablation {experiment!r}; known: {sorted(self.experiments)}")
         return self.experiments[experiment]
 
-    def get_scale(self, preset: str):
-        """The family's sizes at ``preset``; unknown presets raise ``KeyError``."""
-        return resolve(self.scales, preset)
+    def get_scale(self, recipe):
+        """The family's sizes in ``recipe``'s study; a preset without them raises ``KeyError``."""
+        scale = self.scale(recipe.study)
+        if scale is None:
+            raise KeyError(f"preset {recipe.preset!r} runs no {self.title} ablation")
+        return scale
 
-    def conditions_for(self, experiment: str | Experiment, preset: str) -> tuple:
-        """The conditions run at ``preset``: the scale's grid, all, or (reduced) those of the first comparison."""
+    def conditions_for(self, recipe, experiment: str | Experiment) -> tuple:
+        """The conditions run: the scale's grid, all, or (reduced) those of the first comparison."""
+        scale = self.get_scale(recipe)
         if self.conditions is not None:
-            return tuple(self.conditions(preset))
+            return tuple(self.conditions(scale))
         exp = self.get_experiment(experiment)
-        if not self.get_scale(preset).reduced:
+        if not scale.reduced:
             return exp.conditions
         return tuple(c for c in exp.conditions if c.label in exp.comparisons[0])
 
-    def resolve_seeds(self, seeds: int | Sequence[int] | None, preset: str) -> list[int]:
-        """None -> the preset's default count; an int n -> 0..n-1; a list -> itself."""
-        return resolve_seeds(seeds, self.get_scale(preset).seeds)
-
-    def benchmarks_at(self, condition, preset: str) -> tuple[str, ...]:
-        """The benchmarks a run of ``condition`` is evaluated on at ``preset``."""
-        return self.benchmarks(self.get_scale(preset), condition)
+    def benchmarks_at(self, recipe, condition) -> tuple[str, ...]:
+        """The benchmarks a run of ``condition`` is evaluated on."""
+        return self.benchmarks(self.get_scale(recipe), condition)
 
     def run_name(self, condition, seed: int) -> str:
         """``<family>/<experiment or group>/<label>-s<seed>`` (run record name; label made file-safe)."""
         return run_name(self.name, self.group(condition), condition.label, seed)
 
-    def csv(self, preset: str) -> Path:
-        """``results/<preset>/<name>.csv``."""
-        return results_dir(preset) / f"{self.name}.csv"
+    def csv(self, results: Path) -> Path:
+        """``<results>/<name>.csv`` (``results``: a recipe's ``results`` folder)."""
+        return Path(results) / f"{self.name}.csv"
 
     def side_csv(self, path: Path | str) -> Path:
         """The side table's file beside the family's table ``path``: ``<stem><side_suffix>.csv``."""
         path = Path(path)
         return path.with_name(f"{path.stem}{self.side_suffix}.csv")
 
-    def run_experiment(self, preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | None = None,
+    def seeds(self, recipe, experiment: str | Experiment, seeds: int | Sequence[int] | str | None = None,
+              path: Path | str | None = None) -> list[int]:
+        """A notebook's ``SEEDS`` as seeds: None -> the seeds per arm the protocol fixes before any row is drawn
+        (no seed is added after looking at a result: docs/design.md, "Verdicts"); an int n -> 0..n-1; a list ->
+        itself; "stored" -> those stored in full (``stored_seeds``), so nothing trains."""
+        exp = self.get_experiment(experiment)
+        if seeds == STORED:
+            return self.stored_seeds(recipe, exp, path)
+        return resolve_seeds(seeds, self.seeds_of(self.get_scale(recipe), exp.id))
+
+    def run_experiment(self, recipe, experiment: str | Experiment, seeds: int | Sequence[int] | str | None = None,
                        retrain: bool = False, path: Path | str | None = None, workers: int = 1,
                        conditions: Sequence | None = None) -> pd.DataFrame:
-        """Every condition (default: ``conditions_for``) x seed of ``experiment``, ``workers`` runs at a time; rows
-        stored in ``path`` under the condition's current hash for every benchmark are reused unless ``retrain``
-        (checkpoints and samples in the artifact store are reused either way). Each finished run is written at
-        once. ``seeds="stored"``: the seeds stored in full (``stored_seeds``), so nothing trains. Returns the rows
-        of these runs under the current hashes, in table order."""
-        exp, path = self.get_experiment(experiment), Path(path or self.csv(preset))
-        conds = self.conditions_for(exp, preset) if conditions is None else tuple(conditions)
-        seeds = self.stored_seeds(preset, exp, path, conds) if seeds == STORED else self.resolve_seeds(seeds, preset)
-        ids = {(c, s): self._run_key(preset, c, s) for s in seeds for c in conds}  # seed-major: a cut sweep
+        """Every condition (default: ``conditions_for``) x seed (``seeds``) of ``experiment``, ``workers`` runs at
+        a time; rows stored in ``path`` under the condition's current hash for every benchmark are reused unless
+        ``retrain`` (checkpoints and samples in the artifact store are reused either way). Each finished run is
+        written at once. Returns the rows of these runs under the current hashes, in table order."""
+        exp, path = self.get_experiment(experiment), Path(path or self.csv(recipe.results))
+        conds = self.conditions_for(recipe, exp) if conditions is None else tuple(conditions)
+        seeds = (self.stored_seeds(recipe, exp, path, conds) if seeds == STORED
+                 else self.seeds(recipe, exp, seeds))
+        ids = {(c, s): self._run_key(recipe, c, s) for s in seeds for c in conds}  # seed-major: a cut sweep
         stored = tables.read(self.table, path)                                      # leaves whole paired seeds
         held = self._held(stored)
         todo = [(c, s) for (c, s), rid in ids.items()
-                if retrain or not set(self.benchmarks_at(c, preset)) <= held.get(rid, set())]
-        stored = run_missing(todo, partial(self.run, preset), partial(self._save, path), stored,
-                             setup=partial(self._context, preset, seeds, path, todo), desc=f"{exp.id} runs",
-                             workers=workers)
+                if retrain or not set(self.benchmarks_at(recipe, c)) <= held.get(rid, set())]
+        stored = run_missing(todo, partial(self.run, recipe), partial(self._save, path), stored,
+                             setup=partial(self.setup, recipe, todo), desc=f"{exp.id} runs", workers=workers)
         wanted = set(ids.values())
         mine = [rid in wanted for rid in tables.run_ids(self.table, stored, ("config_hash",))]
         return stored[mine].reset_index(drop=True)
 
-    def _run_key(self, preset: str, condition, seed: int) -> tuple:
+    def _run_key(self, recipe, condition, seed: int) -> tuple:
         """A run's key in the stored table: its fields and its condition's current hash."""
-        return tables.run_id(self.table, self.fields(condition, seed)) + (self.condition_hash(preset, condition),)
+        return tables.run_id(self.table, self.fields(condition, seed)) + (self.condition_hash(recipe, condition),)
 
     def _held(self, stored: pd.DataFrame) -> dict[tuple, set]:
         """Run key -> the benchmarks ``stored`` holds rows of."""
@@ -237,45 +250,23 @@ class Family:
             held.setdefault(rid, set()).add(bench)
         return held
 
-    def stored_seeds(self, preset: str, experiment: str | Experiment, path: Path | str | None = None,
+    def stored_seeds(self, recipe, experiment: str | Experiment, path: Path | str | None = None,
                      conditions: Sequence | None = None) -> list[int]:
-        """The seeds for which every condition (default: ``conditions_for``) of ``experiment`` at ``preset`` is
-        stored under its current hash, on every benchmark it reads: ``run_experiment`` on them trains nothing, so a
-        notebook re-executed on them redraws its tables and figures from the stored rows. Raises ValueError where
-        no seed is stored in full."""
-        exp, path = self.get_experiment(experiment), Path(path or self.csv(preset))
-        conds = self.conditions_for(exp, preset) if conditions is None else tuple(conditions)
+        """The seeds for which every condition (default: ``conditions_for``) of ``experiment`` is stored under its
+        current hash, on every benchmark it reads: ``run_experiment`` on them trains nothing, so a notebook
+        re-executed on them redraws its tables and figures from the stored rows. Raises ValueError where no seed
+        is stored in full."""
+        exp, path = self.get_experiment(experiment), Path(path or self.csv(recipe.results))
+        conds = self.conditions_for(recipe, exp) if conditions is None else tuple(conditions)
         stored = tables.read(self.table, path)
         held = self._held(stored)
         seeds = [s for s in sorted({int(s) for s in stored.get("seed", [])})
-                 if all(set(self.benchmarks_at(c, preset)) <= held.get(self._run_key(preset, c, s), set())
+                 if all(set(self.benchmarks_at(recipe, c)) <= held.get(self._run_key(recipe, c, s), set())
                         for c in conds)]
         if not seeds:
-            raise ValueError(f"{path}: no seed of {exp.id} at {preset} has the rows of all its {len(conds)} "
+            raise ValueError(f"{path}: no seed of {exp.id} at {recipe.preset} has the rows of all its {len(conds)} "
                              f"conditions under their current config hash; run them first (seeds=None)")
         return seeds
-
-    def fixed_seeds(self, experiment: str | Experiment, preset: str) -> int:
-        """The seeds per arm the protocol fixes for ``experiment`` before its rows are drawn (the scale's
-        ``fixed_seeds``, else its default count): no seed is added after looking at a result (docs/design.md,
-        "Verdicts")."""
-        exp, scale = self.get_experiment(experiment), self.get_scale(preset)
-        return getattr(scale, "fixed_seeds", {}).get(exp.id, scale.seeds)
-
-    def runs(self, preset: str, experiment: str | Experiment, seeds: int | Sequence[int] | str | None = None,
-             retrain: bool = False, workers: int = 1) -> pd.DataFrame:
-        """A notebook's ``SEEDS`` parameter as a call: ``None`` runs the experiment's fixed seeds (``fixed_seeds``);
-        "stored", a count or a list of seeds runs exactly those (``run_experiment``)."""
-        if seeds is None:
-            seeds = self.fixed_seeds(experiment, preset)
-        return self.run_experiment(preset, experiment, seeds, retrain=retrain, workers=workers)
-
-    def _context(self, preset: str, seeds: list[int], path: Path, todo: list[tuple]):
-        """The context the due runs share (``setup``), once ``prepare`` has done their shared work here."""
-        context = self.setup(preset, seeds, path)
-        if self.prepare is not None:
-            self.prepare(preset, todo, context)
-        return context
 
     def _save(self, path: Path, stored: pd.DataFrame, rows: list[dict] | RunRows) -> pd.DataFrame:
         """``stored`` with one finished run's ``rows``, written to ``path`` at once (its side rows and per-problem
@@ -293,22 +284,18 @@ class Family:
         tables.write(self.table, stored, path)
         return tables.read(self.table, path) if self.stored_precision else stored
 
-    def current_rows(self, preset: str, path: Path | str | None = None) -> pd.DataFrame:
-        """The stored rows run under the current config hash of their condition at ``preset``."""
-        df = tables.read(self.table, path or self.csv(preset))
-        hashes = {(e.id, c.label): self.condition_hash(preset, c)
+    def current_rows(self, recipe, path: Path | str | None = None) -> pd.DataFrame:
+        """The stored rows run under the current config hash of their condition in ``recipe``."""
+        df = tables.read(self.table, path or self.csv(recipe.results))
+        hashes = {(e.id, c.label): self.condition_hash(recipe, c)
                   for e in self.experiments.values() for c in e.conditions}
         keep = [hashes.get((r.experiment, r.condition)) == r.config_hash for r in df.itertuples()]
         return df[keep].reset_index(drop=True)
 
-    def condition_order(self) -> list[tuple[str, str]]:
-        """(experiment, condition) in definition order (for tables and figures)."""
-        return [(e.id, c.label) for e in self.experiments.values() for c in e.conditions]
-
     def aggregate(self, df: pd.DataFrame) -> pd.DataFrame:
-        """Mean over seeds ± 95% t-interval per (experiment, condition, benchmark, metric); per-seed values kept."""
-        return T.aggregate(df, self.condition_order())
-
+        """Mean over seeds ± 95% t-interval per (experiment, condition, benchmark, metric); per-seed values kept;
+        conditions in definition order."""
+        return T.aggregate(df, [(e.id, c.label) for e in self.experiments.values() for c in e.conditions])
     def pairs(self, summary: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:
         """One row per (experiment, claimed pair, benchmark) present in ``summary`` (from ``aggregate``): the
         difference paired by seed (or Welch's where the seeds differ) with its p. The pairs are the paper's
@@ -347,10 +334,10 @@ class Family:
                          "paper_pct": V.paper_value(reported, exp, r["condition"], r["benchmark"])})
         return pd.DataFrame(rows)
 
-    def write_reports(self, summary: pd.DataFrame, preset: str, pairs: pd.DataFrame | None = None) -> list[Path]:
+    def write_reports(self, summary: pd.DataFrame, results: Path, pairs: pd.DataFrame | None = None) -> list[Path]:
         """``<name>_summary.csv`` (per-seed values ';'-joined) and, given ``pairs``, ``<name>_pairs.csv`` beside
-        the family's table; rows as given, floats at the table's precision."""
-        base = self.csv(preset)
+        the family's table in ``results``; rows as given, floats at the table's precision."""
+        base = self.csv(results)
         paths = [tables.write(self.summary, T.flat(summary), base.with_name(f"{base.stem}_summary.csv"))]
         if pairs is not None:
             paths.append(tables.write(V.PAIRS, pairs, base.with_name(f"{base.stem}_pairs.csv")))

@@ -3,13 +3,13 @@ stage + evaluation per (condition, seed) from the preset's SFT checkpoint, resul
 curves over the saved checkpoints, and a verdict per paper claim: the family ``RL``
 (``klear_lib.ablations.family.Family``), whose own parts are the conditions and ``run_condition``.
 
-Every run starts from the same SFT checkpoint (``sft_stage(preset)``, like the paper's "earlier SFT model");
+Every run starts from the same SFT checkpoint (``sft_stage(recipe)``, like the paper's "earlier SFT model");
 seeds vary the RL data order, the rollouts and the evaluation samples. Two conditions whose RL config, data and
 start are the same (e.g. Fig. 2's GPPO, Fig. 5's filtered arm and Table 6's α = 0.1) train once: the second
 reuses the checkpoint (``rl_stage`` keys it by config, data and start) and gets its run record rebuilt from the
 checkpoint's trainer state; evaluation samples are reused per checkpoint too. Runs may go ``workers`` at a time:
 each returns its curve points with its table rows and the parent process writes both tables, and the start
-checkpoint, which every run with a seed evaluates, is evaluated once before any run starts (``prepare``).
+checkpoint, which every run with a seed evaluates, is evaluated once before any run starts (``setup``).
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import dataclasses
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Sequence
 
@@ -36,9 +37,9 @@ from klear_lib.ablations.family import (
     problem_rows,
     result_rows,
 )
-from klear_lib.configs import config_hash, get_config, rl_stage_name, to_dict
+from klear_lib.configs import Recipe, config_hash, rl_stage_name, to_dict
+from klear_lib.configs.study import RLScale
 from klear_lib.data import load_split
-from klear_lib.paths import runs_dir
 from klear_lib.pipeline import eval_stage, rl_stage, sft_stage
 from klear_lib.seeding import torch_threads
 
@@ -58,7 +59,7 @@ class Condition:
     overrides: tuple[tuple[str, object], ...]    # (("loss_type", "gppo"),)
     reward: str                                  # "math" | "code": the stage (its reward, LR and mini-batch)
     rows: str                                    # RL split: "math_rl" | "code_rl" | UNFILTERED
-    benchmarks: tuple[str, ...]                  # miniature benchmarks (mapped at full, see Scale)
+    benchmarks: tuple[str, ...]                  # miniature benchmarks (mapped at full: RLScale.benchmarks)
     paper_setting: str                           # model_or_setting in results/reported.csv
     claim: str
     train: bool = True                           # False: evaluate the start checkpoint (Table 6's first row)
@@ -68,66 +69,6 @@ class Condition:
         """The RL config overrides."""
         return dict(self.overrides)
 
-
-@dataclass(frozen=True)
-class Scale:
-    """Sizes of the RL ablations at one preset; the conditions' overrides are the same at every preset."""
-
-    seeds: int = 3                                       # default number of seeds
-    reduced: bool = False                                # only the conditions of each first comparison
-    rl: dict = field(default_factory=dict)               # RL config overrides for every run
-    per_experiment: dict = field(default_factory=dict)   # experiment -> RL overrides (steps, lengths)
-    curve_every: int | None = None                       # RL steps between held-out points (sets save_steps)
-    curve_primary_only: bool = False                     # points before the last: only the primary benchmarks
-    primary_only: tuple[str, ...] = ()                   # experiments whose runs read their primary benchmarks only
-    eval: dict = field(default_factory=dict)             # eval config overrides
-    eval_per_benchmark: dict = field(default_factory=dict)  # benchmark -> further eval overrides (its own call)
-    benchmarks: dict = field(default_factory=dict)       # miniature benchmark -> the benchmarks evaluated instead
-    torch_threads: int | None = None                     # pinned per run (None: the process's count)
-    fixed_seeds: dict = field(default_factory=dict)      # experiment -> seeds per arm, fixed before any row is drawn
-
-
-def _steps(math: int, code: int, code_extra: dict | None = None) -> dict:
-    """Per-experiment RL overrides: ``math`` steps for the math-RL figures, ``code`` (+ ``code_extra``) for code."""
-    return {e: ({"max_steps": code, **(code_extra or {})} if e in ("fig3", "fig4") else {"max_steps": math})
-            for e in ("fig2", "fig3", "fig4", "fig5", "table6")}
-
-
-SCALES = {
-    # ci: a smoke test of the whole path (the ci RL preset: 2 steps, a checkpoint per step); one seed, first pairs.
-    "ci": Scale(seeds=1, reduced=True),
-    # tiny: a quarter of the main run's 120 math steps and half its 20 code steps; a held-out point every 15 math /
-    # 5 code steps; transformers backend (no vLLM start-up per checkpoint; perf.csv). Every condition of a seed is
-    # read on the same problems with the same sampling seed (common random numbers): all 200 tiny_aime problems
-    # at k=4, whose sampling noise (within-problem binomial, the part that does not cancel between two models on
-    # the same problems) is ~0.7 points against 1.8-3.2 points between seeds (docs/design.md, "Verdicts");
-    # tiny_lcb keeps 100 problems at k=4. Fig. 2 reads tiny_aime only: at one thread a tiny_lcb point (generation
-    # plus sandboxed tests) was ~100 s of a ~480 s run, and 50 runs (5 arms x 10 seeds) are the sweep's bulk; held-
-    # out code after math RL is read by the main job (notebook 03, rl_math on tiny_lcb).
-    "tiny": Scale(seeds=3, per_experiment=_steps(math=30, code=10, code_extra={"save_steps": 5}), curve_every=15,
-                  curve_primary_only=True, primary_only=("fig2",),
-                  eval={"k_math": 4, "k_code": 4, "backend": "transformers"},
-                  eval_per_benchmark={"tiny_lcb": {"max_problems": 100}},
-                  torch_threads=1,  # a run's numbers do not depend on how many run at once (WORKERS)
-                  # 10 paired seeds per arm for every RL experiment, the count the stored rows hold (the earlier
-                  # design added seeds between looks up to 10; docs/design.md, "Verdicts", says why that stopped)
-                  fixed_seeds=dict.fromkeys(("fig2", "fig3", "fig4", "fig5", "table6"), 10)),
-    "full": Scale(
-        seeds=1,                                  # UNVERIFIED: the paper shows one run per setting
-        per_experiment={
-            "fig2": {"max_steps": 250},           # docs/paper.md §3 Fig. 2 (~250 steps, 32K)
-            "fig3": {"max_steps": 100, "max_completion_length": 16384},  # docs/paper.md §3 Fig. 3 (100 steps, 16K)
-            "fig4": {"max_steps": 100, "max_completion_length": 16384},  # docs/paper.md §3 Fig. 4 (100 steps, 16K)
-            "fig5": {"max_steps": 100},           # docs/paper.md §3 Fig. 5 (to step ~100; UNVERIFIED: the paper starts
-                                                  # from an intermediate RL checkpoint, we start from SFT)
-            "table6": {"max_steps": 100},         # docs/paper.md §3 Table 6 (100 steps math RL, 32K)
-        },
-        curve_every=25,                           # UNVERIFIED: the scripts test every 5 steps (docs/paper.md §2.4);
-                                                  # 25 bounds the checkpoint storage of an 8B model
-        eval={"k_math": 32, "k_code": 4},         # docs/paper.md §4: ablations use avg@32 (AIME), avg@4 (LCB)
-        benchmarks={"tiny_aime": ("aime24", "aime25"), "tiny_lcb": ("lcb_v5",)},  # docs/paper.md §3 (Figs 2-5, Tab. 6)
-    ),
-}
 
 MATH = ("tiny_aime",)
 CODE = ("tiny_lcb",)
@@ -200,68 +141,64 @@ EXPERIMENTS = {e.id: e for e in (
 )}
 
 
-def rl_benchmarks(scale: Scale, condition: Condition) -> tuple[str, ...]:
+def rl_benchmarks(scale: RLScale, condition: Condition) -> tuple[str, ...]:
     """The benchmarks a run of ``condition`` is read on: its own, or its experiment's primary ones where the scale
-    says so (``Scale.primary_only``); each as the scale maps it (at full: the paper's benchmarks)."""
+    says so (``RLScale.primary_only``); each as the scale maps it (at full: the paper's benchmarks)."""
     names = EXPERIMENTS[condition.experiment].primary if condition.experiment in scale.primary_only else None
     cond = condition if names is None else dataclasses.replace(condition, benchmarks=tuple(names))
     return mapped_benchmarks(scale, cond)
 
 
-def rl_overrides(preset: str, condition: Condition, seed: int = 0) -> dict:
-    """The RL config overrides of one run: scale, then experiment sizes, then the condition, then the seed."""
-    scale = RL.get_scale(preset)
+def rl_recipe(recipe: Recipe, condition: Condition, seed: int = 0) -> Recipe:
+    """The recipe of one run's RL stage: scale, then experiment sizes, then the condition, then the seed."""
+    scale = RL.get_scale(recipe)
     curve = {"save_steps": scale.curve_every} if scale.curve_every else {}
-    return {**scale.rl, **curve, **scale.per_experiment.get(condition.experiment, {}), **condition.kwargs,
-            "seed": seed}
+    overrides = {**scale.rl, **curve, **scale.per_experiment.get(condition.experiment, {}), **condition.kwargs,
+                 "seed": seed}
+    return recipe.replace(**{rl_stage_name(condition.reward): overrides})
 
 
-def rl_config(preset: str, condition: Condition, seed: int = 0):
+def rl_config(recipe: Recipe, condition: Condition, seed: int = 0):
     """The ``RLConfig`` of one run: its condition's RL stage with the condition's overrides."""
-    return get_config(rl_stage_name(condition.reward), preset, **rl_overrides(preset, condition, seed))
+    return rl_recipe(recipe, condition, seed).rl(condition.reward)
 
 
-def eval_overrides(preset: str, seed: int = 0, benchmark: str | None = None) -> dict:
-    """The eval config overrides of every RL ablation run (of its reading of ``benchmark``, where the scale sets
-    that benchmark's own)."""
-    scale = RL.get_scale(preset)
-    return {**scale.eval, **scale.eval_per_benchmark.get(benchmark, {}), "seed": seed}
+def eval_recipe(recipe: Recipe, seed: int = 0, benchmark: str | None = None) -> Recipe:
+    """``recipe`` with the eval config of every RL ablation run (of its reading of ``benchmark``, where the scale
+    sets that benchmark's own)."""
+    scale = RL.get_scale(recipe)
+    return recipe.replace(eval={**scale.eval, **scale.eval_per_benchmark.get(benchmark, {}), "seed": seed})
 
 
-def eval_calls(preset: str, benchmarks: Sequence[str], seed: int) -> list[tuple[list[str], dict]]:
-    """``benchmarks`` grouped by their eval overrides: one (benchmarks, overrides) per ``eval_stage`` call."""
-    calls: dict[str, tuple[list[str], dict]] = {}
+def eval_calls(recipe: Recipe, benchmarks: Sequence[str], seed: int) -> list[tuple[list[str], Recipe]]:
+    """``benchmarks`` grouped by their eval config: one (benchmarks, recipe) per ``eval_stage`` call."""
+    calls: dict[str, tuple[list[str], Recipe]] = {}
     for bench in benchmarks:
-        over = eval_overrides(preset, seed, bench)
-        calls.setdefault(json.dumps(over, sort_keys=True), ([], over))[0].append(bench)
+        run = eval_recipe(recipe, seed, bench)
+        calls.setdefault(config_hash(run.eval), ([], run))[0].append(bench)
     return list(calls.values())
 
 
-def condition_hash(preset: str, condition: Condition) -> str:
+def condition_hash(recipe: Recipe, condition: Condition) -> str:
     """A stable hash of everything a condition's result depends on except the seed."""
     rule = {k: v for k, v in to_dict(condition).items() if k not in ("claim", "paper_setting")}  # text only
-    scale = RL.get_scale(preset)
-    payload = {"condition": rule, "benchmarks": RL.benchmarks_at(condition, preset),
-               "rl": config_hash(rl_config(preset, condition)) if condition.train else None,
-               "eval": config_hash(get_config("eval", preset, **eval_overrides(preset))),
-               **({"eval_per_benchmark": {b: config_hash(get_config("eval", preset, **eval_overrides(preset, 0, b)))
+    scale = RL.get_scale(recipe)
+    payload = {"condition": rule, "benchmarks": RL.benchmarks_at(recipe, condition),
+               "rl": config_hash(rl_config(recipe, condition)) if condition.train else None,
+               "eval": config_hash(eval_recipe(recipe).eval),
+               **({"eval_per_benchmark": {b: config_hash(eval_recipe(recipe, 0, b).eval)
                                           for b in sorted(scale.eval_per_benchmark)}}
                   if scale.eval_per_benchmark else {}),
-               "sft": config_hash(get_config("sft", preset)), "data": config_hash(get_config("data", preset)),
-               "model": config_hash(get_config("model", preset)), "curve_every": scale.curve_every,
+               "sft": config_hash(recipe.sft), "data": config_hash(recipe.data),
+               "model": config_hash(recipe.model), "curve_every": scale.curve_every,
                **({"curve_primary_only": True} if scale.curve_primary_only else {})}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:12]
 
 
-def start_checkpoint(preset: str) -> Path:
-    """The checkpoint every RL ablation starts from: the preset's SFT model (trained once, then reused)."""
-    return sft_stage(preset)
-
-
-def curve_benchmarks(preset: str, condition: Condition, last: bool) -> tuple[str, ...]:
+def curve_benchmarks(recipe: Recipe, condition: Condition, last: bool) -> tuple[str, ...]:
     """The benchmarks read at one curve point: all of the condition's at the last point (or at every point), else
-    only those of its experiment's primary benchmarks (``Scale.curve_primary_only``)."""
-    every, scale = RL.benchmarks_at(condition, preset), RL.get_scale(preset)
+    only those of its experiment's primary benchmarks (``RLScale.curve_primary_only``)."""
+    every, scale = RL.benchmarks_at(recipe, condition), RL.get_scale(recipe)
     if last or not scale.curve_primary_only:
         return every
     primary = tuple(b for name in RL.get_experiment(condition.experiment).primary
@@ -269,96 +206,90 @@ def curve_benchmarks(preset: str, condition: Condition, last: bool) -> tuple[str
     return tuple(b for b in every if b in primary)
 
 
-def evaluate(preset: str, condition: Condition, seed: int, path: Path, stage: str,
+def evaluate(recipe: Recipe, condition: Condition, seed: int, path: Path, stage: str,
              benchmarks: Sequence[str] | None = None, problems: list | None = None) -> pd.DataFrame:
     """``eval_stage`` rows of one checkpoint on ``benchmarks`` (default: the condition's); samples are reused per
     stage and path; ``problems``, a list, receives the per-problem counts."""
-    bench = RL.benchmarks_at(condition, preset) if benchmarks is None else benchmarks
-    return pd.concat([eval_stage(preset, stage, path, group, write_csv=False, problems=problems, **over)
-                      for group, over in eval_calls(preset, bench, seed)], ignore_index=True)
+    bench = RL.benchmarks_at(recipe, condition) if benchmarks is None else benchmarks
+    return pd.concat([eval_stage(run, stage, path, group, write_csv=False, problems=problems)
+                      for group, run in eval_calls(recipe, bench, seed)], ignore_index=True)
 
 
-def record_path(preset: str, condition: Condition, seed: int) -> Path:
-    """``results/<preset>/runs/ablations_rl/<experiment>/<label>-s<seed>.csv``."""
-    return runs_dir(preset) / f"{RL.run_name(condition, seed)}.csv"
+def record_path(runs: Path, condition: Condition, seed: int) -> Path:
+    """``<runs>/ablations_rl/<experiment>/<label>-s<seed>.csv`` (``runs``: a recipe's ``runs`` folder)."""
+    return Path(runs) / f"{RL.run_name(condition, seed)}.csv"
 
 
-def train(preset: str, condition: Condition, seed: int, init: Path, rows: list[dict]) -> list[tuple[int, Path]]:
+def train(recipe: Recipe, condition: Condition, seed: int, init: Path, rows: list[dict]) -> list[tuple[int, Path]]:
     """Train (or reuse) the condition's RL stage; its curve points (RL step, checkpoint), start at step 0."""
     if not condition.train:
         return [(0, Path(init))]
-    cfg, name = rl_config(preset, condition, seed), RL.run_name(condition, seed)
-    final = rl_stage(preset, init, condition.reward, rows, name=name, **rl_overrides(preset, condition, seed))
-    R.ensure_record(record_path(preset, condition, seed), final, cfg)
+    run = rl_recipe(recipe, condition, seed)
+    cfg, name = run.rl(condition.reward), RL.run_name(condition, seed)
+    final = rl_stage(run, init, condition.reward, rows, name=name)
+    R.ensure_record(record_path(recipe.runs, condition, seed), final, cfg)
     return [(0, Path(init))] + R.checkpoints(final, cfg.updates_per_step, cfg.max_steps)
 
 
-def start_benchmarks(preset: str, condition: Condition) -> tuple[str, ...]:
+def start_benchmarks(recipe: Recipe, condition: Condition) -> tuple[str, ...]:
     """The benchmarks a run of ``condition`` reads the start checkpoint on (its first curve point; the only one,
     so also its last, when it does not train)."""
-    return curve_benchmarks(preset, condition, last=not condition.train)
+    return curve_benchmarks(recipe, condition, last=not condition.train)
 
 
-def run_condition(preset: str, condition: Condition, seed: int, init: Path | None = None) -> RunRows:
-    """Train (or reuse) one condition with one seed from ``init`` (default: ``start_checkpoint``) and evaluate
-    every curve point, under the scale's pinned torch threads. Returns the rows of the last point (one per
+def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | None = None) -> RunRows:
+    """Train (or reuse) one condition with one seed from ``init`` (default: the recipe's SFT checkpoint) and
+    evaluate every curve point, under the scale's pinned torch threads. Returns the rows of the last point (one per
     benchmark and metric) and the held-out curve; the caller writes both (``Family._save``)."""
-    init = start_checkpoint(preset) if init is None else init
-    rows = load_split(condition.rows, preset) if condition.train else []
-    cfg_hash, curve, scores = condition_hash(preset, condition), [], None
-    with torch_threads(RL.get_scale(preset).torch_threads):
-        points = train(preset, condition, seed, init, rows)
+    init = sft_stage(recipe) if init is None else init
+    rows = load_split(condition.rows, recipe) if condition.train else []
+    cfg_hash, curve, scores = condition_hash(recipe, condition), [], None
+    with torch_threads(RL.get_scale(recipe).torch_threads):
+        points = train(recipe, condition, seed, init, rows)
         for i, (step, path) in enumerate(points):
             # samples are stored per stage label and checkpoint path: one label per step lets conditions that
             # share a stage (or the start) share its samples, while another checkpoint never reuses them
             last, counts = i == len(points) - 1, []
-            scores = evaluate(preset, condition, seed, path, START_STAGE if step == 0 else f"{FAMILY}--step{step}",
-                              curve_benchmarks(preset, condition, last=last), problems=counts)
+            scores = evaluate(recipe, condition, seed, path, START_STAGE if step == 0 else f"{FAMILY}--step{step}",
+                              curve_benchmarks(recipe, condition, last=last), problems=counts)
             curve += R.curve_rows(scores, condition.experiment, condition.label, seed, step, cfg_hash)
     return RunRows(result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows)), curve,
                    problem_rows(counts, condition.experiment, condition.label, seed, cfg_hash))
 
 
-def curves_csv(preset: str, path: Path | str | None = None) -> Path:
-    """``results/<preset>/ablations_rl_curves.csv`` (or the curves table beside the ablation table ``path``):
-    held-out avg@k / pass@k per saved checkpoint."""
-    return RL.side_csv(path or RL.csv(preset))
-
-
-def setup(preset: str, seeds, path: Path | str) -> Path:
-    """What every RL run shares: the start checkpoint."""
-    return start_checkpoint(preset)
-
-
-def prepare(preset: str, todo: Sequence[tuple[Condition, int]], init: Path) -> None:
-    """Evaluate the start checkpoint ``init`` for every seed of ``todo`` on the benchmarks its runs read there,
-    before they start: the runs of one seed share that samples file, and parallel runs must not all write it.
-    The runs then read the stored samples, so their rows are those of runs made one at a time."""
+def setup(recipe: Recipe, todo: Sequence[tuple[Condition, int]]) -> Path:
+    """What every due RL run shares: the start checkpoint (the recipe's SFT model, like the paper's "earlier SFT
+    model"), evaluated for every seed of ``todo`` on the benchmarks its runs read there before they start: the runs
+    of one seed share that samples file, and parallel runs must not all write it. The runs then read the stored
+    samples, so their rows are those of runs made one at a time."""
+    init = sft_stage(recipe)
     need: dict[int, set[str]] = {}
     for condition, seed in todo:
-        need.setdefault(int(seed), set()).update(start_benchmarks(preset, condition))
-    with torch_threads(RL.get_scale(preset).torch_threads):
+        need.setdefault(int(seed), set()).update(start_benchmarks(recipe, condition))
+    with torch_threads(RL.get_scale(recipe).torch_threads):
         for seed, benchmarks in sorted(need.items()):
-            for group, over in eval_calls(preset, sorted(benchmarks), seed):
-                eval_stage(preset, START_STAGE, init, group, write_csv=False, **over)
+            for group, run in eval_calls(recipe, sorted(benchmarks), seed):
+                eval_stage(run, START_STAGE, init, group, write_csv=False)
+    return init
 
 
-def records(preset: str, runs: pd.DataFrame) -> pd.DataFrame:
-    """The per-update run records of ``runs`` (one per (experiment, condition, seed) that trained), labelled."""
+def records(runs_dir: Path, runs: pd.DataFrame) -> pd.DataFrame:
+    """The per-update run records (in ``runs_dir``, a recipe's ``runs``) of ``runs`` (one per (experiment,
+    condition, seed) that trained), labelled."""
     out = []
     for exp, label, seed in runs[table.RUN_KEY].drop_duplicates().itertuples(index=False):
         cond = RL.get_experiment(exp).condition(label)
         if cond.train:
-            rec = pd.read_csv(record_path(preset, cond, int(seed)))
+            rec = pd.read_csv(record_path(runs_dir, cond, int(seed)))
             out.append(rec.assign(experiment=exp, condition=label, seed=int(seed)))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
 
 
-def figures(preset: str, runs: pd.DataFrame, panels: Sequence[str] = ("heldout", "dynamics")) -> dict:
+def figures(recipe: Recipe, runs: pd.DataFrame, panels: Sequence[str] = ("heldout", "dynamics")) -> dict:
     """Figures of one experiment's runs, from stored files only: held-out avg@k per saved checkpoint
     ("heldout"), training dynamics ("dynamics") and clipping-case fractions ("clipping") from the run records."""
     exp = RL.get_experiment(runs["experiment"].iloc[0])
-    curves = R.curves_of(runs, tables.read(R.CURVES, curves_csv(preset)))
+    curves = R.curves_of(runs, tables.read(R.CURVES, RL.side_csv(RL.csv(recipe.results))))
     wide = R.heldout_wide(curves)
     benches = [b for b in wide.columns if b not in R.CURVE_KEY]
     seeds = runs["seed"].nunique()
@@ -379,7 +310,7 @@ def figures(preset: str, runs: pd.DataFrame, panels: Sequence[str] = ("heldout",
             ylabel = ({c: "% of response tokens" for c in columns} | {"clipped_grad_share": "% of Σ|F·A| (all tokens)"}
                       if clipping else None)
             notes = {"clipped_grad_share": "clip_higher, grpo: 0 by construction\n(no gradient through a clipped token)"}
-            out[p] = plots.condition_curves(records(preset, runs), columns, scale=percent, ylabel=ylabel,
+            out[p] = plots.condition_curves(records(recipe.runs, runs), columns, scale=percent, ylabel=ylabel,
                                             panel_titles={c: plots.PERCENT_COLUMNS.get(c, plots.label(c))
                                                           for c in columns},
                                             notes=notes if clipping else None,
@@ -388,24 +319,25 @@ def figures(preset: str, runs: pd.DataFrame, panels: Sequence[str] = ("heldout",
     return out
 
 
-def describe(preset: str) -> pd.DataFrame:
-    """The conditions run at ``preset``: stage, RL rows, overrides, RL steps, updates per step and benchmarks."""
+def describe(recipe: Recipe) -> pd.DataFrame:
+    """The conditions run: stage, RL rows, overrides, RL steps, updates per step and benchmarks."""
     out = []
     for e in EXPERIMENTS.values():
-        for c in RL.conditions_for(e, preset):
-            cfg = rl_config(preset, c) if c.train else None
+        for c in RL.conditions_for(recipe, e):
+            cfg = rl_config(recipe, c) if c.train else None
             out.append({"experiment": e.id, "condition": c.label, "stage": c.reward if c.train else "none",
                         "rows": c.rows if c.train else "-", "overrides": ", ".join(f"{k}={v}" for k, v in c.overrides),
                         "steps": cfg.max_steps if cfg else 0, "updates": cfg.updates_per_step if cfg else 0,
-                        "benchmarks": " ".join(RL.benchmarks_at(c, preset))})
+                        "benchmarks": " ".join(RL.benchmarks_at(recipe, c))})
     return pd.DataFrame(out)
 
 
-def run_identity(preset: str, condition: Condition) -> str:
+def run_identity(recipe: Recipe, condition: Condition) -> str:
     """What a condition's runs are, seed aside: its RL config and rows (two conditions with the same train once,
     ``rl_stage`` reusing the checkpoint), or the start checkpoint."""
-    return f"{config_hash(rl_config(preset, condition))}|{condition.rows}" if condition.train else START
+    return f"{config_hash(rl_config(recipe, condition))}|{condition.rows}" if condition.train else START
 
 
-RL = Family(FAMILY, "RL", EXPERIMENTS, SCALES, condition_hash, run_condition, setup, prepare=prepare,
-            side=R.CURVES, side_suffix="_curves", identity=run_identity, benchmarks=rl_benchmarks)
+RL = Family(FAMILY, "RL", EXPERIMENTS, attrgetter("rl_ablations"), condition_hash, run_condition, setup,
+            side=R.CURVES, side_suffix="_curves", identity=run_identity, benchmarks=rl_benchmarks,
+            seeds_of=lambda scale, exp: scale.fixed_seeds.get(exp, scale.seeds))

@@ -12,13 +12,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from operator import attrgetter
 from typing import Sequence
 
 import pandas as pd
 
 from klear_lib.ablations.family import NOT_IN_PAPER, Experiment, Family, RunRows, problem_rows, result_rows
-from klear_lib.configs import config_hash, get_config, to_dict
+from klear_lib.configs import Recipe, config_hash, to_dict
+from klear_lib.configs.study import SFTScale
 from klear_lib.data import load_split, sft_subset
 from klear_lib.data.teachers import without_checks
 from klear_lib.pipeline import eval_stage, sft_stage
@@ -35,7 +37,7 @@ class Condition:
     experiment: str                           # "table2"
     label: str                                # "hard/mixed"
     subset: tuple[tuple[str, object], ...]    # (("ability", "math"), ("difficulty", "hard"), ...)
-    benchmarks: tuple[str, ...]               # miniature benchmark names (mapped at full, see Scale)
+    benchmarks: tuple[str, ...]               # miniature benchmark names (mapped at full: SFTScale.benchmarks)
     paper_setting: str                        # model_or_setting of this condition in results/reported.csv
     claim: str                                # the paper's claim the condition takes part in
     fixed_prompts: bool = False               # Table 3: every teacher answers the same prompts
@@ -45,44 +47,6 @@ class Condition:
         """The ``sft_subset`` keyword arguments."""
         return dict(self.subset)
 
-
-@dataclass(frozen=True)
-class Scale:
-    """Sizes of the SFT ablations at one preset; the subsets' rules are the same at every preset."""
-
-    budget: dict = field(default_factory=dict)     # experiment -> rows per condition (K-Center Greedy)
-    prompts: dict = field(default_factory=dict)    # ability -> fixed prompts (Table 3)
-    seeds: int = 3                                 # default number of seeds
-    reduced: bool = False                          # only the conditions of each experiment's first comparison
-    sft: dict = field(default_factory=dict)        # SFT config overrides for every ablation run
-    eval: dict = field(default_factory=dict)       # eval config overrides for every ablation run
-    benchmarks: dict = field(default_factory=dict)  # miniature benchmark -> the benchmarks evaluated instead
-    torch_threads: int | None = None               # pinned per run (bit-reproducible serially or in parallel)
-
-
-SCALES = {
-    # ci: a smoke test of the whole path; one seed, two conditions per experiment, the ci world's tiny pool.
-    "ci": Scale(budget={"table2": 32, "table4": 96, "table5": 96}, prompts={"math": 12, "code": 6}, seeds=1,
-                reduced=True),
-    # tiny: 1,600-2,000 rows per run (hard/only_correct has 1,643), 10 epochs at batch 64 = 250-320 SFT steps: at
-    # 2 epochs every model sat at the floor (~1% on tiny_aime); 10 epochs on 2,000 easy rows reached 18% on
-    # math_eval_t2 but still 1.75% on tiny_aime (results/LOG.md, session 6), so tiny_aime is also read beside the
-    # held-out tier-2 split. Eval on 100 problems, k=4 (math) / k=2 (code), transformers backend (no vLLM
-    # start-up; results/perf.csv); 1 torch thread per run, so `WORKERS` runs share the cores with the same rows.
-    "tiny": Scale(budget={"table2": 1600, "table4": 2000, "table5": 2000}, prompts={"math": 600, "code": 150},
-                  seeds=3, sft={"num_epochs": 10.0}, torch_threads=1,
-                  eval={"k_math": 4, "k_code": 2, "max_problems": 100, "backend": "transformers"},
-                  benchmarks={"tiny_aime": ("tiny_aime", "math_eval_t2")}),
-    "full": Scale(
-        budget={"table2": 31600,          # UNVERIFIED: no size given for Table 2; Tables 4-5's 31,600 reused
-                "table4": 31600,          # docs/paper.md §3 Table 4 (31,600 examples each)
-                "table5": 31600},         # docs/paper.md §3 Table 5
-        prompts={"math": 15800, "code": 15800},  # UNVERIFIED: Table 3's prompt count is not given
-        seeds=1,                          # UNVERIFIED: the paper reports one run per setting
-        eval={"k_math": 32, "k_code": 4},  # docs/paper.md §4: ablations use avg@32 (AIME) and avg@4 (LCB)
-        benchmarks={"tiny_aime": ("aime24", "aime25"), "tiny_lcb": ("lcb_v5", "lcb_v6")},  # docs/paper.md §3
-    ),
-}
 
 BOTH = ("tiny_aime", "tiny_lcb")  # math-trained models are evaluated on both, like the paper (docs/paper.md §3)
 CLAIM2 = ("easy prompts: only-correct traces beat mixed; hard prompts: mixed (correct + incorrect) traces beat "
@@ -134,25 +98,20 @@ EXPERIMENTS = {e.id: e for e in (
 )}
 
 
-def sft_config(preset: str, seed: int = 0):
-    """The SFT config of every ablation run at ``preset``."""
-    return get_config("sft", preset, **{**SFT.get_scale(preset).sft, "seed": seed})
+def run_recipe(recipe: Recipe, seed: int = 0) -> Recipe:
+    """The recipe of every SFT ablation run: the scale's SFT and eval overrides, and the run's seed."""
+    scale = SFT.get_scale(recipe)
+    return recipe.replace(sft={**scale.sft, "seed": seed}, eval={**scale.eval, "seed": seed})
 
 
-def eval_config(preset: str, seed: int = 0):
-    """The eval config of every ablation run at ``preset``."""
-    return get_config("eval", preset, **{**SFT.get_scale(preset).eval, "seed": seed})
-
-
-def condition_hash(preset: str, condition: Condition) -> str:
+def condition_hash(recipe: Recipe, condition: Condition) -> str:
     """A stable hash of everything a condition's result depends on except the seed."""
-    scale = SFT.get_scale(preset)
+    scale, run = SFT.get_scale(recipe), run_recipe(recipe)
     rule = {k: v for k, v in to_dict(condition).items() if k not in ("claim", "paper_setting")}  # text only
     payload = {"condition": rule, "budget": scale.budget.get(condition.experiment),
                "prompts": scale.prompts if condition.fixed_prompts else None,
-               "benchmarks": SFT.benchmarks_at(condition, preset), "sft": config_hash(sft_config(preset)),
-               "eval": config_hash(eval_config(preset)), "data": config_hash(get_config("data", preset)),
-               "model": config_hash(get_config("model", preset))}
+               "benchmarks": SFT.benchmarks_at(recipe, condition), "sft": config_hash(run.sft),
+               "eval": config_hash(run.eval), "data": config_hash(run.data), "model": config_hash(run.model)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:12]
 
 
@@ -167,9 +126,8 @@ def fixed_prompt_rows(pool: Sequence[dict], prompts: dict, seed: int) -> list[di
     return [r for r in pool if r["item_id"] in chosen]
 
 
-def condition_rows(pool: Sequence[dict], condition: Condition, preset: str, seed: int) -> list[dict]:
-    """The SFT rows of ``condition`` at ``preset``; fewer rows than the budget raises (budgets must be equal)."""
-    scale = SFT.get_scale(preset)
+def condition_rows(pool: Sequence[dict], condition: Condition, scale: SFTScale, seed: int) -> list[dict]:
+    """The SFT rows of ``condition`` at ``scale``; fewer rows than the budget raises (budgets must be equal)."""
     pool = fixed_prompt_rows(pool, scale.prompts, seed) if condition.fixed_prompts else pool
     budget, kwargs = scale.budget.get(condition.experiment), condition.kwargs
     strip = kwargs.pop("strip_checks", False)
@@ -177,9 +135,9 @@ def condition_rows(pool: Sequence[dict], condition: Condition, preset: str, seed
     rows = [_without_checks(r) for r in rows] if strip else rows
     if budget is not None and len(rows) < budget:
         raise ValueError(f"{condition.experiment} {condition.label}: {len(rows)} rows left for a budget of "
-                         f"{budget} at preset {preset}; lower the budget in klear_lib.ablations.sft.SCALES")
+                         f"{budget}; lower the budget in klear_lib.configs.study.SFT_ABLATIONS")
     if not rows:
-        raise ValueError(f"{condition.experiment} {condition.label}: no rows at preset {preset}")
+        raise ValueError(f"{condition.experiment} {condition.label}: no rows")
     return rows
 
 
@@ -191,37 +149,38 @@ def _without_checks(row: dict) -> dict:
     return {**row, "id": f"{row['id']}/no_checks", "messages": [*context, {**answer, "content": content}]}
 
 
-def run_condition(preset: str, condition: Condition, seed: int, pool: Sequence[dict] | None = None) -> RunRows:
+def run_condition(recipe: Recipe, condition: Condition, seed: int, pool: Sequence[dict] | None = None) -> RunRows:
     """Train (or reuse the checkpoint of) one condition with one seed, evaluate it: one row per benchmark/metric,
     and the per-problem counts."""
-    pool = load_split("sft_pool", preset) if pool is None else pool
-    rows = condition_rows(pool, condition, preset, seed)
-    name, scale = SFT.run_name(condition, seed), SFT.get_scale(preset)
+    pool = load_split("sft_pool", recipe) if pool is None else pool
+    scale, run = SFT.get_scale(recipe), run_recipe(recipe, seed)
+    rows = condition_rows(pool, condition, scale, seed)
+    name = SFT.run_name(condition, seed)
     log.info("%s: %d SFT rows", name, len(rows))
-    counts, cfg_hash = [], condition_hash(preset, condition)
+    counts, cfg_hash = [], condition_hash(recipe, condition)
     with torch_threads(scale.torch_threads):
-        ckpt = sft_stage(preset, rows, name=name, **{**scale.sft, "seed": seed})
-        scores = eval_stage(preset, name.replace("/", "--"), ckpt, SFT.benchmarks_at(condition, preset),
-                            write_csv=False, problems=counts, **{**scale.eval, "seed": seed})
+        ckpt = sft_stage(run, rows, name=name)
+        scores = eval_stage(run, name.replace("/", "--"), ckpt, SFT.benchmarks_at(recipe, condition),
+                            write_csv=False, problems=counts)
     return RunRows(result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows)),
                    problems=problem_rows(counts, condition.experiment, condition.label, seed, cfg_hash))
 
 
-def describe(preset: str) -> pd.DataFrame:
-    """The conditions run at ``preset``: subset rule, budget (or fixed prompts) and benchmarks."""
-    scale = SFT.get_scale(preset)
+def describe(recipe: Recipe) -> pd.DataFrame:
+    """The conditions run: subset rule, budget (or fixed prompts) and benchmarks."""
+    scale = SFT.get_scale(recipe)
     return pd.DataFrame([{
         "experiment": c.experiment, "condition": c.label,
         "subset": ", ".join(f"{k}={'+'.join(v) if isinstance(v, tuple) else v}" for k, v in c.subset),
         "budget": (f"prompts {'+'.join(f'{v} {k}' for k, v in sorted(scale.prompts.items()))}" if c.fixed_prompts
                    else str(scale.budget.get(c.experiment))),
-        "benchmarks": " ".join(SFT.benchmarks_at(c, preset)), "paper": c.paper_setting,
-    } for e in EXPERIMENTS.values() for c in SFT.conditions_for(e, preset)])
+        "benchmarks": " ".join(SFT.benchmarks_at(recipe, c)), "paper": c.paper_setting,
+    } for e in EXPERIMENTS.values() for c in SFT.conditions_for(recipe, e)])
 
 
-def _setup(preset: str, seeds, path) -> list[dict]:
-    """The context every SFT run shares: the teacher pool of ``preset``'s world."""
-    return load_split("sft_pool", preset)
+def _setup(recipe: Recipe, todo) -> list[dict]:
+    """The context every SFT run shares: the teacher pool of the recipe's world."""
+    return load_split("sft_pool", recipe)
 
 
-SFT = Family("ablations_sft", "SFT", EXPERIMENTS, SCALES, condition_hash, run_condition, _setup)
+SFT = Family("ablations_sft", "SFT", EXPERIMENTS, attrgetter("sft_ablations"), condition_hash, run_condition, _setup)

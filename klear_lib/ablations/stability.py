@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -20,15 +20,14 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from klear_lib.ablations.family import Experiment, Family
-from klear_lib.ablations.rl import FAMILY as RL_FAMILY
-from klear_lib.ablations.rl import START, start_checkpoint
+from klear_lib.ablations.rl import START_STAGE
 from klear_lib.ablations.rl_runs import ensure_record
 from klear_lib.ablations.stats import t_interval, verdict, welch_interval
 from klear_lib.ablations.verdicts import claim_verdict
-from klear_lib.configs import config_hash, get_config
+from klear_lib.configs import Recipe, config_hash
+from klear_lib.configs.study import Grid
 from klear_lib.data import load_split
-from klear_lib.paths import runs_dir
-from klear_lib.pipeline import eval_stage, rl_stage
+from klear_lib.pipeline import eval_stage, rl_stage, sft_stage
 from klear_lib.seeding import torch_threads
 from klear_lib.tables import MEAN_IN_CI, Table
 
@@ -60,41 +59,6 @@ LOSSES = (
     Loss("cispo", (("loss_type", "cispo"),)),                                        # docs/paper.md §1.4, App. A.1
 )
 RANKING = ("gppo", "cispo", "clip_higher")  # the paper's order, best first (docs/paper.md §3 Fig. 2)
-
-
-@dataclass(frozen=True)
-class Grid:
-    """The map at one preset: learning rates × updates per generation batch × seeds, every loss of ``LOSSES``."""
-
-    learning_rates: tuple[float, ...]
-    updates: tuple[int, ...]                       # mini_batch_prompts = prompts_per_step // updates
-    seeds: int = 3
-    rl: dict = field(default_factory=dict)         # RL config overrides of every run (steps, prompts per step)
-    eval: dict = field(default_factory=dict)       # eval config overrides
-    benchmark: str = "tiny_aime"
-    torch_threads: int | None = None               # pinned per run (bit-reproducible serially or in parallel)
-
-
-GRIDS = {
-    # ci: 6 losses × 2 LRs × 2 update settings × 1 seed of the ci RL preset (4 prompts a step, 2 steps).
-    "ci": Grid(learning_rates=(1e-4, 1e-3), updates=(1, 2), seeds=1),
-    # tiny: LRs from the recipe's 5e-5 past the probe's collapse at 2e-4 (docs/stack.md §8). Cut to fit issue 8's 3 hours
-    # on 2 cores (results/LOG.md, session 5): 4 prompts a step (generation of 8 × 8 rollouts is 2.3x faster than
-    # 16 × 8), so 2 or 4 updates are 2- or 1-prompt mini-batches; 12 RL steps with 2 of warmup (a probe: GPPO at
-    # 4e-4 fell from 36% to 2% training accuracy by step 9); eval 50 problems; 1 torch thread per run, so two
-    # worker processes share the 2 cores (1.4x the throughput of one run on 2 threads).
-    "tiny": Grid(learning_rates=(5e-5, 1e-4, 2e-4, 4e-4), updates=(2, 4), seeds=3, torch_threads=1,
-                 rl={"max_steps": 12, "prompts_per_step": 4, "warmup_steps": 2},
-                 eval={"k_math": 4, "max_problems": 50, "backend": "transformers"}),
-    "full": Grid(
-        learning_rates=(5e-7, 1e-6, 2e-6, 4e-6),   # UNVERIFIED: a grid around the paper's 1e-6 (docs/paper.md §2.4)
-        updates=(4, 8),                            # docs/paper.md §2.4: 4 (code stage) and 8 (math stage) updates
-        seeds=1,                                   # UNVERIFIED: our choice (cost)
-        rl={"max_steps": 100},                     # UNVERIFIED: the ablations run 100-250 steps (docs/paper.md §2.4)
-        eval={"k_math": 32},                       # docs/paper.md §4: ablations use avg@32 on AIME
-        benchmark="aime24",                        # docs/paper.md §3 Fig. 2
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -145,38 +109,35 @@ class Cell:
         return f"lr{self.learning_rate:g}-u{self.updates}"
 
 
-def cells(preset: str) -> list[Cell]:
-    """Every cell of ``preset``'s grid, losses in ``LOSSES`` order."""
-    grid = STABILITY.get_scale(preset)
+def cells(grid: Grid) -> list[Cell]:
+    """Every cell of ``grid``, losses in ``LOSSES`` order."""
     return [Cell(loss, lr, u) for loss in LOSSES for lr in grid.learning_rates for u in grid.updates]
 
 
-def rl_overrides(preset: str, cell: Cell, seed: int = 0) -> dict:
-    """RL config overrides of one run; the mini-batch is derived from the updates per step."""
-    grid = STABILITY.get_scale(preset)
-    prompts = get_config("rl_math", preset, **grid.rl).prompts_per_step
+def run_recipe(recipe: Recipe, cell: Cell, seed: int = 0) -> Recipe:
+    """The recipe of one run: the grid's RL and eval overrides, the cell's loss and learning rate, and the
+    mini-batch derived from the updates per step."""
+    grid = STABILITY.get_scale(recipe)
+    prompts = recipe.replace(rl_math=grid.rl).rl_math.prompts_per_step
     if prompts % cell.updates:
-        raise ValueError(f"{cell.updates} updates per step do not divide {prompts} prompts per step at {preset}")
-    return {**grid.rl, **dict(cell.loss.overrides), "learning_rate": cell.learning_rate,
-            "mini_batch_prompts": prompts // cell.updates, "seed": seed}
+        raise ValueError(f"{cell.updates} updates per step do not divide {prompts} prompts per step "
+                         f"at {recipe.preset}")
+    rl = {**grid.rl, **dict(cell.loss.overrides), "learning_rate": cell.learning_rate,
+          "mini_batch_prompts": prompts // cell.updates, "seed": seed}
+    return eval_recipe(recipe, seed).replace(rl_math=rl)
 
 
-def eval_overrides(preset: str, seed: int = 0) -> dict:
-    """Eval config overrides of every stability run."""
-    return {**STABILITY.get_scale(preset).eval, "seed": seed}
+def eval_recipe(recipe: Recipe, seed: int = 0) -> Recipe:
+    """``recipe`` with the eval config of every stability run."""
+    return recipe.replace(eval={**STABILITY.get_scale(recipe).eval, "seed": seed})
 
 
-def benchmark(preset: str) -> str:
-    """The held-out benchmark the map reads."""
-    return STABILITY.get_scale(preset).benchmark
-
-
-def cell_hash(preset: str, cell: Cell) -> str:
+def cell_hash(recipe: Recipe, cell: Cell) -> str:
     """A stable hash of everything a cell's result depends on except the seed (not the collapse criterion)."""
-    payload = {"rl": config_hash(get_config("rl_math", preset, **rl_overrides(preset, cell))),
-               "eval": config_hash(get_config("eval", preset, **eval_overrides(preset))),
-               "benchmark": benchmark(preset), "sft": config_hash(get_config("sft", preset)),
-               "data": config_hash(get_config("data", preset)), "model": config_hash(get_config("model", preset))}
+    run = run_recipe(recipe, cell)
+    payload = {"rl": config_hash(run.rl_math), "eval": config_hash(run.eval),
+               "benchmark": STABILITY.get_scale(recipe).benchmark, "sft": config_hash(run.sft),
+               "data": config_hash(run.data), "model": config_hash(run.model)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -230,50 +191,46 @@ SUMMARY = Table("stability summary", tuple(GROUP + ["n_seeds", "mean", "ci_low",
 
 # --- runs --------------------------------------------------------------------------------------------------------
 
-def _heldout(preset: str, path: Path, stage: str, seed: int) -> dict:
-    """The avg@k row of one checkpoint on the map's benchmark."""
-    scores = eval_stage(preset, stage, path, [benchmark(preset)], write_csv=False, **eval_overrides(preset, seed))
+def _heldout(run: Recipe, path: Path, stage: str) -> dict:
+    """The avg@k row of one checkpoint on the map's benchmark (``run``: the run's recipe)."""
+    scores = eval_stage(run, stage, path, [STABILITY.get_scale(run).benchmark], write_csv=False)
     return scores[scores["metric"] == "avg@k"].iloc[0].to_dict()
 
 
-def _start_heldout(preset: str, init: Path, seed: int) -> dict:
-    """The start checkpoint's avg@k row for ``seed`` (its samples are stored, so only the first call evaluates)."""
-    with torch_threads(STABILITY.get_scale(preset).torch_threads):
-        return _heldout(preset, init, f"{RL_FAMILY}--{START}", seed)
-
-
-def _setup(preset: str, seeds: Sequence[int], path=None) -> Path:
-    """The start checkpoint, evaluated once per seed before any run (parallel runs never write its samples)."""
-    init = start_checkpoint(preset)
-    for seed in seeds:
-        _start_heldout(preset, init, seed)
+def _setup(recipe: Recipe, todo: Sequence[tuple[Cell, int]]) -> Path:
+    """The start checkpoint, evaluated once per seed of ``todo`` before any run (parallel runs never write its
+    samples)."""
+    init = sft_stage(recipe)
+    with torch_threads(STABILITY.get_scale(recipe).torch_threads):
+        for seed in sorted({int(s) for _, s in todo}):
+            _heldout(eval_recipe(recipe, seed), init, START_STAGE)
     return init
 
 
-def run_cell(preset: str, cell: Cell, seed: int, init: Path | None = None) -> list[dict]:
+def run_cell(recipe: Recipe, cell: Cell, seed: int, init: Path | None = None) -> list[dict]:
     """Train (or reuse) one cell with one seed; its stability.csv row (final and start held-out avg@k, the run
     record's summary, the collapse verdict under ``COLLAPSE``)."""
-    init = start_checkpoint(preset) if init is None else init
-    name, overrides = STABILITY.run_name(cell, seed), rl_overrides(preset, cell, seed)
-    with torch_threads(STABILITY.get_scale(preset).torch_threads):
-        final = rl_stage(preset, init, "math", load_split("math_rl", preset), name=name, **overrides)
-        record = ensure_record(runs_dir(preset) / f"{name}.csv", final, get_config("rl_math", preset, **overrides))
-        start = _start_heldout(preset, init, seed)
-        end = _heldout(preset, final, name.replace("/", "--"), seed)
+    init = sft_stage(recipe) if init is None else init
+    name, run = STABILITY.run_name(cell, seed), run_recipe(recipe, cell, seed)
+    with torch_threads(STABILITY.get_scale(recipe).torch_threads):
+        final = rl_stage(run, init, "math", load_split("math_rl", recipe), name=name)
+        record = ensure_record(recipe.runs / f"{name}.csv", final, run.rl_math)
+        start = _heldout(run, init, START_STAGE)
+        end = _heldout(run, final, name.replace("/", "--"))
     summary = run_summary(pd.read_csv(record), start["mean"], end["mean"])
     row = {"loss": cell.loss.label, "learning_rate": cell.learning_rate, "updates_per_step": cell.updates,
            "seed": int(seed), **{k: end[k] for k in ("benchmark", "metric", "k", "ci_low", "ci_high")},
-           **summary, "config_hash": cell_hash(preset, cell)}
+           **summary, "config_hash": cell_hash(recipe, cell)}
     return [mark_collapse(pd.DataFrame([row])).iloc[0].to_dict()]
 
 
-def run_grid(preset: str, seeds: int | Sequence[int] | None = None, retrain: bool = False,
+def run_grid(recipe: Recipe, seeds: int | Sequence[int] | str | None = None, retrain: bool = False,
              path: Path | str | None = None, losses: Sequence[str] | None = None, workers: int = 1) -> pd.DataFrame:
     """Every cell × seed of the grid (``losses``: a subset of loss labels), ``workers`` runs at a time; rows stored
     under the same hash are reused unless ``retrain``. Returns the grid's rows for ``seeds``, collapse re-marked
     under ``COLLAPSE``. Runs pin the grid's torch threads, so the rows do not depend on ``workers``."""
-    grid = [c for c in cells(preset) if losses is None or c.loss.label in set(losses)]
-    runs = STABILITY.run_experiment(preset, MAP, seeds, retrain=retrain, path=path, workers=workers,
+    grid = [c for c in cells(STABILITY.get_scale(recipe)) if losses is None or c.loss.label in set(losses)]
+    runs = STABILITY.run_experiment(recipe, MAP, seeds, retrain=retrain, path=path, workers=workers,
                                     conditions=grid)
     return mark_collapse(runs)
 
@@ -288,7 +245,7 @@ MAP = Experiment("stability", "stability map (beyond the paper)",
                  f"{' > '.join(RANKING)} at every learning rate and updates setting (docs/paper.md §3 Fig. 2)",
                  (), tuple(zip(RANKING, RANKING[1:])), ())
 # Stored rows are read back after each run, so the collapse marks and summaries see the stored precision.
-STABILITY = Family(NAME, "stability", {MAP.id: MAP}, GRIDS, cell_hash, run_cell, _setup, table=TABLE,
+STABILITY = Family(NAME, "stability", {MAP.id: MAP}, attrgetter("stability"), cell_hash, run_cell, _setup, table=TABLE,
                    summary=SUMMARY, fields=_fields, group=attrgetter("loss.label"),
                    benchmarks=lambda grid, cell: (grid.benchmark,), conditions=cells, stored_precision=True)
 

@@ -30,12 +30,10 @@ from typing import Iterable
 
 import pandas as pd
 
-from klear_lib import artifacts
 from klear_lib.ablations.family import run_name
 from klear_lib.data import tasks_code as tc
 from klear_lib.data import tasks_math as tm
 from klear_lib.evaluation import harness
-from klear_lib.paths import results_dir
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +129,7 @@ COLUMNS = {"math": ["accuracy", "steps_per_response", "step_error", "checks_per_
            "code": ["accuracy", "oneliner", "check", "check_true", "rewrite", "acc_stepwise", "acc_oneliner"]}
 
 
-def run_styles(preset: str, runs: pd.DataFrame, family: str = "ablations_sft") -> tuple[pd.DataFrame, list[str]]:
+def run_styles(recipe, runs: pd.DataFrame, family: str = "ablations_sft") -> tuple[pd.DataFrame, list[str]]:
     """One row per stored run x benchmark in ``ABILITY`` (``avg@k`` rows of ``runs``), with ``summarize``'s
     shares from the run's sample file in the artifact store, and the runs left out because their samples are
     absent or do not reproduce the stored score."""
@@ -139,7 +137,7 @@ def run_styles(preset: str, runs: pd.DataFrame, family: str = "ablations_sft") -
     picked = runs[(runs.metric == "avg@k") & runs.benchmark.isin(list(ABILITY))]
     for r in picked.itertuples(index=False):
         stage = run_name(family, r.experiment, r.condition, int(r.seed)).replace("/", "--")
-        files = (artifacts.root() / preset / "eval").glob(f"*/{stage}__{r.benchmark}__*.samples.jsonl")
+        files = (recipe.artifacts / "eval").glob(f"*/{stage}__{r.benchmark}__*.samples.jsonl")
         samples = matching_samples(files, float(r.mean), int(r.n_samples))
         if samples is None:
             missing.append(f"{stage} {r.benchmark}")
@@ -150,12 +148,12 @@ def run_styles(preset: str, runs: pd.DataFrame, family: str = "ablations_sft") -
     return pd.DataFrame(rows, columns=None if rows else KEY), missing
 
 
-def stored_styles(preset: str, runs: pd.DataFrame, family: str = "ablations_sft") -> pd.DataFrame:
+def stored_styles(recipe, runs: pd.DataFrame, family: str = "ablations_sft") -> pd.DataFrame:
     """``run_styles`` of ``runs`` where their samples are in the store, else the row stored for the same run and
-    config hash in ``results/<preset>/<family>_styles.csv`` (a fresh clone has no samples); the union is written
+    config hash in ``<recipe.results>/<family>_styles.csv`` (a fresh clone has no samples); the union is written
     back. Returns the rows of ``runs``; a run found in neither place is logged and left out."""
-    path = results_dir(preset) / f"{family}_styles.csv"
-    fresh, missing = run_styles(preset, runs, family)
+    path = recipe.results / f"{family}_styles.csv"
+    fresh, missing = run_styles(recipe, runs, family)
     old = pd.read_csv(path, dtype={"config_hash": str}) if path.exists() else pd.DataFrame(columns=KEY)
     both = pd.concat([df for df in (old, fresh) if not df.empty] or [fresh])
     both = both.drop_duplicates(KEY, keep="last").sort_values(KEY).reset_index(drop=True)

@@ -1,8 +1,55 @@
-"""The study's own settings at one preset, beside the stage configs: how many RL seeds the main job trains and
-where real data may come from. (The ablation families' sizes join here: ``klear_lib.configs.recipe``.)"""
+"""The study's own settings at one preset, beside the stage configs: how many RL seeds the main job trains, where
+real data may come from, and the sizes of the ablation families (``SFTScale``, ``RLScale``, the stability ``Grid``);
+the conditions' own overrides are the same at every preset (``klear_lib.ablations``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SFTScale:
+    """Sizes of the SFT ablations at one preset; the subsets' rules are the same at every preset."""
+
+    budget: dict = field(default_factory=dict)     # experiment -> rows per condition (K-Center Greedy)
+    prompts: dict = field(default_factory=dict)    # ability -> fixed prompts (Table 3)
+    seeds: int = 3                                 # default number of seeds
+    reduced: bool = False                          # only the conditions of each experiment's first comparison
+    sft: dict = field(default_factory=dict)        # SFT config overrides for every ablation run
+    eval: dict = field(default_factory=dict)       # eval config overrides for every ablation run
+    benchmarks: dict = field(default_factory=dict)  # miniature benchmark -> the benchmarks evaluated instead
+    torch_threads: int | None = None               # pinned per run (bit-reproducible serially or in parallel)
+
+
+@dataclass(frozen=True)
+class RLScale:
+    """Sizes of the RL ablations at one preset; the conditions' overrides are the same at every preset."""
+
+    seeds: int = 3                                       # default number of seeds
+    reduced: bool = False                                # only the conditions of each first comparison
+    rl: dict = field(default_factory=dict)               # RL config overrides for every run
+    per_experiment: dict = field(default_factory=dict)   # experiment -> RL overrides (steps, lengths)
+    curve_every: int | None = None                       # RL steps between held-out points (sets save_steps)
+    curve_primary_only: bool = False                     # points before the last: only the primary benchmarks
+    primary_only: tuple[str, ...] = ()                   # experiments whose runs read their primary benchmarks only
+    eval: dict = field(default_factory=dict)             # eval config overrides
+    eval_per_benchmark: dict = field(default_factory=dict)  # benchmark -> further eval overrides (its own call)
+    benchmarks: dict = field(default_factory=dict)       # miniature benchmark -> the benchmarks evaluated instead
+    torch_threads: int | None = None                     # pinned per run (None: the process's count)
+    fixed_seeds: dict = field(default_factory=dict)      # experiment -> seeds per arm, fixed before any row is drawn
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The stability map at one preset: learning rates × updates per generation batch × seeds, every loss of
+    ``klear_lib.ablations.stability.LOSSES``."""
+
+    learning_rates: tuple[float, ...]
+    updates: tuple[int, ...]                       # mini_batch_prompts = prompts_per_step // updates
+    seeds: int = 3
+    rl: dict = field(default_factory=dict)         # RL config overrides of every run (steps, prompts per step)
+    eval: dict = field(default_factory=dict)       # eval config overrides
+    benchmark: str = "tiny_aime"
+    torch_threads: int | None = None               # pinned per run (bit-reproducible serially or in parallel)
 
 
 @dataclass(frozen=True)
@@ -20,11 +67,110 @@ class Study:
     # A smoke scale checks that the code runs, not what the study shows: its figures go to results/figures/<preset>/
     # and its data cards to the artifact folder, out of the study's committed ones.
     smoke: bool = False
+    # The ablation families' sizes (None: the preset runs no ablation; ``gpu`` has no SFT world to start them from).
+    sft_ablations: SFTScale | None = None
+    rl_ablations: RLScale | None = None
+    stability: Grid | None = None
+
+
+def _steps(math: int, code: int, code_extra: dict | None = None) -> dict:
+    """Per-experiment RL overrides: ``math`` steps for the math-RL figures, ``code`` (+ ``code_extra``) for code."""
+    return {e: ({"max_steps": code, **(code_extra or {})} if e in ("fig3", "fig4") else {"max_steps": math})
+            for e in ("fig2", "fig3", "fig4", "fig5", "table6")}
+
+
+SFT_ABLATIONS = {
+    # ci: a smoke test of the whole path; one seed, two conditions per experiment, the ci world's tiny pool.
+    "ci": SFTScale(budget={"table2": 32, "table4": 96, "table5": 96}, prompts={"math": 12, "code": 6}, seeds=1,
+                   reduced=True),
+    # tiny: 1,600-2,000 rows per run (hard/only_correct has 1,643), 10 epochs at batch 64 = 250-320 SFT steps: at
+    # 2 epochs every model sat at the floor (~1% on tiny_aime); 10 epochs on 2,000 easy rows reached 18% on
+    # math_eval_t2 but still 1.75% on tiny_aime (results/LOG.md, session 6), so tiny_aime is also read beside the
+    # held-out tier-2 split. Eval on 100 problems, k=4 (math) / k=2 (code), transformers backend (no vLLM
+    # start-up; results/perf.csv); 1 torch thread per run, so `WORKERS` runs share the cores with the same rows.
+    "tiny": SFTScale(budget={"table2": 1600, "table4": 2000, "table5": 2000}, prompts={"math": 600, "code": 150},
+                     seeds=3, sft={"num_epochs": 10.0}, torch_threads=1,
+                     eval={"k_math": 4, "k_code": 2, "max_problems": 100, "backend": "transformers"},
+                     benchmarks={"tiny_aime": ("tiny_aime", "math_eval_t2")}),
+    "full": SFTScale(
+        budget={"table2": 31600,          # UNVERIFIED: no size given for Table 2; Tables 4-5's 31,600 reused
+                "table4": 31600,          # docs/paper.md §3 Table 4 (31,600 examples each)
+                "table5": 31600},         # docs/paper.md §3 Table 5
+        prompts={"math": 15800, "code": 15800},  # UNVERIFIED: Table 3's prompt count is not given
+        seeds=1,                          # UNVERIFIED: the paper reports one run per setting
+        eval={"k_math": 32, "k_code": 4},  # docs/paper.md §4: ablations use avg@32 (AIME) and avg@4 (LCB)
+        benchmarks={"tiny_aime": ("aime24", "aime25"), "tiny_lcb": ("lcb_v5", "lcb_v6")},  # docs/paper.md §3
+    ),
+}
+
+RL_ABLATIONS = {
+    # ci: a smoke test of the whole path (the ci RL preset: 2 steps, a checkpoint per step); one seed, first pairs.
+    "ci": RLScale(seeds=1, reduced=True),
+    # tiny: a quarter of the main run's 120 math steps and half its 20 code steps; a held-out point every 15 math /
+    # 5 code steps; transformers backend (no vLLM start-up per checkpoint; perf.csv). Every condition of a seed is
+    # read on the same problems with the same sampling seed (common random numbers): all 200 tiny_aime problems
+    # at k=4, whose sampling noise (within-problem binomial, the part that does not cancel between two models on
+    # the same problems) is ~0.7 points against 1.8-3.2 points between seeds (docs/design.md, "Verdicts");
+    # tiny_lcb keeps 100 problems at k=4. Fig. 2 reads tiny_aime only: at one thread a tiny_lcb point (generation
+    # plus sandboxed tests) was ~100 s of a ~480 s run, and 50 runs (5 arms x 10 seeds) are the sweep's bulk; held-
+    # out code after math RL is read by the main job (notebook 03, rl_math on tiny_lcb).
+    "tiny": RLScale(seeds=3, per_experiment=_steps(math=30, code=10, code_extra={"save_steps": 5}), curve_every=15,
+                    curve_primary_only=True, primary_only=("fig2",),
+                    eval={"k_math": 4, "k_code": 4, "backend": "transformers"},
+                    eval_per_benchmark={"tiny_lcb": {"max_problems": 100}},
+                    torch_threads=1,  # a run's numbers do not depend on how many run at once (WORKERS)
+                    # 10 paired seeds per arm for every RL experiment, the count the stored rows hold (the earlier
+                    # design added seeds between looks up to 10; docs/design.md, "Verdicts", says why that stopped)
+                    fixed_seeds=dict.fromkeys(("fig2", "fig3", "fig4", "fig5", "table6"), 10)),
+    "full": RLScale(
+        seeds=1,                                  # UNVERIFIED: the paper shows one run per setting
+        per_experiment={
+            "fig2": {"max_steps": 250},           # docs/paper.md §3 Fig. 2 (~250 steps, 32K)
+            "fig3": {"max_steps": 100, "max_completion_length": 16384},  # docs/paper.md §3 Fig. 3 (100 steps, 16K)
+            "fig4": {"max_steps": 100, "max_completion_length": 16384},  # docs/paper.md §3 Fig. 4 (100 steps, 16K)
+            "fig5": {"max_steps": 100},           # docs/paper.md §3 Fig. 5 (to step ~100; UNVERIFIED: the paper starts
+                                                  # from an intermediate RL checkpoint, we start from SFT)
+            "table6": {"max_steps": 100},         # docs/paper.md §3 Table 6 (100 steps math RL, 32K)
+        },
+        curve_every=25,                           # UNVERIFIED: the scripts test every 5 steps (docs/paper.md §2.4);
+                                                  # 25 bounds the checkpoint storage of an 8B model
+        eval={"k_math": 32, "k_code": 4},         # docs/paper.md §4: ablations use avg@32 (AIME), avg@4 (LCB)
+        benchmarks={"tiny_aime": ("aime24", "aime25"), "tiny_lcb": ("lcb_v5",)},  # docs/paper.md §3 (Figs 2-5, Tab. 6)
+    ),
+}
+
+STABILITY = {
+    # ci: 6 losses × 2 LRs × 2 update settings × 1 seed of the ci RL preset (4 prompts a step, 2 steps).
+    "ci": Grid(learning_rates=(1e-4, 1e-3), updates=(1, 2), seeds=1),
+    # tiny: LRs from the recipe's 5e-5 past the probe's collapse at 2e-4 (docs/stack.md §8). Cut to fit issue 8's 3 hours
+    # on 2 cores (results/LOG.md, session 5): 4 prompts a step (generation of 8 × 8 rollouts is 2.3x faster than
+    # 16 × 8), so 2 or 4 updates are 2- or 1-prompt mini-batches; 12 RL steps with 2 of warmup (a probe: GPPO at
+    # 4e-4 fell from 36% to 2% training accuracy by step 9); eval 50 problems; 1 torch thread per run, so two
+    # worker processes share the 2 cores (1.4x the throughput of one run on 2 threads).
+    "tiny": Grid(learning_rates=(5e-5, 1e-4, 2e-4, 4e-4), updates=(2, 4), seeds=3, torch_threads=1,
+                 rl={"max_steps": 12, "prompts_per_step": 4, "warmup_steps": 2},
+                 eval={"k_math": 4, "max_problems": 50, "backend": "transformers"}),
+    "full": Grid(
+        learning_rates=(5e-7, 1e-6, 2e-6, 4e-6),   # UNVERIFIED: a grid around the paper's 1e-6 (docs/paper.md §2.4)
+        updates=(4, 8),                            # docs/paper.md §2.4: 4 (code stage) and 8 (math stage) updates
+        seeds=1,                                   # UNVERIFIED: our choice (cost)
+        rl={"max_steps": 100},                     # UNVERIFIED: the ablations run 100-250 steps (docs/paper.md §2.4)
+        eval={"k_math": 32},                       # docs/paper.md §4: ablations use avg@32 on AIME
+        benchmark="aime24",                        # docs/paper.md §3 Fig. 2
+    ),
+}
+
+
+
+
+def _ablations(preset: str) -> dict:
+    return {"sft_ablations": SFT_ABLATIONS[preset], "rl_ablations": RL_ABLATIONS[preset],
+            "stability": STABILITY[preset]}
 
 
 PRESETS = {
-    "ci": Study(main_rl_seeds=2, real_data="mirror", reference_code_problems=24, smoke=True),
-    "tiny": Study(main_rl_seeds=3, real_data="mirror", reference_code_problems=300),
-    "full": Study(main_rl_seeds=1, real_data="auto"),
-    "gpu": Study(main_rl_seeds=1, real_data="auto"),
+    "ci": Study(main_rl_seeds=2, real_data="mirror", reference_code_problems=24, smoke=True, **_ablations("ci")),
+    "tiny": Study(main_rl_seeds=3, real_data="mirror", reference_code_problems=300, **_ablations("tiny")),
+    "full": Study(main_rl_seeds=1, real_data="auto", **_ablations("full")),
+    "gpu": Study(main_rl_seeds=1, real_data="auto"),  # no ablation: gpu has no data world or SFT stage to start from
 }
