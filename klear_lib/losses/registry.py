@@ -3,10 +3,6 @@
 An entry holds the per-token loss, its analytic gradient coefficient F (dL/dlog π = -F·A, docs/paper.md §1.4) and
 the hyperparameters both read, named as the ``RLConfig`` fields that hold them; the TRL trainer, the verl plugin,
 the diagnostics and the studies find a loss here by its ``RLConfig.loss_type``.
-
->>> from klear_lib.losses import get_loss
->>> get_loss("cispo").hyper
-('clip_low', 'clip_high')
 """
 from __future__ import annotations
 
