@@ -19,6 +19,7 @@ import torch
 from datasets import Dataset
 from transformers import AutoTokenizer
 
+from klear_lib.losses import loss_names
 from klear_lib.training import GPPOConfig, GPPOTrainer
 
 PROMPTS = ["Name a fruit.", "Name a colour.", "Name an animal.", "Name a country.", "Name a tool.", "Name a city.",
@@ -31,11 +32,11 @@ def reward(prompts, completions, **kwargs) -> list[float]:
 
 
 def gppo_config(output_dir: str, args: argparse.Namespace) -> GPPOConfig:
-    """The paper's loss settings (docs/paper.md §2.4) at the sizes given on the command line."""
+    """The paper's loss settings (docs/paper.md §2.4; GPPOConfig's clip range is the paper's) at the sizes given on
+    the command line."""
     return GPPOConfig(
-        output_dir=output_dir, policy_loss=args.policy_loss, epsilon=0.2, epsilon_high=0.28, dual_clip=args.dual_clip,
-        beta_low=args.beta_low, beta_high=args.beta_high, sft_alpha=args.sft_alpha,
-        num_generations=args.num_generations,
+        output_dir=output_dir, loss_type=args.loss_type, dual_clip=args.dual_clip, beta_low=args.beta_low,
+        beta_high=args.beta_high, sft_alpha=args.sft_alpha, num_generations=args.num_generations,
         # one RL step generates rollouts for prompts_per_step prompts, then makes several updates on them, so the
         # ratio leaves 1 after the first update and clipping (where GPPO differs from PPO) happens; with TRL's
         # defaults (steps_per_generation = gradient accumulation, num_iterations = 1) GPPO would be clip-higher,
@@ -64,7 +65,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="hub id or local directory of a causal LM")
     p.add_argument("--output-dir", required=True)
-    p.add_argument("--policy-loss", default="gppo", choices=["gppo", "clip_higher", "cispo"])
+    p.add_argument("--loss-type", default="gppo", choices=loss_names(), help="a loss of klear_lib.losses")
     p.add_argument("--beta-low", type=float, default=1.0, help="β_low of Eq. 17 (1 = the paper's GPPO)")
     p.add_argument("--beta-high", type=float, default=1.0, help="β_high of Eq. 17")
     p.add_argument("--dual-clip", type=float, default=None, help="verl's dual clip c (official scripts: 10)")

@@ -315,9 +315,9 @@ def test_grid_derives_mini_batches_and_maps_each_loss():
     assert (dual.dual_clip, dual.loss_type, dual.learning_rate, dual.seed) == (10.0, "gppo", 1e-4, 2)
     assert S.run_recipe(TINY, by[("gppo_b0.25", 4)]).rl_math.beta_low == 0.25
     with pytest.raises(ValueError, match="3 updates per step do not divide 4"):
-        S.run_recipe(TINY, S.Cell(S.get_loss("cispo"), 1e-4, 3))
+        S.run_recipe(TINY, S.Cell(S.study_losses(["cispo"])[0], 1e-4, 3))
     with pytest.raises(KeyError, match="known"):
-        S.get_loss("ppo")
+        S.study_losses(["ppo"])
     cell = S.cells(CI.study.stability)[0]
     assert S.cell_hash(CI, cell) != S.cell_hash(CI, dataclasses.replace(cell, learning_rate=2e-3))
 

@@ -215,7 +215,7 @@ def test_an_added_field_enters_the_hash_only_off_its_default(stage, name):
 def test_trl_field_table_names_each_value_once():
     cfg = get_config("rl_math", "tiny")
     kw = trl_kwargs(RL_FIELDS, cfg)
-    assert (kw["policy_loss"], kw["loss_type"], kw["epsilon"], kw["beta"]) == ("gppo", "dapo", 0.2, 0.0)
+    assert (kw["loss_type"], kw["clip_low"], kw["beta"]) == ("gppo", 0.2, 0.0)  # GPPOConfig takes RLConfig's names
     assert kw["max_steps"] == cfg.max_steps * cfg.updates_per_step  # RL steps -> optimizer updates
     assert trl_kwargs(SFT_FIELDS, get_config("sft", "tiny"))["per_device_train_batch_size"] == 64
     assert check_trl_only({"vllm_server_host": "h"}, RL_FIELDS, "RLConfig") == {"vllm_server_host": "h"}

@@ -64,7 +64,7 @@ def _trainer(cls, config_cls, model_path, tmp_path, **kw):
     model, tok = load(model_path)
     args = config_cls(output_dir=str(tmp_path / cls.__name__), use_cpu=True, bf16=False, report_to="none",
                       per_device_train_batch_size=4, num_generations=2, max_completion_length=6,
-                      epsilon=0.2, epsilon_high=0.28, loss_type="dapo", gradient_checkpointing=False,
+                      epsilon=0.2, epsilon_high=0.28, gradient_checkpointing=False,
                       **{"steps_per_generation": 2, **kw})
     data = Dataset.from_list([{"prompt": [{"role": "user", "content": "hi"}]}] * 4)
     trainer = cls(model, reward_funcs=[lambda completions, **k: [0.0] * len(completions)], args=args,
@@ -95,13 +95,13 @@ def _loss_and_grads(trainer, batch):
 
 @pytest.fixture
 def trl_dapo(ci_model_path, tmp_path):
-    return _trainer(GRPOTrainer, GRPOConfig, ci_model_path, tmp_path)
+    return _trainer(GRPOTrainer, GRPOConfig, ci_model_path, tmp_path, loss_type="dapo")
 
 
 @pytest.mark.parametrize("policy_loss", ["gppo", "clip_higher", "cispo"])
 def test_on_policy_equals_trl_dapo(trl_dapo, ci_model_path, tmp_path, policy_loss):
     """Ratio ≡ 1: every loss gives TRL's dapo loss and gradients (docs/stack.md §1.5 regression test)."""
-    ours = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, policy_loss=policy_loss, sft_alpha=0.0,
+    ours = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, loss_type=policy_loss, sft_alpha=0.0,
                     filter_zero_adv=False)
     batch = _batch(trl_dapo.model.config.vocab_size, off_policy=False)
     ref_loss, ref_grads = _loss_and_grads(trl_dapo, batch)
@@ -116,7 +116,7 @@ def test_off_policy_clip_higher_is_dapo_and_gppo_differs(trl_dapo, ci_model_path
     ref_loss, ref_grads = _loss_and_grads(trl_dapo, batch)
     results = {}
     for loss_name in ("clip_higher", "gppo"):
-        trainer = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, policy_loss=loss_name, sft_alpha=0.0,
+        trainer = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, loss_type=loss_name, sft_alpha=0.0,
                            filter_zero_adv=False)
         results[loss_name] = _loss_and_grads(trainer, batch)
         diagnostics = {k: v[-1] for k, v in trainer._metrics["train"].items() if k.startswith("gppo/")}
@@ -144,7 +144,7 @@ def test_sft_term_adds_alpha_nll_on_correct_rollouts(ci_model_path, tmp_path):
 
 # ---- the edges (issue 27): empty masks, zero advantages, log-ratios past ±20, near-zero probabilities --------
 def _gppo_trainer(ci_model_path, tmp_path, policy_loss="gppo"):
-    return _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, policy_loss=policy_loss, sft_alpha=0.0,
+    return _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, loss_type=policy_loss, sft_alpha=0.0,
                     filter_zero_adv=False)
 
 
@@ -446,7 +446,7 @@ def test_full_preset_maps_to_the_paper_recipe(tmp_path):
     args = gppo_args(cfg, tmp_path, bf16=False, use_cpu=True, use_vllm=False, deepspeed=None)
     assert args.per_device_train_batch_size * 32 * args.gradient_accumulation_steps == 16 * 8  # mini-batch
     assert args.steps_per_generation // args.gradient_accumulation_steps == 8  # updates per step (docs/paper.md §2.4)
-    assert (args.policy_loss, args.epsilon, args.epsilon_high, args.beta, args.sft_alpha) == ("gppo", 0.2, 0.28,
+    assert (args.loss_type, args.clip_low, args.clip_high, args.beta, args.sft_alpha) == ("gppo", 0.2, 0.28,
                                                                                             0.0, 0.1)
     assert args.oversample == 2 and args.filter_zero_adv and args.learning_rate == 1e-6
     assert args.lr_scheduler_type == "constant_with_warmup" and args.warmup_steps == 80
@@ -513,10 +513,10 @@ def test_a_gpu_config_without_cuda_stops_before_loading_and_names_the_driver(tmp
 
 
 def test_config_rejects_bad_choices(tmp_path):
-    with pytest.raises(ValueError, match="policy_loss"):
-        GPPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, policy_loss="ppo")
+    with pytest.raises(ValueError, match="loss_type"):
+        GPPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, loss_type="ppo")
     with pytest.raises(ValueError, match="dual_clip"):
-        GPPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, policy_loss="cispo", dual_clip=10.0)
+        GPPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, loss_type="cispo", dual_clip=10.0)
     with pytest.raises(ValueError, match="GPPOTrainer does not support"):
         GPPOTrainer("unused", [], args=GPPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, beta=0.1))
 

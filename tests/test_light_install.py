@@ -21,7 +21,7 @@ def test_light_install_imports_the_trainer_without_vllm_or_the_data_code(tmp_pat
     site = light.light_site(tmp_path / "site")
     assert not list(site.glob("vllm*")) and not list(site.glob("math_verify*"))
     code = ("import importlib.util, sys\n"
-            "from klear_lib.losses import gppo_loss\n"
+            "from klear_lib.losses import get_loss\n"
             "from klear_lib.training import GPPOConfig, GPPOTrainer\n"
             f"print(importlib.util.find_spec('vllm') is None, importlib.util.find_spec('math_verify') is None)\n"
             f"print(sorted(m for m in {KIT_ONLY!r} if m in sys.modules))\n")
@@ -52,7 +52,7 @@ def test_gppo_warns_when_trl_defaults_make_it_clip_higher(tmp_path):
         warnings.simplefilter("error", OnPolicyGPPOWarning)
         _args(tmp_path, steps_per_generation=2)            # 2 updates per generation batch: off-policy
         _args(tmp_path, num_iterations=2)                  # the batch reused: off-policy
-        _args(tmp_path, policy_loss="clip_higher")         # no GPPO to lose
+        _args(tmp_path, loss_type="clip_higher")         # no GPPO to lose
 
 
 def test_the_kits_own_configs_do_not_warn(tmp_path):

@@ -10,14 +10,12 @@ import math
 import pytest
 import torch
 
-from klear_lib.losses.policy import (
-    LOSSES,
-    cispo_loss,
+from klear_lib.losses import (
     cispo_per_token,
-    gppo_loss,
+    clip_diagnostics,
+    get_loss,
     gppo_per_token,
-    gradient_coefficients,
-    ppo_clip_loss,
+    masked_mean,
     ppo_clip_per_token,
     sft_nll_loss,
 )
@@ -45,6 +43,27 @@ PAPER_F = {
               "pos_inside": 1.1, "neg_inside": 0.9, "neg_far": 1 + EH},
 }
 PER_TOKEN = {"clip_higher": ppo_clip_per_token, "gppo": gppo_per_token, "cispo": cispo_per_token}
+
+
+def token_mean_loss(name, logp, old_logp, advantages, mask, **hyper):
+    """``(token-mean loss, diagnostics)`` of the registered loss ``name``, as a trainer computes them."""
+    per_token = get_loss(name).per_token(logp, old_logp, advantages, **hyper)
+    return masked_mean(per_token, mask), clip_diagnostics(name, logp, old_logp, advantages, mask, **hyper)
+
+
+def gppo_loss(*args, **hyper):
+    return token_mean_loss("gppo", *args, **hyper)
+
+
+def ppo_clip_loss(*args, **hyper):
+    return token_mean_loss("clip_higher", *args, **hyper)
+
+
+def cispo_loss(*args, **hyper):
+    return token_mean_loss("cispo", *args, **hyper)
+
+
+LOSSES = {"gppo": gppo_loss, "clip_higher": ppo_clip_loss, "cispo": cispo_loss}
 
 
 def _tokens(names, new_logp=-1.3):
@@ -76,7 +95,7 @@ def test_analytic_coefficients_equal_autograd(loss):
     names = sorted(CASES)
     logp, old_logp, adv = _tokens(names)
     ratio = torch.exp(logp.detach() - old_logp)
-    coef = gradient_coefficients(loss, ratio, adv, clip_low=EL, clip_high=EH).squeeze(1).tolist()
+    coef = get_loss(loss).coefficients(ratio, adv, clip_low=EL, clip_high=EH).squeeze(1).tolist()
     assert coef == pytest.approx(_autograd_f(PER_TOKEN[loss], names, clip_low=EL, clip_high=EH), abs=1e-9)
 
 
@@ -332,7 +351,7 @@ def test_only_high_keeps_the_gradient_on_the_high_side_only():
     logp, old_logp, adv = _tokens(names)
     assert torch.equal(gppo_per_token(logp, old_logp, adv, only_high=True, dual_clip=10.0),
                        ppo_clip_per_token(logp, old_logp, adv, dual_clip=10.0))
-    coef = gradient_coefficients("gppo", torch.exp(logp.detach() - old_logp), adv, only_high=True)
+    coef = get_loss("gppo_only_high").coefficients(torch.exp(logp.detach() - old_logp), adv)
     assert coef.squeeze(1).tolist() == pytest.approx([got[n] for n in names], abs=1e-9)
     with pytest.raises(ValueError, match="beta_low"):
         gppo_per_token(logp, old_logp, adv, only_high=True, beta_low=0.25)

@@ -14,7 +14,7 @@ import torch
 
 from klear_lib.configs import get_config
 from klear_lib.configs.trl import RL_FIELDS, trl_kwargs
-from klear_lib.losses.policy import PER_TOKEN
+from klear_lib.losses import get_loss
 from klear_lib.training import gppo_trainer
 from klear_lib.training import rewards as reward_adapters
 from klear_lib.training.gppo_trainer import (GPPOConfig, GPPOTrainer, build_rl_trainer, filter_values,
@@ -59,8 +59,8 @@ def test_dual_clip_zeroes_the_gradient_of_a_far_negative_token(tmp_path, dual_cl
                          .items() if k == "dual_clip"})
     hyper = GPPOTrainer._loss_hyper(SimpleNamespace(args=args, epsilon_low=0.2, epsilon_high=0.28))
     logp = torch.zeros(1, 1, dtype=torch.float64, requires_grad=True)
-    PER_TOKEN["gppo"](logp, logp.detach() - math.log(20.0), torch.tensor([-1.0], dtype=torch.float64),
-                      **hyper).sum().backward()
+    get_loss("gppo").per_token(logp, logp.detach() - math.log(20.0), torch.tensor([-1.0], dtype=torch.float64),
+                               **hyper).sum().backward()
     assert logp.grad.item() == pytest.approx(grad)
 
 

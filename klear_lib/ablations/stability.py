@@ -27,6 +27,7 @@ from klear_lib.ablations.verdicts import claim_verdict
 from klear_lib.configs import Recipe, config_hash
 from klear_lib.configs.study import Grid
 from klear_lib.data import load_split
+from klear_lib.losses import get_loss
 from klear_lib.pipeline import eval_stage, rl_stage, sft_stage
 from klear_lib.seeding import torch_threads
 from klear_lib.tables import MEAN_IN_CI, Table
@@ -87,14 +88,6 @@ class Collapse:
 COLLAPSE = Collapse()
 
 
-def get_loss(label: str) -> Loss:
-    """The loss called ``label``; unknown labels raise ``KeyError`` listing the known ones."""
-    found = [loss for loss in LOSSES if loss.label == label]
-    if not found:
-        raise KeyError(f"unknown loss {label!r}; known: {[loss.label for loss in LOSSES]}")
-    return found[0]
-
-
 @dataclass(frozen=True)
 class Cell:
     """One point of the map (a run per seed)."""
@@ -109,9 +102,19 @@ class Cell:
         return f"lr{self.learning_rate:g}-u{self.updates}"
 
 
-def cells(grid: Grid) -> list[Cell]:
-    """Every cell of ``grid``, losses in ``LOSSES`` order."""
-    return [Cell(loss, lr, u) for loss in LOSSES for lr in grid.learning_rates for u in grid.updates]
+def study_losses(labels: Sequence[str] | None = None) -> tuple[Loss, ...]:
+    """``LOSSES``, or those of ``labels`` in ``LOSSES`` order; a label not there names a registered loss
+    (``klear_lib.losses``), run at ``RLConfig``'s defaults. An unknown name raises ``KeyError`` naming the known."""
+    if labels is None:
+        return LOSSES
+    ours = {loss.label for loss in LOSSES}
+    extra = tuple(Loss(get_loss(name).name, (("loss_type", name),)) for name in labels if name not in ours)
+    return tuple(loss for loss in LOSSES if loss.label in set(labels)) + extra
+
+
+def cells(grid: Grid, losses: Sequence[str] | None = None) -> list[Cell]:
+    """Every cell of ``grid`` for ``study_losses(losses)``."""
+    return [Cell(loss, lr, u) for loss in study_losses(losses) for lr in grid.learning_rates for u in grid.updates]
 
 
 def run_recipe(recipe: Recipe, cell: Cell, seed: int = 0) -> Recipe:
@@ -226,10 +229,10 @@ def run_cell(recipe: Recipe, cell: Cell, seed: int, init: Path | None = None) ->
 
 def run_grid(recipe: Recipe, seeds: int | Sequence[int] | str | None = None, retrain: bool = False,
              path: Path | str | None = None, losses: Sequence[str] | None = None, workers: int = 1) -> pd.DataFrame:
-    """Every cell × seed of the grid (``losses``: a subset of loss labels), ``workers`` runs at a time; rows stored
+    """Every cell × seed of the grid (``losses``: labels, ``study_losses``), ``workers`` runs at a time; rows stored
     under the same hash are reused unless ``retrain``. Returns the grid's rows for ``seeds``, collapse re-marked
     under ``COLLAPSE``. Runs pin the grid's torch threads, so the rows do not depend on ``workers``."""
-    grid = [c for c in cells(STABILITY.get_scale(recipe)) if losses is None or c.loss.label in set(losses)]
+    grid = cells(STABILITY.get_scale(recipe), losses)
     runs = STABILITY.run_experiment(recipe, MAP, seeds, retrain=retrain, path=path, workers=workers,
                                     conditions=grid)
     return mark_collapse(runs)

@@ -2,8 +2,9 @@
 
 Every user-set value lives in ``SFTConfig`` / ``RLConfig`` under one name with one meaning; TRL's name for it is
 written here once. RL step counts are RL steps (generation batches), TRL's are optimizer updates, so they are
-scaled by ``updates_per_step`` here and nowhere else. TRL's own ``loss_type`` is its loss normaliser, fixed to
-``"dapo"`` (token-level, as verl); our ``loss_type`` is the policy loss, TRL-side ``GPPOConfig.policy_loss``.
+scaled by ``updates_per_step`` here and nowhere else. ``GPPOConfig`` takes the policy loss and its hyperparameters
+under ``RLConfig``'s names (``loss_type`` is the loss, not TRL's normaliser, which ``GPPOTrainer`` fixes to
+``"dapo"``, token-level as verl).
 The table holds no TRL import, so the layout of a launch can be checked without torch. A padded RL layout
 (``RLConfig.padded``, more ranks than rollouts in an update) becomes ``oversample=1`` with ``keep_groups`` set: the
 ranks generate the oversampled batch one group each, and the trainer picks the groups to train over all ranks.
@@ -47,12 +48,13 @@ def deepspeed_file(name: str | None) -> str | None:
     return str(path)
 
 
+# The policy loss and every hyperparameter a registered loss may read (klear_lib.losses; its test checks the list).
+LOSS_FIELDS = ("loss_type", "clip_low", "clip_high", "dual_clip", "beta_low", "beta_high")
+
 # TRL argument -> how it comes from RLConfig (docs/paper.md §2.4 for the values).
 RL_FIELDS: dict[str, Value] = {
     "seed": same("seed"), "data_seed": same("seed"),
-    "policy_loss": same("loss_type"), "loss_type": const("dapo"),
-    "epsilon": same("clip_low"), "epsilon_high": same("clip_high"), "dual_clip": same("dual_clip"),
-    "beta_low": same("beta_low"), "beta_high": same("beta_high"),
+    **{name: same(name) for name in LOSS_FIELDS},
     "sft_alpha": same("sft_alpha"), "correct_reward": same("correct_reward"),
     "filter_zero_adv": same("filter_zero_adv"), "filter_metric": same("filter_metric"),
     "oversample": lambda cfg: 1 if cfg.padded else cfg.oversample,  # padded: the ranks hold the oversampled batch

@@ -1,7 +1,7 @@
 """``GPPOTrainer``: TRL's ``GRPOTrainer`` with GPPO and the paper's baselines, plus what the recipe adds.
 
-The policy loss is chosen by ``GPPOConfig.policy_loss`` and computed by the pure functions of
-``klear_lib.losses.policy`` (the same code at every scale), plugged in through TRL's extension point
+The policy loss is chosen by ``GPPOConfig.loss_type`` and computed by the pure functions of the loss registry
+``klear_lib.losses`` (the same code at every scale), plugged in through TRL's extension point
 ``_compute_loss`` as TRL's own ``GMPOTrainer`` does. Beyond stock TRL 1.16.0 (docs/paper.md §2.4):
 
 * zero-advantage group filtering with oversampling: the dataloader yields ``oversample`` x the prompts of a
@@ -25,7 +25,7 @@ is for rollouts that are then dropped (about 30 s of an 8-minute step at the gpu
 
 Use it on any model like ``GRPOTrainer``::
 
-    args = GPPOConfig(output_dir="out", policy_loss="gppo", num_generations=8, per_device_train_batch_size=8,
+    args = GPPOConfig(output_dir="out", loss_type="gppo", num_generations=8, per_device_train_batch_size=8,
                       steps_per_generation=8, oversample=2, sft_alpha=0.1)
     trainer = GPPOTrainer("Qwen/Qwen3-8B-Base", reward_funcs=[my_reward], args=args, train_dataset=ds)
 
@@ -38,7 +38,7 @@ import os
 import socket
 import warnings
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from pathlib import Path
 
@@ -54,7 +54,7 @@ from klear_lib.configs import config_hash, get_config, rl_stage_name
 from klear_lib.configs.base import parse_overrides
 from klear_lib.configs.rl import RLConfig
 from klear_lib.configs.trl import RL_FIELDS, check_trl_only, trl_kwargs
-from klear_lib.losses.policy import PER_TOKEN, clip_diagnostics, sft_nll_loss
+from klear_lib.losses import clip_diagnostics, get_loss, sft_nll_loss
 from klear_lib.models import weights_dtype
 from klear_lib.seeding import stable_seed
 from klear_lib.training.checkpoints import CheckpointMarker, last_complete
@@ -62,19 +62,30 @@ from klear_lib.training.overhead import lean
 from klear_lib.training.run_record import RunRecord, rl_keys
 
 
+def _rl(name: str, help: str):
+    """A ``GPPOConfig`` field that is ``RLConfig``'s field ``name``: same name, same default."""
+    return field(default=getattr(RLConfig, name), metadata={"help": help})
+
+
+GRPO_DEFAULTS = {f.name: f.default for f in fields(GRPOConfig)}
+
+
 @dataclass
 class GPPOConfig(GRPOConfig):
-    """``GRPOConfig`` plus the paper's loss choice, clip variants, SFT loss and group filtering."""
+    """``GRPOConfig`` plus the paper's loss choice, clip variants, SFT loss and group filtering, under ``RLConfig``'s
+    names. ``loss_type`` is the policy loss (``klear_lib.losses``), not TRL's normaliser: the trainer's is always
+    ``dapo``. TRL's ``epsilon``/``epsilon_high`` follow ``clip_low``/``clip_high``."""
 
-    policy_loss: str = field(default="gppo", metadata={"help": "gppo | clip_higher | cispo (docs/paper.md §1)"})
-    epsilon_high: float | None = field(default=0.28, metadata={"help": "ε_h, clip-higher (docs/paper.md §1.3)"})
-    dual_clip: float | None = field(default=None, metadata={"help": "verl dual clip c (official scripts: 10)"})
-    beta_low: float = field(default=1.0, metadata={"help": "β1 of the general form (docs/paper.md §1.5)"})
-    beta_high: float = field(default=1.0, metadata={"help": "β2 of the general form (docs/paper.md §1.5)"})
-    sft_alpha: float = field(default=0.1, metadata={"help": "α of the SFT loss on correct rollouts"})
-    correct_reward: float = field(default=1.0, metadata={"help": "reward of a correct rollout"})
-    filter_zero_adv: bool = field(default=True, metadata={"help": "drop groups with zero reward std"})
-    filter_metric: str = field(default="reward", metadata={"help": "reward (paper) | acc (official code)"})
+    loss_type: str = _rl("loss_type", "policy loss, a name of klear_lib.losses (gppo | clip_higher | cispo | ...)")
+    clip_low: float = _rl("clip_low", "ε_l (docs/paper.md §1.3)")
+    clip_high: float = _rl("clip_high", "ε_h, clip-higher (docs/paper.md §1.3)")
+    dual_clip: float | None = _rl("dual_clip", "verl dual clip c (official scripts: 10)")
+    beta_low: float = _rl("beta_low", "β1 of the general form (docs/paper.md §1.5)")
+    beta_high: float = _rl("beta_high", "β2 of the general form (docs/paper.md §1.5)")
+    sft_alpha: float = _rl("sft_alpha", "α of the SFT loss on correct rollouts")
+    correct_reward: float = _rl("correct_reward", "reward of a correct rollout")
+    filter_zero_adv: bool = _rl("filter_zero_adv", "drop groups with zero reward std")
+    filter_metric: str = _rl("filter_metric", "reward (paper) | acc (official code)")
     oversample: int = field(default=1, metadata={"help": "generate oversample x the prompts, keep the target"})
     keep_groups: int | None = field(default=None, metadata={
         "help": "train the first keep_groups informative groups of the whole generation batch (all ranks), the "
@@ -84,8 +95,10 @@ class GPPOConfig(GRPOConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.policy_loss not in PER_TOKEN:
-            raise ValueError(f"policy_loss={self.policy_loss!r}; choose one of {sorted(PER_TOKEN)}")
+        loss = get_loss(self.loss_type)
+        if loss.unread(self):
+            raise ValueError(f"loss_type={self.loss_type!r} does not read {loss.unread(self)}; leave them at "
+                             f"RLConfig's defaults")
         if self.filter_metric not in ("reward", "acc"):
             raise ValueError(f"filter_metric={self.filter_metric!r}; choose 'reward' or 'acc'")
         if self.oversample < 1:
@@ -93,22 +106,24 @@ class GPPOConfig(GRPOConfig):
         if self.keep_groups is not None and (self.keep_groups < 1 or self.oversample != 1):
             raise ValueError(f"keep_groups={self.keep_groups} needs keep_groups >= 1 and oversample=1 (the ranks "
                              f"hold the oversampled batch themselves)")
-        if self.policy_loss == "cispo" and self.dual_clip is not None:
-            raise ValueError("dual_clip applies to gppo and clip_higher only; CISPO already caps F at 1+ε_h")
-        if self.loss_type != "dapo":
-            raise ValueError("GPPOConfig uses TRL's 'dapo' token-level normaliser; select the loss with policy_loss")
-        if self.policy_loss == "gppo" and on_policy(self):
-            warnings.warn(ON_POLICY_WARNING.format(steps=self.steps_per_generation), OnPolicyGPPOWarning, stacklevel=3)
+        for trl_name, ours in (("epsilon", "clip_low"), ("epsilon_high", "clip_high")):
+            if getattr(self, trl_name) not in (GRPO_DEFAULTS[trl_name], getattr(self, ours)):
+                raise ValueError(f"GPPOConfig reads {ours}, RLConfig's name; set it instead of TRL's {trl_name}")
+            setattr(self, trl_name, getattr(self, ours))
+        if loss.off_policy_only and on_policy(self):
+            warnings.warn(ON_POLICY_WARNING.format(loss=self.loss_type, steps=self.steps_per_generation),
+                          OnPolicyGPPOWarning, stacklevel=3)
 
 
 class OnPolicyGPPOWarning(UserWarning):
-    """GPPO settings under which it computes exactly what clip-higher PPO does (``on_policy``)."""
+    """Settings under which GPPO (or another ``off_policy_only`` loss) computes what clip-higher PPO does
+    (``on_policy``)."""
 
 
 ON_POLICY_WARNING = (
-    "GPPO here is identical to clip-higher PPO: steps_per_generation ({steps}) equals gradient_accumulation_steps "
+    "{loss} here is identical to clip-higher PPO: steps_per_generation ({steps}) equals gradient_accumulation_steps "
     "and num_iterations is 1 (TRL's defaults), so every update is on-policy, the ratio is 1 and no token is ever "
-    "clipped. GPPO differs only on off-policy updates: set steps_per_generation to a multiple > 1 of "
+    "clipped. {loss} differs only on off-policy updates: set steps_per_generation to a multiple > 1 of "
     "gradient_accumulation_steps (the paper: 8 updates per generation batch) or num_iterations > 1.")
 
 
@@ -313,7 +328,8 @@ class EpochRepeatSampler(RepeatSampler):
 
 
 class GPPOTrainer(GRPOTrainer):
-    """GRPOTrainer whose policy loss is GPPO, clip-higher PPO or CISPO (``GPPOConfig.policy_loss``)."""
+    """GRPOTrainer whose policy loss is GPPO, clip-higher PPO, CISPO or another registered loss
+    (``GPPOConfig.loss_type``)."""
 
     _tag_names = ["trl", "grpo", "gppo"]
 
@@ -497,12 +513,8 @@ class GPPOTrainer(GRPOTrainer):
         return logps, entropies
 
     def _loss_hyper(self) -> dict:
-        hyper = {"clip_low": self.epsilon_low, "clip_high": self.epsilon_high}
-        if self.args.policy_loss != "cispo":
-            hyper["dual_clip"] = self.args.dual_clip
-        if self.args.policy_loss == "gppo":
-            hyper.update(beta_low=self.args.beta_low, beta_high=self.args.beta_high)
-        return hyper
+        """The policy loss's hyperparameters from the arguments, by ``RLConfig``'s names."""
+        return get_loss(self.args.loss_type).settings(self.args)
 
     def _dapo_normalizer(self, inputs: dict, mode: str) -> torch.Tensor:
         """TRL 1.16.0's ``dapo`` normaliser: tokens of the generation batch per accumulation window."""
@@ -518,12 +530,12 @@ class GPPOTrainer(GRPOTrainer):
         old = inputs.get("old_per_token_logps")
         old = logps.detach() if old is None else old
         hyper = self._loss_hyper()
-        per_token = PER_TOKEN[self.args.policy_loss](logps, old, inputs["advantages"], **hyper)
+        per_token = get_loss(self.args.loss_type).per_token(logps, old, inputs["advantages"], **hyper)
         if self.use_vllm and self.vllm_importance_sampling_correction:
             per_token = per_token * inputs["importance_sampling_ratio"]
         policy_loss = (per_token * mask).sum() / self._dapo_normalizer(inputs, mode)
         sft_loss = self._sft_loss(logps, mask, inputs, mode)
-        diagnostics = clip_diagnostics(self.args.policy_loss, logps, old, inputs["advantages"], mask, **hyper)
+        diagnostics = clip_diagnostics(self.args.loss_type, logps, old, inputs["advantages"], mask, **hyper)
         self._log_loss_metrics(mode, mask, entropies, policy_loss, sft_loss, diagnostics)
         return policy_loss + self.args.sft_alpha * sft_loss
 
