@@ -266,12 +266,12 @@ def ci_world():
     from klear_lib.data import load_split
     from klear_lib.data.world import EVAL_SPLITS
 
-    return load_split("code_rl", "ci"), {r["extra_info"]["id"] for s in EVAL_SPLITS for r in load_split(s, "ci")}
+    return load_split("code_rl", recipe("ci")), {r["extra_info"]["id"] for s in EVAL_SPLITS for r in load_split(s, recipe("ci"))}
 
 
 def test_unfiltered_code_rows_keep_what_the_test_case_filter_drops(ci_world):
     filtered, heldout = ci_world
-    rows = load_split(rl.UNFILTERED, "ci")
+    rows = load_split(rl.UNFILTERED, recipe("ci"))
     ids = {r["extra_info"]["id"] for r in rows}
     assert len(rows) == len(filtered) and not ids & heldout
     assert any(r["extra_info"]["noise"] for r in rows) and not any(r["extra_info"]["noise"] for r in filtered)

@@ -261,7 +261,7 @@ def test_run_experiment_reuses_rows_with_the_same_hash(monkeypatch, tmp_path):
 def ci_pool():
     from klear_lib.data import load_split
 
-    return load_split("sft_pool", "ci")
+    return load_split("sft_pool", recipe("ci"))
 
 
 def test_every_ci_condition_fills_its_budget_by_its_rule(ci_pool):
