@@ -482,13 +482,13 @@ def test_forest_plot_draws_the_margin_the_base_rates_and_ranges(monkeypatch, tmp
 
     monkeypatch.setattr(C, "claims_csv", lambda results: tmp_path / "claims.csv")
     monkeypatch.setattr(report, "REPO", tmp_path)
-    monkeypatch.setattr(plots, "FIGURES", tmp_path / "results" / "figures")
+    monkeypatch.setattr("klear_lib.paths.FIGURES", tmp_path / "results" / "figures")
     tables.write(C.CLAIMS, claims, tmp_path / "claims.csv")
     paths = C.write_forests(CI)  # a smoke run's figures sit in their own folder
     assert [p.relative_to(tmp_path).as_posix() for p in paths] == [
         f"results/figures/ci/ci_claims_forest{s}.png" for s in ("", "_fig2", "_table6")]
-    assert plots.figure_path("tiny_claims_forest") == tmp_path / "results" / "figures" / "tiny_claims_forest.png"
-    text = report.claims_section("ci")
+    assert recipe("tiny").figure("claims_forest") == tmp_path / "results" / "figures" / "tiny_claims_forest.png"
+    text = report.claims_section(CI)
     assert "![Every claim run at ci" in text and "[Table 6](results/figures/ci/ci_claims_forest_table6.png)" in text
 
 
@@ -497,10 +497,10 @@ def test_claims_section_renders_the_stored_table(monkeypatch, tmp_path):
     from klear_lib.ablations import claims
 
     monkeypatch.setattr(claims, "claims_csv", lambda results: tmp_path / "claims.csv")
-    assert "No `results/ci/claims.csv` yet" in report.claims_section("ci")
+    assert "No `results/ci/claims.csv` yet" in report.claims_section(CI)
     C.write_claims(CI, paths={"sft": tmp_path / "none.csv", "rl": tmp_path / "none.csv"},
                    path=tmp_path / "claims.csv")
-    text = report.claims_section("ci")
+    text = report.claims_section(CI)
     assert f"{len(C.expected())} not run" in text and "| Figure 2 | gppo > clip_higher |" in text
 
 
@@ -555,7 +555,6 @@ def test_figures_draw_one_line_per_condition_and_one_panel_per_setting():
 
 @pytest.mark.slow
 def test_one_ci_run_end_to_end(monkeypatch, tmp_path):
-    monkeypatch.setattr("klear_lib.pipeline.runs_dir", lambda preset: tmp_path)
     monkeypatch.setattr("klear_lib.paths.runs_dir", lambda preset: tmp_path)
     cond = rl.EXPERIMENTS["table6"].condition("a0")
     result = rl.run_condition(CI, cond, 0)

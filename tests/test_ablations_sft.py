@@ -316,7 +316,7 @@ def test_a_budget_the_pool_cannot_fill_raises_naming_the_condition(ci_pool, monk
 # --- one real run at ci, and the figure ---------------------------------------------------------------------------
 
 def test_one_ci_run_end_to_end(ci_pool, monkeypatch, tmp_path):
-    monkeypatch.setattr("klear_lib.pipeline.runs_dir", lambda preset: tmp_path)
+    monkeypatch.setattr("klear_lib.paths.runs_dir", lambda preset: tmp_path)
     monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path / "artifacts"))  # train afresh: a cached run writes no record
     cond = sft.EXPERIMENTS["table5"].condition("top1")
     result = sft.run_condition(CI, cond, seed=0, pool=ci_pool)
