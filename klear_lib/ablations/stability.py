@@ -23,13 +23,13 @@ from klear_lib.ablations.family import Experiment, Family
 from klear_lib.ablations.rl import FAMILY as RL_FAMILY
 from klear_lib.ablations.rl import START, start_checkpoint
 from klear_lib.ablations.rl_runs import ensure_record
-from klear_lib.ablations.stats import t_interval, verdict, welch_interval
 from klear_lib.ablations.verdicts import claim_verdict
 from klear_lib.configs import config_hash, get_config
 from klear_lib.data import load_split
 from klear_lib.paths import runs_dir
 from klear_lib.pipeline import eval_stage, rl_stage
 from klear_lib.seeding import torch_threads
+from klear_lib.stats import t_interval, verdict, welch_interval
 from klear_lib.tables import MEAN_IN_CI, Table
 
 NAME = "stability"

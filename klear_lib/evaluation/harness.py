@@ -27,13 +27,13 @@ from tqdm.auto import tqdm
 from transformers import AutoTokenizer
 
 from klear_lib import artifacts
-from klear_lib.ablations.stats import t_interval
 from klear_lib.evaluation import metrics
 from klear_lib.evaluation.benchmarks import BenchmarkSpec, samples_per_problem
 from klear_lib.evaluation.generation import chat_prompts, generate
 from klear_lib.rewards import judge
 from klear_lib.rewards.format import THINK_OPEN
 from klear_lib.seeding import np_rng, stable_seed
+from klear_lib.stats import t_interval
 
 log = logging.getLogger(__name__)
 
