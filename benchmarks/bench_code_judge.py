@@ -36,7 +36,7 @@ from klear_lib import perf
 from klear_lib.configs import get_config, rl_stage_name
 from klear_lib.data import load_split
 from klear_lib.evaluation.checkpoints import stage_checkpoint
-from klear_lib.evaluation.generation import chat_prompts, generate
+from klear_lib.generation import chat_prompts, generate
 from klear_lib.pipeline import RL_SPLITS
 from klear_lib.rewards import code as cj
 from klear_lib.seeding import stable_seed

@@ -12,7 +12,7 @@ from klear_lib import tables
 from klear_lib.configs import get_config
 from klear_lib.evaluation import harness
 from klear_lib.evaluation.benchmarks import BenchmarkSpec
-from klear_lib.evaluation.generation import generate
+from klear_lib.generation import generate, prefill_of
 from klear_lib.results import EVAL
 from klear_lib.seeding import stable_seed
 
@@ -171,8 +171,8 @@ def test_summary_rows_follow_the_eval_schema(tmp_path, cfg, toy_tokenizer):
 
 
 def test_prefilled_think_tag_is_judged_with_the_response():
-    assert harness.prefill_of("<|im_start|>assistant\n<think>\n") == "<think>\n"
-    assert harness.prefill_of("<|im_start|>assistant\n") == ""
+    assert prefill_of("<|im_start|>assistant\n<think>\n") == "<think>\n"
+    assert prefill_of("<|im_start|>assistant\n") == ""
 
 
 @pytest.mark.skipif(shutil.which("firejail") is None, reason="firejail is not installed")
@@ -251,7 +251,7 @@ def test_stage_gains_skip_stages_without_shared_problems():
 
 
 def test_vllm_child_runs_the_engine_core_in_process_unless_told_otherwise(monkeypatch):
-    from klear_lib.evaluation.generation import vllm_env
+    from klear_lib.generation import vllm_env
 
     monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
     assert vllm_env()["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"  # repeatable scheduling (generation module doc)

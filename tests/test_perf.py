@@ -162,7 +162,7 @@ def test_full_gpu_bench_rollout_phase_runs_on_vllm_cpu_with_a_small_body(tmp_pat
     import subprocess
     import sys
 
-    from klear_lib.evaluation.generation import vllm_env
+    from klear_lib.generation import vllm_env
 
     result = tmp_path / "rollout.json"
     proc = subprocess.run([sys.executable, "-c", ROLLOUT_CHILD, str(REPO / "benchmarks" / "bench_full_gpu.py"),

@@ -1,4 +1,4 @@
-"""Evaluation: benchmark specs, generation backends, the avg@k harness and its metrics."""
+"""Evaluation: benchmark specs, the avg@k harness and its metrics (generation itself: ``klear_lib.generation``)."""
 from klear_lib.evaluation.benchmarks import SPECS, BenchmarkSpec, get_spec, load_rows
 from klear_lib.evaluation.checkpoints import (available_stages, checkpoint_label, register_stage_checkpoint,
                                                stage_checkpoint)
