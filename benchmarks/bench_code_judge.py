@@ -32,7 +32,6 @@ import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 import torch
 from transformers import AutoTokenizer
 
-from klear_lib import perf
 from klear_lib.configs import get_config, rl_stage_name
 from klear_lib.data import load_split
 from klear_lib.evaluation.checkpoints import stage_checkpoint
@@ -41,6 +40,8 @@ from klear_lib.pipeline import RL_SPLITS
 from klear_lib.rewards import code as cj
 from klear_lib.seeding import stable_seed
 from klear_lib.training import rewards as adapters
+
+import perf  # benchmarks/perf.py, beside this script
 
 BENCH = "code_judge"
 

@@ -40,10 +40,11 @@ import klear_lib  # noqa: E402, F401  (first: the numerics mode before torch loa
 import torch  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
-from klear_lib import perf  # noqa: E402
 from klear_lib.configs import get_config  # noqa: E402
 from klear_lib.generation import vllm_env, chat_prompts, generate  # noqa: E402
 from klear_lib.models import load_or_build  # noqa: E402
+
+import perf  # noqa: E402  (benchmarks/perf.py, beside this script)
 
 log = logging.getLogger("bench_rollout")
 BENCH = "rollout"

@@ -6,19 +6,25 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 
 import pytest
 
-from klear_lib import perf
 from klear_lib.paths import REPO
 
 
 def _bench(name: str):
-    """A script of benchmarks/ loaded as a module (the folder is not a package)."""
+    """A script of benchmarks/ loaded as a module (the folder is not a package); ``perf``, which the scripts import
+    from beside them, is registered under its name."""
     spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    if name == "perf":
+        sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+perf = _bench("perf")
 
 
 def fake_clock():
