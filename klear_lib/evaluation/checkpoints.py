@@ -12,9 +12,9 @@ from pathlib import Path
 
 from klear_lib import artifacts
 from klear_lib.models import load_or_build
+from klear_lib.results import STAGE_ORDER as STAGES
 
 log = logging.getLogger(__name__)
-STAGES = ("base", "sft", "rl_math", "rl_code")
 
 
 def _pointer(stage: str, preset: str) -> Path:
