@@ -12,6 +12,7 @@ from klear_lib import tables
 from klear_lib.configs import get_config
 from klear_lib.evaluation import harness
 from klear_lib.evaluation.benchmarks import BenchmarkSpec
+from klear_lib.evaluation.metrics import bootstrap_ci
 from klear_lib.generation import generate, prefill_of
 from klear_lib.results import EVAL
 from klear_lib.seeding import stable_seed
@@ -167,6 +168,8 @@ def test_summary_rows_follow_the_eval_schema(tmp_path, cfg, toy_tokenizer):
     rows = harness.summarize(df, stage="t", benchmark="toy_math", seed=0, config_hash="h")
     assert [r["metric"] for r in rows] == ["avg@k", "pass@k"] and rows[0]["k"] == 4
     assert rows[0]["mean"] == pytest.approx((0 + 0.25 + 0.5 + 0.75 + 1) / 5) and rows[1]["mean"] == pytest.approx(0.8)
+    rates = [0, 0.25, 0.5, 0.75, 1]  # the bootstrap eval.csv was drawn with: seeded by (seed, stage, benchmark, metric)
+    assert (rows[0]["ci_low"], rows[0]["ci_high"]) == bootstrap_ci(rates, stable_seed(0, "t", "toy_math", "avg@4"))
     tables.validate(EVAL, pd.DataFrame(rows))
 
 
