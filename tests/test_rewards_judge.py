@@ -23,7 +23,7 @@ def test_math_rows():
 def test_bad_rows_name_the_row_and_field():
     with pytest.raises(ValueError, match="row m2: field ability"):
         judge.reward("x", {"ability": "poetry", "extra_info": {"id": "m2"}})
-    with pytest.raises(ValueError, match="row m3: missing field reward_model.ground_truth"):
+    with pytest.raises(ValueError, match="row m3: field reward_model.ground_truth missing"):
         judge.reward("x", {"ability": "math", "extra_info": {"id": "m3"}})
 
 
