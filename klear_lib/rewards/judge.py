@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
 
 from klear_lib.rewards import code as code_judge
 from klear_lib.rewards import math as math_judge
@@ -95,18 +93,3 @@ def correct(response: str, row: dict, max_tests: int | None = None, timeout_s: f
     """The benchmark verdict alone (``verdict``)."""
     return verdict(response, row, max_tests, 0, timeout_s)["correct"]
 
-
-def correct_many(responses: Sequence[str], rows: Sequence[dict], workers: int = 2, max_tests: int | None = None,
-                 timeout_s: float = DEFAULT_TIMEOUT_S) -> list[bool]:
-    """``correct`` over pairs; code runs ``workers`` sandboxes at a time, math stays in this thread."""
-    if len(responses) != len(rows):
-        raise ValueError(f"{len(responses)} responses but {len(rows)} rows")
-    math_idx = [i for i, r in enumerate(rows) if _ability(r) == "math"]
-    verdicts = dict.fromkeys(range(len(rows)), False)
-    scores = math_judge.math_rewards([responses[i] for i in math_idx], [_ground_truth(rows[i]) for i in math_idx])
-    verdicts.update({i: is_correct_score(s) for i, s in zip(math_idx, scores)})
-    code_idx = [i for i in range(len(rows)) if i not in set(math_idx)]
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        found = pool.map(lambda i: correct(responses[i], rows[i], max_tests, timeout_s), code_idx)
-        verdicts.update(zip(code_idx, found))
-    return [verdicts[i] for i in range(len(rows))]
