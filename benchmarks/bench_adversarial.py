@@ -29,7 +29,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from klear_lib import perf, tables
+from klear_lib import tables
 from klear_lib.data import fetch
 from klear_lib.evaluation import harness
 from klear_lib.results import EVAL
@@ -39,6 +39,8 @@ from klear_lib.rewards.math import math_reward
 from klear_lib.rewards.sandbox import ExecutionResult
 from klear_lib.training import rewards as reward_adapters
 from klear_lib.training.run_record import read_rows
+
+import perf  # benchmarks/perf.py, beside this script
 
 BENCH = "adversarial"
 TESTS = [{"input": "1\n", "output": "2\n"}]

@@ -32,15 +32,16 @@ import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 import torch
 from transformers import AutoTokenizer
 
-from klear_lib import perf
 from klear_lib.configs import get_config, recipe, rl_stage_name
 from klear_lib.data import load_split
 from klear_lib.evaluation.checkpoints import stage_checkpoint
-from klear_lib.evaluation.generation import chat_prompts, generate
+from klear_lib.generation import chat_prompts, generate
 from klear_lib.pipeline import RL_SPLITS
 from klear_lib.rewards import code as cj
 from klear_lib.seeding import stable_seed
 from klear_lib.training import rewards as adapters
+
+import perf  # benchmarks/perf.py, beside this script
 
 BENCH = "code_judge"
 

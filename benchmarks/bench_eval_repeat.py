@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from klear_lib.configs import recipe
-from klear_lib import perf
+import perf  # benchmarks/perf.py, beside this script
 
 log = logging.getLogger("bench_eval_repeat")
 BENCH = "eval_repeat"

@@ -179,7 +179,7 @@ def train_step(trainer, optimizer, batch) -> None:
 
 def train_phase(args, device: str = "cuda") -> dict:
     """Seconds per training step of GPPO and dapo, interleaved; plus tokens per step and peak memory."""
-    from klear_lib import perf
+    import perf  # benchmarks/perf.py, beside this script
 
     config, tokenizer = full_shape_config(args.layers)
     dtype = getattr(torch, args.dtype)
@@ -198,7 +198,7 @@ def train_phase(args, device: str = "cuda") -> dict:
 
 # ---- report -------------------------------------------------------------------------------------------------
 def rows_from(rollout: dict | None, train: dict, args) -> list[dict]:
-    from klear_lib import perf
+    import perf  # benchmarks/perf.py, beside this script
 
     shape = f"Qwen3-8B shape, {args.layers or full_layers()} layers, random init, {args.dtype}"
     rows = []
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.phase == "rollout":
         rollout_phase(args, Path(args.result))
         return 0
-    from klear_lib import perf
+    import perf  # benchmarks/perf.py, beside this script
 
     rollout = None if args.skip_rollout else run_rollout_child(argv)
     rows = rows_from(rollout, train_phase(args), args)

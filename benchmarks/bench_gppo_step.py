@@ -39,11 +39,12 @@ from datasets import Dataset  # noqa: E402
 from transformers import PrinterCallback, TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
-from klear_lib import perf  # noqa: E402
 from klear_lib.configs import get_config, recipe  # noqa: E402
 from klear_lib.models import load_or_build  # noqa: E402
 from klear_lib.seeding import stable_seed, torch_generator  # noqa: E402
 from klear_lib.training import build_rl_trainer  # noqa: E402
+
+import perf  # noqa: E402  (benchmarks/perf.py, beside this script)
 
 log = logging.getLogger("bench_gppo_step")
 BENCH = "gppo_step"

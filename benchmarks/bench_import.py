@@ -18,8 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from klear_lib import light, perf
+from klear_lib import light
 from klear_lib.paths import REPO
+
+import perf  # benchmarks/perf.py, beside this script
 
 BENCH = "import_gppo"
 TRAINER = "from klear_lib.training import GPPOConfig, GPPOTrainer"

@@ -15,11 +15,12 @@ import argparse
 import logging
 
 from klear_lib.configs import recipe
-from klear_lib import perf
 from klear_lib.evaluation.benchmarks import load_rows
 from klear_lib.rewards.format import answer_text
 from klear_lib.rewards.math import math_rewards, verify_answer
 from klear_lib.seeding import py_rng
+
+import perf  # benchmarks/perf.py, beside this script
 
 BENCH = "judge"
 

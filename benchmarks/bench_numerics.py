@@ -21,7 +21,9 @@ from pathlib import Path
 
 import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 from klear_lib.configs import recipe
-from klear_lib import numerics, perf
+from klear_lib import numerics
+
+import perf  # benchmarks/perf.py, beside this script
 
 BENCH = "numerics_mode"
 MODES = ("pinned", "native")

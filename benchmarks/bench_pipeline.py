@@ -30,9 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from klear_lib import perf
 from klear_lib.data.fetch import MIRROR_ENV, mirror_dir
 from klear_lib.paths import REPO
+
+import perf  # benchmarks/perf.py, beside this script
 
 log = logging.getLogger("bench_pipeline")
 BENCH = "pipeline"

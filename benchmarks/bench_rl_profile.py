@@ -24,13 +24,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import klear_lib  # noqa: E402, F401  (first: the numerics mode before torch loads)
 import torch  # noqa: E402
 
-from klear_lib import perf  # noqa: E402
 from klear_lib.data import load_split  # noqa: E402
 from klear_lib.evaluation.checkpoints import stage_checkpoint  # noqa: E402
 from klear_lib.models import load_or_build  # noqa: E402
 from klear_lib.configs import get_config, recipe, rl_stage_name  # noqa: E402
 from klear_lib.pipeline import RL_SPLITS  # noqa: E402
 from klear_lib.training import build_rl_trainer  # noqa: E402
+
+import perf  # noqa: E402  (benchmarks/perf.py, beside this script)
 
 BENCH = "rl_profile"  # recorded as rl_profile_<reward>: a rerun of one stage leaves the other's rows
 TIMED = {"generate": "_generate", "judge": "_calculate_rewards", "score": "_generate_and_score_completions",

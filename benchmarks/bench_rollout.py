@@ -7,7 +7,7 @@ workloads: one tiny RL step's rollouts (8 prompts x 8 samples, <= 256 tokens) an
 (``--eval-prompts`` problems x k = 16, <= 320 tokens: the tiny eval preset's k and cap). Each round, in an
 order rotated per round:
 
-* **kit path** (end to end): ``klear_lib.evaluation.generation.generate`` exactly as the harness calls it —
+* **kit path** (end to end): ``klear_lib.generation.generate`` exactly as the harness calls it —
   transformers in-process (plus a 1-token call: model load), vLLM in a fresh child process per call;
 * **steady vLLM**: one child of this script starts one engine with the worker's own ``engine_kwargs`` /
   ``sampling_kwargs`` and times each workload inside it; its wall time minus generation is vLLM's start-up
@@ -40,10 +40,11 @@ import klear_lib  # noqa: E402, F401  (first: the numerics mode before torch loa
 import torch  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
-from klear_lib import perf  # noqa: E402
 from klear_lib.configs import get_config, recipe  # noqa: E402
-from klear_lib.evaluation.generation import vllm_env, chat_prompts, generate  # noqa: E402
+from klear_lib.generation import vllm_env, chat_prompts, generate  # noqa: E402
 from klear_lib.models import load_or_build  # noqa: E402
+
+import perf  # noqa: E402  (benchmarks/perf.py, beside this script)
 
 log = logging.getLogger("bench_rollout")
 BENCH = "rollout"
@@ -85,7 +86,7 @@ def engine_phase(model: str, eval_prompts: int, result: Path) -> None:
     """Start one engine as the kit's worker does, warm it with 1 token, time each workload; write JSON."""
     from vllm import LLM, SamplingParams
 
-    from klear_lib.evaluation.vllm_worker import engine_kwargs, sampling_kwargs
+    from klear_lib.generation.vllm_worker import engine_kwargs, sampling_kwargs
 
     loads, tok = workloads(model, eval_prompts), AutoTokenizer.from_pretrained(model)
     start = time.perf_counter()

@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import logging
 
-from klear_lib import perf
 from klear_lib.rewards.code import code_rewards
+
+import perf  # benchmarks/perf.py, beside this script
 
 BENCH = "sandbox"
 PROGRAM = "import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))"

@@ -21,12 +21,13 @@ import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 import torch
 from trl import SFTTrainer
 
-from klear_lib import perf
 from klear_lib.configs import get_config, recipe
 from klear_lib.data import load_split
 from klear_lib.models import load
 from klear_lib.models.factory import load_or_build
 from klear_lib.training.sft import LengthGroupedSFTTrainer, length_groups, padded_positions, sft_dataset, trl_args
+
+import perf  # benchmarks/perf.py, beside this script
 
 BENCH = "sft_step"
 

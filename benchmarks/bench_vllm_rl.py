@@ -37,13 +37,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 import torch
 
-from klear_lib import perf
 from klear_lib.configs import get_config, recipe
 from klear_lib.data import load_split
 from klear_lib.evaluation.checkpoints import stage_checkpoint
 from klear_lib.models import load_or_build
 from klear_lib.pipeline import RL_SPLITS
 from klear_lib.training import build_rl_trainer
+
+import perf  # benchmarks/perf.py, beside this script
 
 log = logging.getLogger(__name__)
 BENCH = "vllm_rl"

@@ -10,9 +10,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from klear_lib.ablations.stats import t_interval  # noqa: E402
 from klear_lib.paths import FIGURES  # noqa: E402
 from klear_lib.results import STAGE_ORDER  # noqa: E402
+from klear_lib.stats import t_interval  # noqa: E402
 
 
 # Human names of run-record columns, for panel titles and axes (a column not listed keeps its own name).

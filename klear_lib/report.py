@@ -18,6 +18,7 @@ from klear_lib.data.sources import SOURCES
 from klear_lib.configs import Recipe, recipe
 from klear_lib.paths import REPO
 from klear_lib.results import EVAL, EVAL_SEED_GAINS, eval_csv, load_reported, side_by_side
+from klear_lib.tables import markdown_table
 
 SEED_SUFFIX = r"-s\d+$"  # stage labels of the main job's further RL seeds (klear_lib.pipeline.seed_stage)
 
@@ -30,14 +31,6 @@ def replace_section(text: str, name: str, body: str) -> str:
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{start}\n{body.strip()}\n{end}{tail}"
-
-
-def markdown_table(df: pd.DataFrame) -> str:
-    """A GitHub markdown table of ``df`` (values as printed by pandas, NaN as an em dash)."""
-    cells = df.astype(object).where(df.notna(), "—").astype(str)
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(row) + " |" for row in cells.values.tolist()]
-    return "\n".join(lines)
 
 
 def results_section(recipe: Recipe) -> str:

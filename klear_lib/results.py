@@ -68,7 +68,7 @@ def load_reported(path: Path | str = RESULTS / "reported.csv") -> pd.DataFrame:
     return tables.read(REPORTED, path)
 
 
-STAGE_ORDER = ("base", "sft", "rl_math", "rl_code")
+STAGE_ORDER = ("base", "sft", "rl_math", "rl_code")  # the pipeline's stages in order: checkpoints, tables, figures
 
 
 def side_by_side(ours: pd.DataFrame, reported: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:

@@ -242,3 +242,13 @@ def upsert_file(table: Table, rows: Rows, path: Path | str) -> pd.DataFrame:
     out = upsert(table, read(table, path), rows)
     write(table, out, path)
     return out
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """A GitHub markdown table of ``df`` for the README and the data cards: a named index becomes columns, values
+    as ``str`` prints them, a missing value as an em dash."""
+    df = df.reset_index() if df.index.name or isinstance(df.index, pd.MultiIndex) else df
+    cells = df.astype(object).where(df.notna(), "—").astype(str)
+    lines = ["| " + " | ".join(str(c) for c in df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(row) + " |" for row in cells.values.tolist()]
+    return "\n".join(lines)

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from klear_lib import artifacts, paths, tables
+from klear_lib import artifacts, paths, stats, tables
 from klear_lib.ablations import claims as C
 from klear_lib.ablations import family as F
-from klear_lib.ablations import rl, sft, stats, table
+from klear_lib.ablations import rl, sft, table
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import stability as S
 from klear_lib.configs import recipe

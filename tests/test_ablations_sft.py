@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from klear_lib import tables
-from klear_lib.ablations import sft, stats, table
+from klear_lib import stats, tables
+from klear_lib.ablations import sft, table
 from klear_lib.results import PROBLEMS, load_reported
 from klear_lib.ablations.verdicts import claim_verdict
 from klear_lib.configs import recipe

@@ -9,7 +9,7 @@ import pytest
 
 from klear_lib.configs import get_config, recipe
 from klear_lib.data.full import traces
-from klear_lib.evaluation.generation import generate
+from klear_lib.generation import generate
 from klear_lib.training.sft import sft_dataset
 
 

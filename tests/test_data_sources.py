@@ -32,7 +32,7 @@ def test_benchmark_answers_tests_and_windows(fake_mirror):
     lcb = S.load_benchmark("lcb_v5")
     truths = [json.loads(r["reward_model"]["ground_truth"]) for r in lcb]
     assert [t["testtype"] for t in truths] == ["stdin", "functional"] and truths[1]["fn_name"] == "total"
-    assert all(S.in_window(r, S.LCB_WINDOWS["lcb_v5"]) for r in lcb)
+    assert all(S.in_window(r, S.LCB_WINDOWS["lcb_v5"], undated="outside") for r in lcb)
     assert lcb[0]["extra_info"]["question"] == "Read n and print its square."  # rLLM text joined to QwQ's row
     from klear_lib.rewards.code import parse_tests  # the sandbox reads our ground truth
 
@@ -151,8 +151,8 @@ def test_hub_mappers_on_fake_rows():
            "platform": "atcoder", "starter_code": "", "metadata": "{}",
            "public_test_cases": json.dumps([{"input": "\n", "output": "1\n", "testtype": "stdin"}])}
     row = S.MAPPERS["lcb_hub"](S.SOURCES["lcb_v6"], 0, lcb)
-    assert validate_rl_row(row) and S.in_window(row, S.LCB_WINDOWS["lcb_v6"])
-    assert not S.in_window(row, S.LCB_WINDOWS["lcb_v5"])
+    assert validate_rl_row(row) and S.in_window(row, S.LCB_WINDOWS["lcb_v6"], undated="outside")
+    assert not S.in_window(row, S.LCB_WINDOWS["lcb_v5"], undated="outside")
     verl = {"data_source": "math_longcot_math_verify", "prompt": [{"role": "user", "content": "1+1?"}],
             "ability": "math", "reward_model": {"ground_truth": "2", "style": "rule"}}
     assert validate_rl_row(S.MAPPERS["verl"](S.SOURCES["klear_math_sub30k"], 0, verl))
@@ -213,7 +213,7 @@ def test_hub_layouts_map_to_valid_rows(name):
     assert len(kept) == fake_hub.KEPT[name], (step.dropped, vstep.dropped)
     assert all(r["data_source"] == name and r["extra_info"]["split"] == src.kind for r in kept)
     if name in S.LCB_WINDOWS:
-        assert all(S.in_window(r, S.LCB_WINDOWS[name]) for r in kept)
+        assert all(S.in_window(r, S.LCB_WINDOWS[name], undated="outside") for r in kept)
     if src.kind == "benchmark" and src.ability == "math":
         assert [r["reward_model"]["ground_truth"] for r in kept][0] in ("040", "40", "\\frac{5}{6}")
 

@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from klear_lib.configs import get_config, recipe
+from klear_lib.data.sources import in_window
 from klear_lib.evaluation import benchmarks as bm
 from klear_lib.evaluation.reference import (leetcode_reference_check, math_reference_check, math_reference_checks,
                                             reference_response, shuffled, shuffled_passes, summarize_math_check)
@@ -54,10 +55,13 @@ def test_lcb_v5_rows_have_dates_in_the_window_and_tests(fake_mirror):
 
 
 def test_window_filter_and_missing_dates():
-    row = {"extra_info": {"id": "x", "contest_date": "2025-02-01"}}
-    assert not bm.in_window(row, ("2024-08-01", "2025-02-01")) and bm.in_window(row, ("2025-02-01", "2025-05-01"))
-    with pytest.raises(ValueError, match="contest_date"):
-        bm.in_window({"extra_info": {"id": "y"}}, ("2024-08-01", "2025-02-01"))
+    row = {"extra_info": {"id": "x", "contest_date": "2025-02-01T12:00:00"}}
+    for undated in ("outside", "raise"):
+        assert not in_window(row, ("2024-08-01", "2025-02-01"), undated=undated)
+        assert in_window(row, ("2025-02-01", "2025-05-01"), undated=undated) and in_window(row, None, undated=undated)
+    assert not in_window({"extra_info": {"id": "y"}}, ("2024-08-01", "2025-02-01"), undated="outside")  # the loaders
+    with pytest.raises(ValueError, match="row y: field extra_info.contest_date missing"):  # a benchmark's rows
+        in_window({"extra_info": {"id": "y"}}, ("2024-08-01", "2025-02-01"), undated="raise")
 
 
 def test_real_benchmarks_have_their_size_in_one_place():

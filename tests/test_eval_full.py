@@ -153,7 +153,7 @@ def test_vllm_starts_the_64k_engine_on_a_qwen3_shaped_config(tmp_path):
     rope_scaling alone it refuses: configs/eval.py). The tiny base model, given Qwen3-8B's positions and rope_theta."""
     import shutil
 
-    from klear_lib.evaluation.generation import generate
+    from klear_lib.generation import generate
     from klear_lib.models import load_or_build
 
     model = shutil.copytree(load_or_build(recipe("tiny")), tmp_path / "qwen3_shaped")

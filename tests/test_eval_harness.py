@@ -12,7 +12,8 @@ from klear_lib import tables
 from klear_lib.configs import get_config
 from klear_lib.evaluation import harness
 from klear_lib.evaluation.benchmarks import BenchmarkSpec
-from klear_lib.evaluation.generation import generate
+from klear_lib.evaluation.metrics import bootstrap_ci
+from klear_lib.generation import generate, prefill_of
 from klear_lib.results import EVAL
 from klear_lib.seeding import stable_seed
 
@@ -167,12 +168,14 @@ def test_summary_rows_follow_the_eval_schema(tmp_path, cfg, toy_tokenizer):
     rows = harness.summarize(df, stage="t", benchmark="toy_math", seed=0, config_hash="h")
     assert [r["metric"] for r in rows] == ["avg@k", "pass@k"] and rows[0]["k"] == 4
     assert rows[0]["mean"] == pytest.approx((0 + 0.25 + 0.5 + 0.75 + 1) / 5) and rows[1]["mean"] == pytest.approx(0.8)
+    rates = [0, 0.25, 0.5, 0.75, 1]  # the bootstrap eval.csv was drawn with: seeded by (seed, stage, benchmark, metric)
+    assert (rows[0]["ci_low"], rows[0]["ci_high"]) == bootstrap_ci(rates, stable_seed(0, "t", "toy_math", "avg@4"))
     tables.validate(EVAL, pd.DataFrame(rows))
 
 
 def test_prefilled_think_tag_is_judged_with_the_response():
-    assert harness.prefill_of("<|im_start|>assistant\n<think>\n") == "<think>\n"
-    assert harness.prefill_of("<|im_start|>assistant\n") == ""
+    assert prefill_of("<|im_start|>assistant\n<think>\n") == "<think>\n"
+    assert prefill_of("<|im_start|>assistant\n") == ""
 
 
 @pytest.mark.skipif(shutil.which("firejail") is None, reason="firejail is not installed")
@@ -251,7 +254,7 @@ def test_stage_gains_skip_stages_without_shared_problems():
 
 
 def test_vllm_child_runs_the_engine_core_in_process_unless_told_otherwise(monkeypatch):
-    from klear_lib.evaluation.generation import vllm_env
+    from klear_lib.generation import vllm_env
 
     monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
     assert vllm_env()["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"  # repeatable scheduling (generation module doc)

@@ -49,7 +49,7 @@ def test_vllm_generation_is_repeatable_with_the_same_seed(tmp_path):
 
     from transformers import AutoTokenizer
 
-    from klear_lib.evaluation.generation import chat_prompts, generate
+    from klear_lib.generation import chat_prompts, generate
     from klear_lib.models import load_or_build
 
     model = load_or_build(recipe("tiny"))

@@ -59,7 +59,7 @@ def greedy_hash(model_path) -> str:
 
 def sampled_hash(model_path) -> str:
     """Hash of sampled completions of ``PROMPTS`` (the evaluation's transformers backend, 2 per prompt)."""
-    from klear_lib.evaluation.generation import generate_transformers
+    from klear_lib.generation.backends import generate_transformers
 
     outs = generate_transformers(str(model_path), PROMPTS, n=2, temperature=0.6, top_p=0.95, max_new_tokens=16,
                                  seed=0)

@@ -114,7 +114,7 @@ def test_the_notebook_kernel_starts_through_klear_lib():
 
 
 def test_children_of_the_kit_inherit_the_mode():
-    from klear_lib.evaluation.generation import vllm_env
+    from klear_lib.generation import vllm_env
 
     if numerics.mode() != "pinned":
         pytest.skip("the caller asked for the native mode")

@@ -6,19 +6,25 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 
 import pytest
 
-from klear_lib import perf
 from klear_lib.paths import REPO
 
 
 def _bench(name: str):
-    """A script of benchmarks/ loaded as a module (the folder is not a package)."""
+    """A script of benchmarks/ loaded as a module (the folder is not a package); ``perf``, which the scripts import
+    from beside them, is registered under its name."""
     spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    if name == "perf":
+        sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+perf = _bench("perf")
 
 
 def fake_clock():
@@ -162,7 +168,7 @@ def test_full_gpu_bench_rollout_phase_runs_on_vllm_cpu_with_a_small_body(tmp_pat
     import subprocess
     import sys
 
-    from klear_lib.evaluation.generation import vllm_env
+    from klear_lib.generation import vllm_env
 
     result = tmp_path / "rollout.json"
     proc = subprocess.run([sys.executable, "-c", ROLLOUT_CHILD, str(REPO / "benchmarks" / "bench_full_gpu.py"),

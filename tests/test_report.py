@@ -4,7 +4,8 @@ from __future__ import annotations
 import pandas as pd
 
 from klear_lib.configs import recipe
-from klear_lib.report import markdown_table, replace_section
+from klear_lib.report import replace_section
+from klear_lib.tables import markdown_table
 
 
 def test_replace_section_only_touches_the_markers():

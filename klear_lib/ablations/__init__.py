@@ -7,8 +7,8 @@
 Families: ``sft`` (Tables 2-5), ``rl`` (Figures 2-5, Table 6; checkpoints, records and curves in ``rl_runs``),
 ``stability`` (beyond the paper: losses × learning rates × updates per step), and ``claims`` (one row per paper
 claim, from the families' tables). Each family is an instance of ``family.Family``, which holds what they share
-(the experiment record, seeds, run names, the reuse loop over stored rows, verdicts, report files); ``stats``
-(t-intervals, Welch differences, the verdict rule) and ``verdicts`` (claims against results) are pure; ``table``
-is the schema of the ablation results table (read and written by ``klear_lib.tables``); ``traces`` measures what
-a student imitates (the style of teachers' SFT rows and of students' evaluation samples).
+(the experiment record, seeds, run names, the reuse loop over stored rows, verdicts, report files);
+``klear_lib.stats`` (t-intervals, Welch differences, the verdict rule) and ``verdicts`` (claims against results) are
+pure; ``table`` is the schema of the ablation results table (read and written by ``klear_lib.tables``); ``traces``
+measures what a student imitates (the style of teachers' SFT rows and of students' evaluation samples).
 """

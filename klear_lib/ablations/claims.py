@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from klear_lib import plots, tables
-from klear_lib.ablations import stats as S
+from klear_lib import stats as S
 from klear_lib.ablations import verdicts as V
 from klear_lib.ablations.family import Family
 from klear_lib.ablations.rl import RL

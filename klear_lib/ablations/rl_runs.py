@@ -17,7 +17,7 @@ import pandas as pd
 from klear_lib.ablations import table
 from klear_lib.configs import config_hash
 from klear_lib.tables import MEAN_IN_CI, Table
-from klear_lib.training.run_record import record_row, write_rows
+from klear_lib.training.run_record import CLIP_CASES, record_row, write_rows
 
 log = logging.getLogger(__name__)
 CURVE_KEY = table.RUN_KEY + ["rl_step", "benchmark", "metric"]
@@ -27,8 +27,7 @@ CURVES = Table("RL curve", tuple(CURVE_COLUMNS), tuple(CURVE_KEY), run_key=tuple
                required=("config_hash",), checks=(MEAN_IN_CI,), provenance=True,
                types=(("seed", int), ("rl_step", int), ("k", int), ("config_hash", str)))
 DYNAMICS = ["reward_mean", "accuracy", "entropy", "grad_norm", "response_length"]
-CLIPPING = ["frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg_ratio_low", "frac_adv_neg_ratio_high",
-            "clipped_grad_share"]
+CLIPPING = [*CLIP_CASES, "clipped_grad_share"]
 # DGPO's argument in the runs: the largest per-token |F·A| on clipped tokens beside the rest's, and the norms of
 # dL/dlog π (run records written since the columns exist; older records lack them)
 GRADIENTS = ["max_fa_clipped", "max_fa_rest", "clipped_logp_grad_norm", "logp_grad_norm"]

@@ -22,7 +22,6 @@ import pandas as pd
 from klear_lib.ablations.family import Experiment, Family
 from klear_lib.ablations.rl import START_STAGE
 from klear_lib.ablations.rl_runs import ensure_record
-from klear_lib.ablations.stats import t_interval, verdict, welch_interval
 from klear_lib.ablations.verdicts import claim_verdict
 from klear_lib.configs import Recipe, config_hash
 from klear_lib.configs.study import Grid
@@ -30,11 +29,12 @@ from klear_lib.data import load_split
 from klear_lib.losses import get_loss
 from klear_lib.pipeline import eval_stage, rl_stage, sft_stage
 from klear_lib.seeding import torch_threads
+from klear_lib.stats import t_interval, verdict, welch_interval
 from klear_lib.tables import MEAN_IN_CI, Table
+from klear_lib.training.run_record import CLIP_COLUMNS
 
 NAME = "stability"
-CASES = ["frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg_ratio_low", "frac_adv_neg_ratio_high",
-         "clip_frac", "clipped_grad_share"]
+CASES = list(CLIP_COLUMNS)
 KEY = ["loss", "learning_rate", "updates_per_step", "seed"]
 SUMMARY_COLUMNS = ["start_mean", "train_acc_first", "train_acc_last", "length_first", "length_last",
                    "entropy_last", "nonfinite"]

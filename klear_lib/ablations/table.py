@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from klear_lib.ablations.stats import t_interval
+from klear_lib.stats import t_interval
 from klear_lib.tables import MEAN_IN_CI, Table
 
 RUN_KEY = ["experiment", "condition", "seed"]

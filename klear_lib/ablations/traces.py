@@ -30,10 +30,12 @@ from typing import Iterable
 
 import pandas as pd
 
+from klear_lib import tables
 from klear_lib.ablations.family import run_name
 from klear_lib.data import tasks_code as tc
 from klear_lib.data import tasks_math as tm
 from klear_lib.evaluation import harness
+from klear_lib.tables import Table
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +129,11 @@ def matching_samples(candidates: Iterable[Path], mean: float, n_samples: int) ->
 KEY = ["experiment", "condition", "seed", "benchmark", "config_hash"]
 COLUMNS = {"math": ["accuracy", "steps_per_response", "step_error", "checks_per_step", "check_error", "detect"],
            "code": ["accuracy", "oneliner", "check", "check_true", "rewrite", "acc_stepwise", "acc_oneliner"]}
+# ``results/<preset>/<family>_styles.csv``: a run's shares, blank where the other ability's columns are
+SHARES = ("accuracy", "steps_per_response", "step_error", "checks_per_step", "check_error", "detect", "oneliner",
+          "check", "rewrite", "check_true", "acc_stepwise", "acc_oneliner")
+STYLES = Table("SFT styles", (*KEY, "n_samples", *SHARES), tuple(KEY), nullable=SHARES,
+               types=(("seed", int), ("config_hash", str), ("n_samples", int)))
 
 
 def run_styles(recipe, runs: pd.DataFrame, family: str = "ablations_sft") -> tuple[pd.DataFrame, list[str]]:
@@ -154,10 +161,8 @@ def stored_styles(recipe, runs: pd.DataFrame, family: str = "ablations_sft") -> 
     back. Returns the rows of ``runs``; a run found in neither place is logged and left out."""
     path = recipe.results / f"{family}_styles.csv"
     fresh, missing = run_styles(recipe, runs, family)
-    old = pd.read_csv(path, dtype={"config_hash": str}) if path.exists() else pd.DataFrame(columns=KEY)
-    both = pd.concat([df for df in (old, fresh) if not df.empty] or [fresh])
-    both = both.drop_duplicates(KEY, keep="last").sort_values(KEY).reset_index(drop=True)
-    both.to_csv(path, index=False, float_format="%.6f")
+    fresh = fresh.reindex(columns=list(STYLES.columns))  # a run of one ability lacks the other's columns
+    both = tables.upsert_file(STYLES, fresh, path) if len(fresh) else tables.read(STYLES, path)
     out = both.merge(runs[KEY].drop_duplicates(), on=KEY)
     if len(out) < len(fresh) + len(missing):
         log.warning("%d run(s) have neither samples matching their stored score nor a stored style row",

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from klear_lib.ablations import stats as S
+from klear_lib import stats as S
 from klear_lib.results import ANALOGUE
 from klear_lib.tables import Table
 

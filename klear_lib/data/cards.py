@@ -10,10 +10,11 @@ import pandas as pd
 
 from klear_lib.configs import Recipe, to_dict
 from klear_lib.data.curation import Funnel
-from klear_lib.data.report import funnel_frame, markdown_table, split_counts
+from klear_lib.data.report import funnel_frame, split_counts
 from klear_lib.data.schema import dumps_rows
 from klear_lib.data.sources import SOURCES, USES, Source, SourceUnavailable, load_source
 from klear_lib.paths import DATA_CARDS
+from klear_lib.tables import markdown_table
 
 SPLIT_ROLE = {"sft_pool": "every teacher response to every SFT prompt, with difficulty and correctness labels",
               "sft": "the default SFT set: top-2 teachers per ability, no correctness filter, K-Center Greedy budget",

@@ -10,7 +10,8 @@ import re
 from collections import Counter
 from typing import Callable, Iterable, Mapping, Sequence
 
-from klear_lib.data.schema import RowError, normalise_prompt, prompt_text, row_id, validate_rl_row, validate_sft_row
+from klear_lib.data.schema import RowError, normalise_prompt, prompt_text, validate_rl_row, validate_sft_row
+from klear_lib.rewards.judge import row_id
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 

@@ -161,8 +161,12 @@ def read_file(path: Path) -> list:
 
 
 def sha256_file(path: Path) -> str:
-    """sha256 of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """sha256 of a file, read in 1 MiB blocks (the code set is gigabytes)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def hub_records(src) -> list[dict]:

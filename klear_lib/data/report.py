@@ -77,16 +77,6 @@ def teacher_examples(pool: Sequence[dict], item: str) -> str:
     return head + "\n".join(parts)
 
 
-def markdown_table(df: pd.DataFrame) -> str:
-    """A GitHub markdown table of ``df`` (index included), without extra dependencies."""
-    df = df.reset_index() if df.index.name or isinstance(df.index, pd.MultiIndex) else df
-    cols = [str(c) for c in df.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for rec in df.itertuples(index=False):
-        lines.append("| " + " | ".join(str(v) for v in rec) + " |")
-    return "\n".join(lines)
-
-
 def pick_item(pool: Sequence[dict], ability: str, tier: int) -> str:
     """The first item id (sorted) of ``ability`` and ``tier`` in the pool: a deterministic example."""
     return min(r["item_id"] for r in pool if r["ability"] == ability and r["tier"] == tier)

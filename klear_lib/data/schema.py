@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any, Iterable
 
+from klear_lib.rewards.judge import row_id
 from klear_lib.rewards.math import gold_parses
 
 ABILITIES = ("math", "code")
@@ -41,13 +42,6 @@ def make_rl_row(prompt: str, ground_truth: str, *, ability: str, data_source: st
     info = {"id": item_id(prompt, id_prefix), "split": split, "tier": tier, **(extra or {})}
     return {"data_source": data_source, "prompt": [{"role": "user", "content": prompt}], "ability": ability,
             "reward_model": {"ground_truth": ground_truth, "style": "rule"}, "extra_info": info}
-
-
-def row_id(row: dict) -> str:
-    """The id of an RL row (``extra_info.id``) or SFT row (``id``); ``"<no id>"`` when absent."""
-    info = row.get("extra_info")
-    rid = info.get("id") if isinstance(info, dict) else row.get("id")
-    return str(rid) if rid is not None else "<no id>"
 
 
 def prompt_text(row: dict) -> str:

@@ -266,10 +266,16 @@ def _validate_strict(rows: list[dict], places: dict[int, str], require_answer: b
     return cu.Step("validate", len(rows), len(rows), {}, note="policy=raise")
 
 
-def in_window(row: dict, window: tuple[str, str]) -> bool:
-    """True when ``extra_info.contest_date`` lies in ``[start, end)``."""
-    date = row["extra_info"].get("contest_date") or ""
-    return window[0] <= date < window[1]
+def in_window(row: dict, window: tuple[str, str] | None, *, undated: str) -> bool:
+    """Whether ``extra_info.contest_date`` (its first 10 characters, YYYY-MM-DD) lies in ``[start, end)``; always
+    True without a window. A row without a date is outside the window (``undated="outside"``: the loaders' date
+    filter drops it) or raises ``ValueError`` naming the row (``undated="raise"``: a benchmark's rows carry one)."""
+    if window is None:
+        return True
+    date = (row.get("extra_info") or {}).get("contest_date")
+    if date is None and undated == "raise":
+        raise ValueError(f"row {(row.get('extra_info') or {}).get('id')}: field extra_info.contest_date missing")
+    return bool(date) and window[0] <= str(date)[:10] < window[1]
 
 
 def check_size(src: Source, rows: list, origin: str) -> None:
@@ -298,8 +304,8 @@ def load_source(name: str, mode: str = "auto", on_error: str = "drop") -> tuple[
     funnel.add(name, dataclasses.replace(step, note=f"from {where}"))
     if name in LCB_WINDOWS:
         window = LCB_WINDOWS[name]
-        rows, step = cu.keep_where(rows, "date_window", lambda r: None if in_window(r, window) else "outside_window",
-                                   note=f"[{window[0]}, {window[1]})")
+        outside = lambda r: None if in_window(r, window, undated="outside") else "outside_window"  # noqa: E731
+        rows, step = cu.keep_where(rows, "date_window", outside, note=f"[{window[0]}, {window[1]})")
         funnel.add(name, step)
         if step.rows_out < step.rows_in:  # a policy, not an error: said aloud, since load_benchmark drops the funnel
             log.info("%s: %d of %d records lie outside [%s, %s) and are left out", name,

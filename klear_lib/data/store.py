@@ -11,14 +11,19 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from klear_lib import tables
 from klear_lib.artifacts import is_complete, mark_complete
 from klear_lib.configs import Recipe, config_hash
 from klear_lib.data.curation import Funnel, Step, World
 from klear_lib.data.schema import dumps_rows
 from klear_lib.data.world import TRAIN_SPLITS, build_world
+from klear_lib.tables import Table
 
 log = logging.getLogger(__name__)
 FUNNEL_COLUMNS = ("pool", "order", "stage", "rows_in", "rows_out", "dropped", "dropped_by", "note")
+# ``results/<preset>/data_funnel.csv``: one row per (pool, step), in pipeline order
+FUNNEL = Table("data funnel", FUNNEL_COLUMNS, ("pool", "order"), sort=False,
+               types=tuple((c, int if c in ("order", "rows_in", "rows_out", "dropped") else str) for c in FUNNEL_COLUMNS))
 
 
 def code_version() -> str:
@@ -106,6 +111,4 @@ def load_world(recipe: Recipe):
 
 def write_funnel(world, results: Path) -> Path:
     """``<results>/data_funnel.csv`` (``Recipe.results``)."""
-    out = Path(results) / "data_funnel.csv"
-    out.write_text(funnel_csv(world.funnel))
-    return out
+    return tables.write(FUNNEL, world.funnel.records(), Path(results) / "data_funnel.csv")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from klear_lib.configs import Recipe
 from klear_lib.data import load_split
-from klear_lib.data.sources import get_source, load_benchmark
+from klear_lib.data.sources import get_source, in_window, load_benchmark
 
 
 @dataclass(frozen=True)
@@ -65,17 +65,7 @@ def _real_rows(spec: BenchmarkSpec, real_data: str) -> list[dict]:
     """A real benchmark through the data loaders (``klear_lib.data.sources.load_benchmark``; ``real_data``: where
     from, ``Study.real_data``), window applied."""
     rows = load_benchmark(spec.source, real_data)
-    return [r for r in rows if in_window(r, spec.window)]
-
-
-def in_window(row: dict, window: tuple[str, str] | None) -> bool:
-    """Whether ``extra_info.contest_date`` lies in ``[start, end)`` (always True without a window)."""
-    if window is None:
-        return True
-    date = (row.get("extra_info") or {}).get("contest_date")
-    if date is None:
-        raise ValueError(f"row {row['extra_info'].get('id')}: field extra_info.contest_date missing")
-    return window[0] <= str(date)[:10] < window[1]
+    return [r for r in rows if in_window(r, spec.window, undated="raise")]
 
 
 def load_rows(name: str, recipe: Recipe, max_problems: int | None = None) -> list[dict]:

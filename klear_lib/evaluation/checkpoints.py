@@ -13,9 +13,9 @@ from pathlib import Path
 from klear_lib import artifacts
 from klear_lib.configs import Recipe
 from klear_lib.models import load_or_build
+from klear_lib.results import STAGE_ORDER as STAGES
 
 log = logging.getLogger(__name__)
-STAGES = ("base", "sft", "rl_math", "rl_code")
 
 
 def _pointer(stage: str, recipe: Recipe) -> Path:

@@ -1,9 +1,9 @@
 """The data-parallel evaluation plan: GPUs into tensor-parallel engines, the work into units, units onto engines.
 
 Pure functions over sizes and names (no I/O): ``klear_lib.evaluation.full`` loads the problems, writes the plan
-and runs it. A unit is one fixed chunk (``harness.fixed_chunks``) of one benchmark for one model, so its seed and
-problem indices do not depend on the engine that runs it (``harness.evaluate(chunks=...)``): the samples of a
-split run are those of a single-engine run, whatever the number of GPUs.
+and runs it. A unit is one fixed chunk (``klear_lib.generation.fixed_chunks``) of one benchmark for one model, so
+its seed and problem indices do not depend on the engine that runs it (``harness.evaluate(chunks=...)``): the samples
+of a split run are those of a single-engine run, whatever the number of GPUs.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import dataclasses
 from typing import Sequence
 
 from klear_lib.evaluation.benchmarks import get_spec, samples_per_problem
-from klear_lib.evaluation.harness import fixed_chunks
+from klear_lib.generation import fixed_chunks
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,7 @@ paper's T = 0.6 / top_p = 0.95 pinned, ``--official-sampling`` adding the releas
 repetition penalty 1.05. ``--gpus N --tp T`` makes N/T engines of T GPUs each (T defaults to the config's 2). The
 problems are dealt to the engines ahead of time in fixed chunks (``dp_plan``); each engine is a process of this
 module (``--engine E --plan PLAN``) on its own GPUs, running ``harness.evaluate`` chunk by chunk, one vLLM engine
-at a time (``klear_lib.evaluation.generation`` starts one per chunk). A chunk's samples do not depend on which
+at a time (``klear_lib.generation`` starts one per chunk). A chunk's samples do not depend on which
 engine drew them, so a rerun with any layout resumes from what is stored. Under ``DIR/<budget>-<config hash>/``:
 
 * ``plan.json`` — the config, the engines, the split; ``rows/<benchmark>.jsonl`` — the problems, loaded once;
@@ -44,8 +44,8 @@ from klear_lib.data.store import read_jsonl
 from klear_lib.evaluation import dp_plan
 from klear_lib.evaluation.benchmarks import get_spec, load_rows, samples_per_problem
 from klear_lib.evaluation.checkpoints import checkpoint_label
-from klear_lib.evaluation.harness import (evaluate, parse_samples, rewrite_samples, sample_key, samples_path,
-                                          summarize)
+from klear_lib.evaluation.harness import evaluate, parse_samples, sample_key, samples_path, summarize
+from klear_lib.generation import rewrite_samples
 from klear_lib.results import EVAL
 
 log = logging.getLogger(__name__)

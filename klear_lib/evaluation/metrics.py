@@ -3,7 +3,8 @@
 avg@k = (1/P) Σ_p c_p / n_p, the paper's metric (docs/paper.md §4: avg@64 AIME/HMMT, avg@8 LiveCodeBench).
 pass@k = 1 - C(n-c, k) / C(n, k) per problem (Chen et al. 2021), averaged over problems.
 Uncertainty treats problems as the sampling unit: standard error of the per-problem means, and a percentile
-bootstrap over problems with an explicit seed.
+bootstrap over problems with an explicit seed. ``harness.summarize`` turns these into the rows of eval.csv (its
+bootstrap seeded by seed, stage, benchmark and metric).
 """
 from __future__ import annotations
 
@@ -28,16 +29,6 @@ def per_problem_rates(correct: Sequence[Sequence[bool]]) -> np.ndarray:
     if not len(correct) or any(len(c) == 0 for c in correct):
         raise ValueError("every problem needs at least one sample")
     return np.array([float(np.mean(c)) for c in correct])
-
-
-def avg_at_k(correct: Sequence[Sequence[bool]]) -> float:
-    """avg@k: the mean over problems of the fraction of correct samples (k = samples per problem)."""
-    return float(per_problem_rates(correct).mean())
-
-
-def mean_pass_at_k(correct: Sequence[Sequence[bool]], k: int) -> float:
-    """The unbiased pass@k averaged over problems."""
-    return float(np.mean([pass_at_k(len(c), int(sum(c)), k) for c in correct]))
 
 
 def standard_error(values: Sequence[float]) -> float:
@@ -66,13 +57,3 @@ def paired_gain(before: Sequence[Sequence[bool]], after: Sequence[Sequence[bool]
     diff = per_problem_rates(after) - per_problem_rates(before)
     low, high = bootstrap_ci(diff, seed)
     return {"gain": float(diff.mean()), "ci_low": low, "ci_high": high, "n_problems": len(diff)}
-
-
-def summarize(correct: Sequence[Sequence[bool]], seed: int, ks: Sequence[int] = ()) -> dict[str, float]:
-    """avg@k with its standard error and bootstrap CI, plus pass@k for each ``k`` in ``ks``."""
-    rates = per_problem_rates(correct)
-    low, high = bootstrap_ci(rates, seed)
-    out = {"mean": float(rates.mean()), "stderr": standard_error(rates), "ci_low": low, "ci_high": high,
-           "n_problems": len(rates), "k": min(len(c) for c in correct)}
-    out.update({f"pass@{k}": mean_pass_at_k(correct, k) for k in ks})
-    return out

@@ -6,9 +6,8 @@ benchmark rows built by ``klear_lib.evaluation.benchmarks``, a ready list of tes
 """
 from __future__ import annotations
 
+import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
 
 from klear_lib.rewards import code as code_judge
 from klear_lib.rewards import math as math_judge
@@ -19,8 +18,26 @@ log = logging.getLogger(__name__)
 
 
 def row_id(row: dict) -> str:
-    """The row's ``extra_info.id`` (for error messages), or ``?``."""
-    return str((row.get("extra_info") or {}).get("id", "?"))
+    """The id of an RL row (``extra_info.id``) or SFT row (``id``); ``"<no id>"`` when absent."""
+    info = row.get("extra_info")
+    rid = info.get("id") if isinstance(info, dict) else row.get("id")
+    return str(rid) if rid is not None else "<no id>"
+
+
+def ground_truth(reward_model, rid="<no id>") -> str:
+    """A row's ``reward_model["ground_truth"]`` (given the ``reward_model`` field, as TRL passes columns); a
+    ``ValueError`` naming the row and the field when it is missing or not a string."""
+    if not isinstance(reward_model, dict) or not isinstance(reward_model.get("ground_truth"), str):
+        raise ValueError(f"row {rid}: field reward_model.ground_truth missing or not a string: {reward_model!r}")
+    return reward_model["ground_truth"]
+
+
+def code_tests(truth: str, rid="<no id>") -> list[dict]:
+    """The tests of a code row's ground truth, parsed by the code judge (stdin/stdout, call-based, asserts)."""
+    try:
+        return code_judge.parse_tests(truth, rid)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"row {rid}: field reward_model.ground_truth is not JSON ({err})") from None
 
 
 def row_tests(row: dict) -> list[dict]:
@@ -28,14 +45,11 @@ def row_tests(row: dict) -> list[dict]:
     tests = (row.get("extra_info") or {}).get("tests")
     if tests is not None:
         return list(tests)
-    return code_judge.parse_tests(_ground_truth(row), row_id(row))
+    return code_tests(_ground_truth(row), row_id(row))
 
 
-def _ground_truth(row: dict):
-    try:
-        return row["reward_model"]["ground_truth"]
-    except (KeyError, TypeError):
-        raise ValueError(f"row {row_id(row)}: missing field reward_model.ground_truth") from None
+def _ground_truth(row: dict) -> str:
+    return ground_truth(row.get("reward_model"), row_id(row))
 
 
 def _ability(row: dict) -> str:
@@ -79,18 +93,3 @@ def correct(response: str, row: dict, max_tests: int | None = None, timeout_s: f
     """The benchmark verdict alone (``verdict``)."""
     return verdict(response, row, max_tests, 0, timeout_s)["correct"]
 
-
-def correct_many(responses: Sequence[str], rows: Sequence[dict], workers: int = 2, max_tests: int | None = None,
-                 timeout_s: float = DEFAULT_TIMEOUT_S) -> list[bool]:
-    """``correct`` over pairs; code runs ``workers`` sandboxes at a time, math stays in this thread."""
-    if len(responses) != len(rows):
-        raise ValueError(f"{len(responses)} responses but {len(rows)} rows")
-    math_idx = [i for i, r in enumerate(rows) if _ability(r) == "math"]
-    verdicts = dict.fromkeys(range(len(rows)), False)
-    scores = math_judge.math_rewards([responses[i] for i in math_idx], [_ground_truth(rows[i]) for i in math_idx])
-    verdicts.update({i: is_correct_score(s) for i, s in zip(math_idx, scores)})
-    code_idx = [i for i in range(len(rows)) if i not in set(math_idx)]
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        found = pool.map(lambda i: correct(responses[i], rows[i], max_tests, timeout_s), code_idx)
-        verdicts.update(zip(code_idx, found))
-    return [verdicts[i] for i in range(len(rows))]

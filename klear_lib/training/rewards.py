@@ -8,13 +8,13 @@ list (docs/stack.md §1.7); ours read ``completions`` and the verl-schema ``rewa
 from __future__ import annotations
 
 import functools
-import json
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from klear_lib.rewards.code import code_reward, code_rewards, parse_tests
+from klear_lib.rewards.code import code_reward, code_rewards
 from klear_lib.rewards.format import TAG_SHAPINGS, THINK_CLOSE, THINK_OPEN
+from klear_lib.rewards.judge import code_tests, ground_truth
 from klear_lib.rewards.math import math_reward
 from klear_lib.rewards.sandbox import DEFAULT_TIMEOUT_S
 from klear_lib.seeding import stable_seed
@@ -53,21 +53,6 @@ def scored_texts(completions, think_opened: bool = False) -> list[str]:
                       f"{THINK_OPEN}...{THINK_CLOSE} (a reasoning model or the SFT stage's output) within "
                       f"max_completion_length", NoThinkWarning, stacklevel=3)
     return texts
-
-
-def ground_truth(reward_model, row_id="?") -> str:
-    """``reward_model["ground_truth"]``; a clear error naming the row id and field otherwise."""
-    if not isinstance(reward_model, dict) or not isinstance(reward_model.get("ground_truth"), str):
-        raise ValueError(f"row {row_id}: field reward_model.ground_truth must be a string, got {reward_model!r}")
-    return reward_model["ground_truth"]
-
-
-def code_tests(truth: str, row_id="?") -> list[dict]:
-    """The tests of a code row, parsed by the code judge (stdin/stdout, call-based, assert formats)."""
-    try:
-        return parse_tests(truth, row_id)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"row {row_id}: field reward_model.ground_truth is not JSON ({err})") from None
 
 
 def _row_ids(extra_info, n: int) -> list:

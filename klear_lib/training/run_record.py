@@ -23,6 +23,10 @@ from klear_lib.tables import PROVENANCE
 
 log = logging.getLogger(__name__)
 
+# The clipping diagnostics, one column each: the share of tokens in each (advantage sign, ratio side) case, then
+# the share clipped and the clipped tokens' share of the gradient (GPPOTrainer's gppo/* logs).
+CLIP_CASES = ("frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg_ratio_low", "frac_adv_neg_ratio_high")
+CLIP_COLUMNS = (*CLIP_CASES, "clip_frac", "clipped_grad_share")
 # column -> key in the trainer's logs (GPPOTrainer logs gen/* once per generation batch, gppo/* per update)
 RECORD_KEYS = {
     "reward_mean": "gen/reward_mean",
@@ -36,12 +40,7 @@ RECORD_KEYS = {
     "loss": "loss",
     "policy_loss": "policy_loss",
     "sft_loss": "sft_loss",
-    "frac_adv_pos_ratio_high": "gppo/frac_adv_pos_ratio_high",
-    "frac_adv_pos_ratio_low": "gppo/frac_adv_pos_ratio_low",
-    "frac_adv_neg_ratio_low": "gppo/frac_adv_neg_ratio_low",
-    "frac_adv_neg_ratio_high": "gppo/frac_adv_neg_ratio_high",
-    "clip_frac": "gppo/clip_frac",
-    "clipped_grad_share": "gppo/clipped_grad_share",
+    **{column: f"gppo/{column}" for column in CLIP_COLUMNS},
     "max_fa_clipped": "gppo/max_fa_clipped",
     "max_fa_rest": "gppo/max_fa_rest",
     "clipped_logp_grad_norm": "gppo/clipped_logp_grad_norm",

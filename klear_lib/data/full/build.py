@@ -21,7 +21,6 @@ cannot be loaded stops the build naming it.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 from pathlib import Path
@@ -33,7 +32,7 @@ from klear_lib import artifacts
 from klear_lib.configs import config_hash, get_config, to_dict
 from klear_lib.configs.base import parse_overrides
 from klear_lib.data import curation as cu
-from klear_lib.data.fetch import SourceUnavailable, locate
+from klear_lib.data.fetch import SourceUnavailable, locate, sha256_file
 from klear_lib.data.full import card
 from klear_lib.data.realworld import LOAD_MODE, TRAIN, _benchmarks, build_real_world
 from klear_lib.data.schema import dumps_rows
@@ -138,15 +137,6 @@ def write_rows(rows: list[dict], path: Path) -> None:
             Dataset.from_list(rows).to_parquet(str(tmp))
         else:
             tmp.write_text(dumps_rows(rows))
-
-
-def sha256_file(path: Path) -> str:
-    """sha256 of a file, read in 1 MiB blocks (the code set is gigabytes)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def manifest(parts, source: str, cfg, splits: dict, out: Path) -> dict:

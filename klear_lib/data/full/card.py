@@ -7,8 +7,9 @@ import pandas as pd
 
 from klear_lib.data.cards import front_matter
 from klear_lib.data.curation import Funnel
-from klear_lib.data.report import funnel_frame, markdown_table, split_counts
+from klear_lib.data.report import funnel_frame, split_counts
 from klear_lib.data.sources import SOURCES
+from klear_lib.tables import markdown_table
 
 ROLE = {"math_rl": "math RL prompts with reference answers (the math RL stage, docs/paper.md §2.4)",
         "code_rl": "code RL problems with test cases (the code RL stage, docs/paper.md §2.4)",

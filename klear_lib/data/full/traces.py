@@ -6,7 +6,7 @@
 
 Reads the prompts ``klear_lib.data.full.build`` writes, renders each with the teacher's chat template and samples
 ``responses_per_prompt`` responses from it (``configs/traces.py``; at ``full`` DeepSeek-R1-0528, 16 each) through the
-kit's generation path (``klear_lib.evaluation.generation``: vLLM in a child process, or transformers). Writes SFT
+kit's generation path (``klear_lib.generation``: vLLM in a child process, or transformers). Writes SFT
 rows with a ``messages`` column, the ``TRAIN_FILE`` of ``scripts/launch_sft_full.sh``, no correctness filter (the
 paper keeps every response, docs/paper.md §2.2), and ``<out>.manifest.json`` with the config and the counts.
 
@@ -28,9 +28,8 @@ from transformers import AutoTokenizer
 
 from klear_lib.configs import Recipe, config_hash, recipe, to_dict
 from klear_lib.configs.base import parse_overrides
-from klear_lib.evaluation.generation import chat_prompts, generate
-from klear_lib.evaluation.harness import append_samples, fixed_chunks, prefill_of, rewrite_samples
-from klear_lib.evaluation.vllm_worker import engine_kwargs, sampling_kwargs
+from klear_lib.generation import append_samples, chat_prompts, fixed_chunks, generate, prefill_of, rewrite_samples
+from klear_lib.generation.vllm_worker import engine_kwargs, sampling_kwargs
 from klear_lib.models import load_or_build
 from klear_lib.seeding import stable_seed
 

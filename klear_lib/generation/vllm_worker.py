@@ -1,4 +1,4 @@
-"""Child-process entry for vLLM generation: ``python -m klear_lib.evaluation.vllm_worker request.json out.json``.
+"""Child-process entry for vLLM generation: ``python -m klear_lib.generation.vllm_worker request.json out.json``.
 
 The request holds ``model, prompts, n, temperature, top_p, max_new_tokens, seed`` and optional ``top_k,
 repetition_penalty, max_model_len, hf_overrides, dtype, revision, tensor_parallel_size``. The engine is seeded

@@ -1,5 +1,5 @@
-"""Statistics over seeds for the ablations: t-intervals, paired and Welch differences, p-values, multiplicity,
-power, and the decision rule of the verdict protocol (docs/design.md, "Verdicts").
+"""Statistics over seeds, shared by the ablations, the evaluation and the figures: t-intervals, paired and Welch
+differences, p-values, multiplicity, power, and the decision rule of the verdict protocol (docs/design.md, "Verdicts").
 
 Pure functions of per-seed values (one value per independent training run). Seeds are the sampling unit. The
 interval of a condition is mean ± t_{0.975, n-1} · s / √n. Two conditions run on the same seeds are compared by

@@ -2,7 +2,7 @@
 
 ``generate(model_path, prompts, n=..., temperature=..., top_p=..., max_new_tokens=..., seed=...)`` returns, per
 prompt, ``n`` completions (text after the prompt, special tokens dropped, stopped at the end-of-turn token).
-vLLM always runs in a child process (``python -m klear_lib.evaluation.vllm_worker``): vLLM spawns workers and
+vLLM always runs in a child process (``python -m klear_lib.generation.vllm_worker``): vLLM spawns workers and
 needs a ``__main__`` guard (docs/stack.md §6), which a notebook or pytest cannot give; the child also returns
 all its memory when it exits. The engine is seeded (``LLM(seed=...)``), never ``SamplingParams(seed=...)``,
 which fails on CPU. On CPU: float32 and ``enforce_eager``.
@@ -30,6 +30,7 @@ import torch
 
 from klear_lib import numerics
 from klear_lib.models import load
+from klear_lib.rewards.format import THINK_OPEN
 from klear_lib.seeding import stable_seed
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,11 @@ BACKENDS = ("vllm", "transformers")
 def chat_prompts(tokenizer, rows: Sequence[dict]) -> list[str]:
     """Each row's ``prompt`` messages through the chat template with the generation prompt (docs/paper.md §2.6)."""
     return [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
+
+
+def prefill_of(prompt: str) -> str:
+    """``<think>\\n`` when the chat template already opened the think block, else empty."""
+    return THINK_OPEN + "\n" if prompt.rstrip("\n").endswith(THINK_OPEN) else ""
 
 
 def generate(model_path: str, prompts: Sequence[str], *, n: int, temperature: float, top_p: float,
@@ -91,7 +97,7 @@ def generate_vllm(model_path: str, prompts: list[str], *, n: int, temperature: f
     with tempfile.TemporaryDirectory(prefix="klear-vllm-") as tmp:
         req, res = Path(tmp) / "request.json", Path(tmp) / "outputs.json"
         req.write_text(json.dumps(request))
-        cmd = [sys.executable, "-m", "klear_lib.evaluation.vllm_worker", str(req), str(res)]
+        cmd = [sys.executable, "-m", "klear_lib.generation.vllm_worker", str(req), str(res)]
         proc = subprocess.run(cmd, env=vllm_env(), capture_output=True, text=True, timeout=timeout_s,
                               stdin=subprocess.DEVNULL)
         if proc.returncode != 0 or not res.exists():
