@@ -28,13 +28,6 @@ def portable_id(path: str | Path) -> str:
         return str(resolved)
 
 
-def artifact_dir(*parts: str) -> Path:
-    """``<root>/<parts...>``, created on demand, e.g. ``artifact_dir("tiny", "sft", "<hash>")``."""
-    path = root().joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def is_complete(path: Path) -> bool:
     """True when a stage wrote its ``DONE`` marker in ``path`` (so a half-written artifact is never reused)."""
     return (Path(path) / "DONE").exists()
