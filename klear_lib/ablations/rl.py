@@ -14,11 +14,8 @@ checkpoint, which every run with a seed evaluates, is evaluated once before any 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import logging
 from dataclasses import dataclass
-from operator import attrgetter
 from pathlib import Path
 from typing import Sequence
 
@@ -27,17 +24,9 @@ import pandas as pd
 from klear_lib import plots, tables
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import table
-from klear_lib.ablations.family import (
-    NOT_IN_PAPER,
-    Experiment,
-    ExternalClaim,
-    Family,
-    RunRows,
-    mapped_benchmarks,
-    problem_rows,
-    result_rows,
-)
-from klear_lib.configs import Recipe, config_hash, rl_stage_name, to_dict
+from klear_lib.ablations.family import (EVAL_KEEP, NOT_IN_PAPER, Experiment, ExternalClaim, Family, Named, RunRows,
+                                       mapped_benchmarks, rule, run_key, side_csv, stage_configs, tagged)
+from klear_lib.configs import Recipe, config_hash, rl_stage_name
 from klear_lib.configs.study import RLScale
 from klear_lib.data import load_split
 from klear_lib.pipeline import eval_stage, rl_stage, sft_stage
@@ -51,7 +40,7 @@ START_STAGE = f"{FAMILY}--{START}"  # the stage label of the start's samples, sh
 
 
 @dataclass(frozen=True)
-class Condition:
+class Condition(Named):
     """One RL condition: ``overrides`` of the RL config, the stage (``reward``) and the RL rows it trains on."""
 
     experiment: str                              # "fig2"
@@ -180,19 +169,14 @@ def eval_calls(recipe: Recipe, benchmarks: Sequence[str], seed: int) -> list[tup
 
 
 def condition_hash(recipe: Recipe, condition: Condition) -> str:
-    """A stable hash of everything a condition's result depends on except the seed."""
-    rule = {k: v for k, v in to_dict(condition).items() if k not in ("claim", "paper_setting")}  # text only
-    scale = RL.get_scale(recipe)
-    payload = {"condition": rule, "benchmarks": RL.benchmarks_at(recipe, condition),
-               "rl": config_hash(rl_config(recipe, condition)) if condition.train else None,
-               "eval": config_hash(eval_recipe(recipe).eval),
-               **({"eval_per_benchmark": {b: config_hash(eval_recipe(recipe, 0, b).eval)
-                                          for b in sorted(scale.eval_per_benchmark)}}
-                  if scale.eval_per_benchmark else {}),
-               "sft": config_hash(recipe.sft), "data": config_hash(recipe.data),
-               "model": config_hash(recipe.model), "curve_every": scale.curve_every,
-               **({"curve_primary_only": True} if scale.curve_primary_only else {})}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:12]
+    """A condition's identity (``run_key``): its run's configs (the RL one where it trains, the eval one of each
+    benchmark with its own), its rule and benchmarks, and the curve's points."""
+    scale, run = RL.get_scale(recipe), eval_recipe(rl_recipe(recipe, condition))
+    own = {b: eval_recipe(recipe, 0, b).eval for b in sorted(scale.eval_per_benchmark)}
+    return run_key(**stage_configs(run), rl=run.rl(condition.reward) if condition.train else None,
+                   condition=rule(condition), benchmarks=RL.benchmarks_at(recipe, condition),
+                   curve_every=scale.curve_every, **({"eval_per_benchmark": own} if own else {}),
+                   **({"curve_primary_only": True} if scale.curve_primary_only else {}))
 
 
 def curve_benchmarks(recipe: Recipe, condition: Condition, last: bool) -> tuple[str, ...]:
@@ -243,7 +227,7 @@ def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | 
     benchmark and metric) and the held-out curve; the caller writes both (``Family._save``)."""
     init = sft_stage(recipe) if init is None else init
     rows = load_split(condition.rows, recipe) if condition.train else []
-    cfg_hash, curve, scores = condition_hash(recipe, condition), [], None
+    key, fields, curve, scores = condition_hash(recipe, condition), condition.fields(seed), [], None
     with torch_threads(RL.get_scale(recipe).torch_threads):
         points = train(recipe, condition, seed, init, rows)
         for i, (step, path) in enumerate(points):
@@ -252,9 +236,9 @@ def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | 
             last, counts = i == len(points) - 1, []
             scores = evaluate(recipe, condition, seed, path, START_STAGE if step == 0 else f"{FAMILY}--step{step}",
                               curve_benchmarks(recipe, condition, last=last), problems=counts)
-            curve += R.curve_rows(scores, condition.experiment, condition.label, seed, step, cfg_hash)
-    return RunRows(result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows)), curve,
-                   problem_rows(counts, condition.experiment, condition.label, seed, cfg_hash))
+            curve += tagged(scores.to_dict("records"), fields, key, R.CURVE_KEEP, rl_step=step)
+    return RunRows(tagged(scores.to_dict("records"), fields, key, EVAL_KEEP, n_train=len(rows)), curve,
+                   tagged(counts, fields, key))
 
 
 def setup(recipe: Recipe, todo: Sequence[tuple[Condition, int]]) -> Path:
@@ -289,7 +273,7 @@ def figures(recipe: Recipe, runs: pd.DataFrame, panels: Sequence[str] = ("heldou
     """Figures of one experiment's runs, from stored files only: held-out avg@k per saved checkpoint
     ("heldout"), training dynamics ("dynamics") and clipping-case fractions ("clipping") from the run records."""
     exp = RL.get_experiment(runs["experiment"].iloc[0])
-    curves = R.curves_of(runs, tables.read(R.CURVES, RL.side_csv(RL.csv(recipe.results))))
+    curves = R.curves_of(runs, tables.read(R.CURVES, side_csv(RL.csv(recipe.results))))
     wide = R.heldout_wide(curves)
     benches = [b for b in wide.columns if b not in R.CURVE_KEY]
     seeds = runs["seed"].nunique()
@@ -332,12 +316,11 @@ def describe(recipe: Recipe) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def run_identity(recipe: Recipe, condition: Condition) -> str:
-    """What a condition's runs are, seed aside: its RL config and rows (two conditions with the same train once,
+def trains_as(recipe: Recipe, condition: Condition) -> str:
+    """What a condition trains, seed aside: its RL config and rows (two conditions with the same train once,
     ``rl_stage`` reusing the checkpoint), or the start checkpoint."""
-    return f"{config_hash(rl_config(recipe, condition))}|{condition.rows}" if condition.train else START
+    return run_key(rl=rl_config(recipe, condition), rows=condition.rows) if condition.train else START
 
 
-RL = Family(FAMILY, "RL", EXPERIMENTS, attrgetter("rl_ablations"), condition_hash, run_condition, setup,
-            side=R.CURVES, side_suffix="_curves", identity=run_identity, benchmarks=rl_benchmarks,
-            seeds_of=lambda scale, exp: scale.fixed_seeds.get(exp, scale.seeds))
+RL = Family(FAMILY, EXPERIMENTS, "rl_ablations", condition_hash, run_condition, setup, rl_benchmarks,
+            side=R.CURVES, trains_as=trains_as)
