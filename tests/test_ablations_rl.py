@@ -129,6 +129,20 @@ def test_condition_hash_ignores_the_seed_and_text_but_not_overrides_or_scale(mon
     assert rl.condition_hash(_with(CI, rl_ablations=RLScale(seeds=1, reduced=True, eval={"k_math": 3})), cond) != h
 
 
+def test_run_key_hashes_each_config_and_keeps_the_stored_keys():
+    cfg = CI.eval
+    assert F.run_key(eval=cfg, n=1) == F.run_key(n=1, eval=cfg) != F.run_key(eval=CI.sft, n=1)
+    assert F.run_key(own={"b": cfg}) == F.run_key(own={"b": dataclasses.replace(cfg)})
+    for preset in ("ci", "tiny"):  # every stored row of every family is found under its condition's identity
+        recipe_ = recipe(preset)
+        for family in (sft.SFT, rl.RL):
+            assert len(family.current_rows(recipe_)) == len(tables.read(family.table, family.csv(recipe_.results)))
+        keys = {tuple(c.fields(0).values())[:3]: S.cell_hash(recipe_, c) for c in S.cells(recipe_.study.stability)}
+        stored = tables.read(S.TABLE, S.STABILITY.csv(recipe_.results))
+        assert [keys[k] for k in zip(stored["loss"], stored["learning_rate"], stored["updates_per_step"])] == \
+            stored["config_hash"].tolist()
+
+
 # --- reuse, curves and run records -------------------------------------------------------------------------------
 
 def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkeypatch, tmp_path):
@@ -212,8 +226,8 @@ def test_setup_evaluates_the_start_once_per_seed_on_what_its_runs_read_there(mon
     assert calls == [(rl.START_STAGE, "sft-ckpt", ("tiny_aime",), 0, False),  # tiny_lcb: a call of its own
                      (rl.START_STAGE, "sft-ckpt", ("tiny_lcb",), 0, False),
                      (rl.START_STAGE, "sft-ckpt", ("tiny_aime",), 1, False)]
-    assert rl.start_benchmarks(TINY, fig2.condition("gppo")) == ("tiny_aime",)  # tiny_lcb only at the end
-    assert rl.start_benchmarks(TINY, t6.condition(rl.START)) == ("tiny_aime",)
+    assert rl.curve_benchmarks(TINY, fig2.condition("gppo"), last=False) == ("tiny_aime",)  # tiny_lcb: at the end
+    assert rl.curve_benchmarks(TINY, t6.condition(rl.START), last=True) == ("tiny_aime",)
 
 
 def test_checkpoints_map_optimizer_updates_to_rl_steps(tmp_path):

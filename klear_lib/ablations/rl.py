@@ -190,13 +190,12 @@ def curve_benchmarks(recipe: Recipe, condition: Condition, last: bool) -> tuple[
     return tuple(b for b in every if b in primary)
 
 
-def evaluate(recipe: Recipe, condition: Condition, seed: int, path: Path, stage: str,
-             benchmarks: Sequence[str] | None = None, problems: list | None = None) -> pd.DataFrame:
-    """``eval_stage`` rows of one checkpoint on ``benchmarks`` (default: the condition's); samples are reused per
-    stage and path; ``problems``, a list, receives the per-problem counts."""
-    bench = RL.benchmarks_at(recipe, condition) if benchmarks is None else benchmarks
+def evaluate(recipe: Recipe, seed: int, path: Path, stage: str, benchmarks: Sequence[str],
+             problems: list | None = None) -> pd.DataFrame:
+    """``eval_stage`` rows of one checkpoint on ``benchmarks``; samples are reused per stage and path;
+    ``problems``, a list, receives the per-problem counts."""
     return pd.concat([eval_stage(run, stage, path, group, write_csv=False, problems=problems)
-                      for group, run in eval_calls(recipe, bench, seed)], ignore_index=True)
+                      for group, run in eval_calls(recipe, benchmarks, seed)], ignore_index=True)
 
 
 def record_path(runs: Path, condition: Condition, seed: int) -> Path:
@@ -215,12 +214,6 @@ def train(recipe: Recipe, condition: Condition, seed: int, init: Path, rows: lis
     return [(0, Path(init))] + R.checkpoints(final, cfg.updates_per_step, cfg.max_steps)
 
 
-def start_benchmarks(recipe: Recipe, condition: Condition) -> tuple[str, ...]:
-    """The benchmarks a run of ``condition`` reads the start checkpoint on (its first curve point; the only one,
-    so also its last, when it does not train)."""
-    return curve_benchmarks(recipe, condition, last=not condition.train)
-
-
 def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | None = None) -> RunRows:
     """Train (or reuse) one condition with one seed from ``init`` (default: the recipe's SFT checkpoint) and
     evaluate every curve point, under the scale's pinned torch threads. Returns the rows of the last point (one per
@@ -234,7 +227,7 @@ def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | 
             # samples are stored per stage label and checkpoint path: one label per step lets conditions that
             # share a stage (or the start) share its samples, while another checkpoint never reuses them
             last, counts = i == len(points) - 1, []
-            scores = evaluate(recipe, condition, seed, path, START_STAGE if step == 0 else f"{FAMILY}--step{step}",
+            scores = evaluate(recipe, seed, path, START_STAGE if step == 0 else f"{FAMILY}--step{step}",
                               curve_benchmarks(recipe, condition, last=last), problems=counts)
             curve += tagged(scores.to_dict("records"), fields, key, R.CURVE_KEEP, rl_step=step)
     return RunRows(tagged(scores.to_dict("records"), fields, key, EVAL_KEEP, n_train=len(rows)), curve,
@@ -248,8 +241,8 @@ def setup(recipe: Recipe, todo: Sequence[tuple[Condition, int]]) -> Path:
     samples, so their rows are those of runs made one at a time."""
     init = sft_stage(recipe)
     need: dict[int, set[str]] = {}
-    for condition, seed in todo:
-        need.setdefault(int(seed), set()).update(start_benchmarks(recipe, condition))
+    for condition, seed in todo:  # the start is a run's first curve point, and its last where it does not train
+        need.setdefault(int(seed), set()).update(curve_benchmarks(recipe, condition, last=not condition.train))
     with torch_threads(RL.get_scale(recipe).torch_threads):
         for seed, benchmarks in sorted(need.items()):
             for group, run in eval_calls(recipe, sorted(benchmarks), seed):
