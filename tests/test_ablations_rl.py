@@ -351,8 +351,8 @@ def test_stability_table_round_trip_and_reuse(monkeypatch, tmp_path):
         return [_stab_row(cell.loss.label, cell.learning_rate, cell.updates, seed, 0.2, S.cell_hash(recipe_, cell))]
 
     monkeypatch.setattr(S, "STABILITY", dataclasses.replace(S.STABILITY, run=fake_cell))
-    monkeypatch.setattr(S, "sft_stage", lambda recipe_: "sft-ckpt")
-    monkeypatch.setattr(S, "_heldout", lambda run, init, stage: calls.append(("start", run.eval.seed)))
+    monkeypatch.setattr(S, "evaluated_start",
+                        lambda recipe_, todo, threads: calls.extend(("start", run.eval.seed) for _, run in todo))
     path = tmp_path / "stability.csv"
     first = S.run_grid(CI, path=path, losses=["gppo", "cispo"])
     assert calls[0] == ("start", 0) and len(calls) == 9  # the start is evaluated once before any run

@@ -133,9 +133,9 @@ EXPERIMENTS = {e.id: e for e in (
 def rl_benchmarks(scale: RLScale, condition: Condition) -> tuple[str, ...]:
     """The benchmarks a run of ``condition`` is read on: its own, or its experiment's primary ones where the scale
     says so (``RLScale.primary_only``); each as the scale maps it (at full: the paper's benchmarks)."""
-    names = EXPERIMENTS[condition.experiment].primary if condition.experiment in scale.primary_only else None
-    cond = condition if names is None else dataclasses.replace(condition, benchmarks=tuple(names))
-    return mapped_benchmarks(scale, cond)
+    if condition.experiment in scale.primary_only:
+        condition = dataclasses.replace(condition, benchmarks=EXPERIMENTS[condition.experiment].primary)
+    return mapped_benchmarks(scale, condition)
 
 
 def rl_recipe(recipe: Recipe, condition: Condition, seed: int = 0) -> Recipe:
@@ -234,20 +234,26 @@ def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | 
                    tagged(counts, fields, key))
 
 
-def setup(recipe: Recipe, todo: Sequence[tuple[Condition, int]]) -> Path:
-    """What every due RL run shares: the start checkpoint (the recipe's SFT model, like the paper's "earlier SFT
-    model"), evaluated for every seed of ``todo`` on the benchmarks its runs read there before they start: the runs
-    of one seed share that samples file, and parallel runs must not all write it. The runs then read the stored
-    samples, so their rows are those of runs made one at a time."""
+def evaluated_start(recipe: Recipe, calls: Sequence[tuple[list[str], Recipe]], threads: int | None) -> Path:
+    """The start checkpoint of every RL run (the recipe's SFT model, like the paper's "earlier SFT model"), with
+    each (benchmarks, run recipe) of ``calls`` evaluated on it before any run starts: the runs of one seed share
+    that samples file, and parallel runs must not all write it. The runs then read the stored samples, so their
+    rows are those of runs made one at a time."""
     init = sft_stage(recipe)
+    with torch_threads(threads):
+        for benchmarks, run in calls:
+            eval_stage(run, START_STAGE, init, benchmarks, write_csv=False)
+    return init
+
+
+def setup(recipe: Recipe, todo: Sequence[tuple[Condition, int]]) -> Path:
+    """What every due RL run shares: the start checkpoint, evaluated for every seed of ``todo`` on the benchmarks
+    its runs read there (``evaluated_start``)."""
     need: dict[int, set[str]] = {}
     for condition, seed in todo:  # the start is a run's first curve point, and its last where it does not train
         need.setdefault(int(seed), set()).update(curve_benchmarks(recipe, condition, last=not condition.train))
-    with torch_threads(RL.get_scale(recipe).torch_threads):
-        for seed, benchmarks in sorted(need.items()):
-            for group, run in eval_calls(recipe, sorted(benchmarks), seed):
-                eval_stage(run, START_STAGE, init, group, write_csv=False)
-    return init
+    calls = [call for seed, benchmarks in sorted(need.items()) for call in eval_calls(recipe, sorted(benchmarks), seed)]
+    return evaluated_start(recipe, calls, RL.get_scale(recipe).torch_threads)
 
 
 def records(runs_dir: Path, runs: pd.DataFrame) -> pd.DataFrame:

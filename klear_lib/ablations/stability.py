@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from klear_lib.ablations.family import Experiment, Family, Named, run_key, stage_configs
-from klear_lib.ablations.rl import START_STAGE
+from klear_lib.ablations.rl import START_STAGE, evaluated_start
 from klear_lib.ablations.rl_runs import ensure_record
 from klear_lib.ablations.stats import t_interval, verdict, welch_interval
 from klear_lib.ablations.verdicts import claim_verdict
@@ -204,13 +204,9 @@ def _heldout(run: Recipe, path: Path, stage: str) -> dict:
 
 
 def _setup(recipe: Recipe, todo: Sequence[tuple[Cell, int]]) -> Path:
-    """The start checkpoint, evaluated once per seed of ``todo`` before any run (parallel runs never write its
-    samples)."""
-    init = sft_stage(recipe)
-    with torch_threads(STABILITY.get_scale(recipe).torch_threads):
-        for seed in sorted({int(s) for _, s in todo}):
-            _heldout(eval_recipe(recipe, seed), init, START_STAGE)
-    return init
+    """The start checkpoint, evaluated once per seed of ``todo`` before any run (``rl.evaluated_start``)."""
+    grid, seeds = STABILITY.get_scale(recipe), sorted({int(s) for _, s in todo})
+    return evaluated_start(recipe, [([grid.benchmark], eval_recipe(recipe, s)) for s in seeds], grid.torch_threads)
 
 
 def run_cell(recipe: Recipe, cell: Cell, seed: int, init: Path | None = None) -> list[dict]:
