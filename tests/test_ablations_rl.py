@@ -129,6 +129,20 @@ def test_condition_hash_ignores_the_seed_and_text_but_not_overrides_or_scale(mon
     assert rl.condition_hash(_with(CI, rl_ablations=RLScale(seeds=1, reduced=True, eval={"k_math": 3})), cond) != h
 
 
+def test_run_key_hashes_each_config_and_keeps_the_stored_keys():
+    cfg = CI.eval
+    assert F.run_key(eval=cfg, n=1) == F.run_key(n=1, eval=cfg) != F.run_key(eval=CI.sft, n=1)
+    assert F.run_key(own={"b": cfg}) == F.run_key(own={"b": dataclasses.replace(cfg)})
+    for preset in ("ci", "tiny"):  # every stored row of every family is found under its condition's identity
+        recipe_ = recipe(preset)
+        for family in (sft.SFT, rl.RL):
+            assert len(family.current_rows(recipe_)) == len(tables.read(family.table, family.csv(recipe_.results)))
+        keys = {tuple(c.fields(0).values())[:3]: S.cell_hash(recipe_, c) for c in S.cells(recipe_.study.stability)}
+        stored = tables.read(S.TABLE, S.STABILITY.csv(recipe_.results))
+        assert [keys[k] for k in zip(stored["loss"], stored["learning_rate"], stored["updates_per_step"])] == \
+            stored["config_hash"].tolist()
+
+
 # --- reuse, curves and run records -------------------------------------------------------------------------------
 
 def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkeypatch, tmp_path):
@@ -139,7 +153,7 @@ def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkey
         h = rl.condition_hash(recipe_, cond)
         scores = pd.DataFrame([_row(cond.experiment, cond.label, seed, "tiny_aime", 0.25)])
         rows = [_row(cond.experiment, cond.label, seed, b, 0.25, h) for b in rl.RL.benchmarks_at(recipe_, cond)]
-        return F.RunRows(rows, R.curve_rows(scores, cond.experiment, cond.label, seed, 2, h))
+        return F.RunRows(rows, F.tagged(scores.to_dict("records"), cond.fields(seed), h, R.CURVE_KEEP, rl_step=2))
 
     def fake_setup(recipe_, todo):
         starts.append(recipe_.preset)
@@ -153,8 +167,8 @@ def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkey
                                                                                for s in (0, 1)]
     assert len(first) == 2 * 2 * 2 and starts == ["ci"]  # 2 conditions x 2 seeds x 2 benchmarks
     assert prepared == [(4, "sft-ckpt")]  # the start's shared work, once, for the due runs only
-    curves = tables.read(R.CURVES, rl.RL.side_csv(path))  # written beside the table by this process
-    assert len(curves) == 4 and path.with_name("ablations_rl_curves.csv") == rl.RL.side_csv(path)
+    curves = tables.read(R.CURVES, F.side_csv(path))  # written beside the table by this process
+    assert len(curves) == 4 and path.with_name("ablations_rl_curves.csv") == F.side_csv(path)
     calls.clear()
     assert rl.RL.run_experiment(CI, "fig2", seeds=[0, 1], path=path).equals(first)
     assert calls == [] and starts == ["ci"]
@@ -172,8 +186,8 @@ def test_runs_draw_the_fixed_seeds_once_and_resume_from_the_stored_rows(monkeypa
         mean = 0.3 + (0.30 if cond.label == "gppo" else 0.0)  # decided at the first seed: still 3 seeds
         rows = [_row(cond.experiment, cond.label, seed, b, mean, h) for b in rl.RL.benchmarks_at(recipe_, cond)]
         counts = [{"benchmark": "tiny_aime", "problem": f"p{i}", "k": 4, "correct": i % 5} for i in range(3)]
-        return F.RunRows(rows, R.curve_rows(pd.DataFrame(rows[:1]), cond.experiment, cond.label, seed, 2, h),
-                         F.problem_rows(counts, cond.experiment, cond.label, seed, h))
+        return F.RunRows(rows, F.tagged(rows[:1], cond.fields(seed), h, R.CURVE_KEEP, rl_step=2),
+                         F.tagged(counts, cond.fields(seed), h))
 
     ci = _with(CI, rl_ablations=dataclasses.replace(CI.study.rl_ablations, seeds=1, fixed_seeds={"fig2": seeds_run}))
     monkeypatch.setattr(rl, "RL", dataclasses.replace(rl.RL, run=fake_run, setup=lambda recipe_, todo: "sft-ckpt"))
@@ -212,8 +226,8 @@ def test_setup_evaluates_the_start_once_per_seed_on_what_its_runs_read_there(mon
     assert calls == [(rl.START_STAGE, "sft-ckpt", ("tiny_aime",), 0, False),  # tiny_lcb: a call of its own
                      (rl.START_STAGE, "sft-ckpt", ("tiny_lcb",), 0, False),
                      (rl.START_STAGE, "sft-ckpt", ("tiny_aime",), 1, False)]
-    assert rl.start_benchmarks(TINY, fig2.condition("gppo")) == ("tiny_aime",)  # tiny_lcb only at the end
-    assert rl.start_benchmarks(TINY, t6.condition(rl.START)) == ("tiny_aime",)
+    assert rl.curve_benchmarks(TINY, fig2.condition("gppo"), last=False) == ("tiny_aime",)  # tiny_lcb: at the end
+    assert rl.curve_benchmarks(TINY, t6.condition(rl.START), last=True) == ("tiny_aime",)
 
 
 def test_checkpoints_map_optimizer_updates_to_rl_steps(tmp_path):
@@ -242,10 +256,10 @@ def test_record_from_state_rebuilds_what_run_record_writes(tmp_path):
 
 
 def test_curves_upsert_replaces_a_rerun_and_selects_current_runs(tmp_path):
-    scores = pd.DataFrame([_row("fig5", "filtered", 0, "tiny_aime", 0.1)])
+    scores, run = [_row("fig5", "filtered", 0, "tiny_aime", 0.1)], rl.EXPERIMENTS["fig5"].condition("filtered").fields(0)
     curves = tables.upsert(R.CURVES, tables.read(R.CURVES, tmp_path / "c.csv"),
-                           [r for s in (0, 1, 2) for r in R.curve_rows(scores, "fig5", "filtered", 0, s, "h1")])
-    rerun = R.curve_rows(scores.assign(mean=0.3, ci_high=0.32), "fig5", "filtered", 0, 2, "h2")
+                           [r for s in (0, 1, 2) for r in F.tagged(scores, run, "h1", R.CURVE_KEEP, rl_step=s)])
+    rerun = F.tagged([{**scores[0], "mean": 0.3, "ci_high": 0.32}], run, "h2", R.CURVE_KEEP, rl_step=2)
     curves = tables.upsert(R.CURVES, curves, rerun)
     assert curves[["rl_step", "mean", "config_hash"]].values.tolist() == [[2, 0.3, "h2"]]
     path = tables.write(R.CURVES, curves, tmp_path / "c.csv")
@@ -337,8 +351,8 @@ def test_stability_table_round_trip_and_reuse(monkeypatch, tmp_path):
         return [_stab_row(cell.loss.label, cell.learning_rate, cell.updates, seed, 0.2, S.cell_hash(recipe_, cell))]
 
     monkeypatch.setattr(S, "STABILITY", dataclasses.replace(S.STABILITY, run=fake_cell))
-    monkeypatch.setattr(S, "sft_stage", lambda recipe_: "sft-ckpt")
-    monkeypatch.setattr(S, "_heldout", lambda run, init, stage: calls.append(("start", run.eval.seed)))
+    monkeypatch.setattr(S, "evaluated_start",
+                        lambda recipe_, todo, threads: calls.extend(("start", run.eval.seed) for _, run in todo))
     path = tmp_path / "stability.csv"
     first = S.run_grid(CI, path=path, losses=["gppo", "cispo"])
     assert calls[0] == ("start", 0) and len(calls) == 9  # the start is evaluated once before any run
@@ -572,7 +586,7 @@ def test_one_ci_run_end_to_end(monkeypatch, tmp_path):
     curves = tables.read(R.CURVES, tmp_path / "curves.csv")
     assert sorted(curves["rl_step"].unique()) == [0, 1, 2]
     monkeypatch.setattr(F.Family, "csv", lambda self, results: tmp_path / "table.csv")
-    monkeypatch.setattr(F.Family, "side_csv", lambda self, path: tmp_path / "curves.csv")
+    monkeypatch.setattr(rl, "side_csv", lambda path: tmp_path / "curves.csv")
     figs = rl.figures(CI, df, panels=("heldout", "dynamics", "clipping"))
     assert [len(f.axes) for f in figs.values()] == [1, len(R.DYNAMICS), len(R.CLIPPING)]
 

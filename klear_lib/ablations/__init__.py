@@ -1,8 +1,9 @@
 """Ablations in miniature, each over seeds with a verdict per paper claim (docs/paper.md §3).
 
 >>> from klear_lib.ablations.sft import SFT
->>> runs = SFT.run_experiment("ci", "table2", seeds=1)
->>> pairs = SFT.verdicts(SFT.aggregate(runs))
+>>> from klear_lib.configs import recipe
+>>> runs = SFT.run_experiment(recipe("ci"), "table2", seeds=1)  # doctest: +SKIP
+>>> pairs = SFT.pairs(SFT.aggregate(runs))  # doctest: +SKIP
 
 Families: ``sft`` (Tables 2-5), ``rl`` (Figures 2-5, Table 6; checkpoints, records and curves in ``rl_runs``),
 ``stability`` (beyond the paper: losses × learning rates × updates per step), and ``claims`` (one row per paper

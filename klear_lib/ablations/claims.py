@@ -62,12 +62,12 @@ def _paper_benchmark(primary: str, read: str) -> str:
 
 def shared_runs(family: Family, exp, better: str, worse: str, recipe: Recipe | None) -> list[tuple[str, str]]:
     """(own label, "experiment/condition") for every other experiment's condition trained by the same config as
-    ``better`` or ``worse`` (``Family.identity``); [] where the family does not say which runs are the same."""
-    if family.identity is None or recipe is None:
+    ``better`` or ``worse`` (``Family.trains_as``); [] where the family does not say which runs are the same."""
+    if family.trains_as is None or recipe is None:
         return []
-    mine = {family.identity(recipe, exp.condition(label)): label for label in (better, worse)}
-    return [(mine[family.identity(recipe, c)], f"{e.id}/{c.label}") for e in family.experiments.values()
-            if e.id != exp.id for c in e.conditions if family.identity(recipe, c) in mine]
+    mine = {family.trains_as(recipe, exp.condition(label)): label for label in (better, worse)}
+    return [(mine[family.trains_as(recipe, c)], f"{e.id}/{c.label}") for e in family.experiments.values()
+            if e.id != exp.id for c in e.conditions if family.trains_as(recipe, c) in mine]
 
 
 def paper_readings(reported: pd.DataFrame | None, table: str, settings: tuple[str, str],

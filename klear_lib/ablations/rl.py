@@ -14,11 +14,8 @@ checkpoint, which every run with a seed evaluates, is evaluated once before any 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import logging
 from dataclasses import dataclass
-from operator import attrgetter
 from pathlib import Path
 from typing import Sequence
 
@@ -27,17 +24,9 @@ import pandas as pd
 from klear_lib import plots, tables
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import table
-from klear_lib.ablations.family import (
-    NOT_IN_PAPER,
-    Experiment,
-    ExternalClaim,
-    Family,
-    RunRows,
-    mapped_benchmarks,
-    problem_rows,
-    result_rows,
-)
-from klear_lib.configs import Recipe, config_hash, rl_stage_name, to_dict
+from klear_lib.ablations.family import (EVAL_KEEP, NOT_IN_PAPER, Experiment, ExternalClaim, Family, Named, RunRows,
+                                       mapped_benchmarks, rule, run_key, side_csv, stage_configs, tagged)
+from klear_lib.configs import Recipe, config_hash, rl_stage_name
 from klear_lib.configs.study import RLScale
 from klear_lib.data import load_split
 from klear_lib.pipeline import eval_stage, rl_stage, sft_stage
@@ -51,7 +40,7 @@ START_STAGE = f"{FAMILY}--{START}"  # the stage label of the start's samples, sh
 
 
 @dataclass(frozen=True)
-class Condition:
+class Condition(Named):
     """One RL condition: ``overrides`` of the RL config, the stage (``reward``) and the RL rows it trains on."""
 
     experiment: str                              # "fig2"
@@ -144,9 +133,9 @@ EXPERIMENTS = {e.id: e for e in (
 def rl_benchmarks(scale: RLScale, condition: Condition) -> tuple[str, ...]:
     """The benchmarks a run of ``condition`` is read on: its own, or its experiment's primary ones where the scale
     says so (``RLScale.primary_only``); each as the scale maps it (at full: the paper's benchmarks)."""
-    names = EXPERIMENTS[condition.experiment].primary if condition.experiment in scale.primary_only else None
-    cond = condition if names is None else dataclasses.replace(condition, benchmarks=tuple(names))
-    return mapped_benchmarks(scale, cond)
+    if condition.experiment in scale.primary_only:
+        condition = dataclasses.replace(condition, benchmarks=EXPERIMENTS[condition.experiment].primary)
+    return mapped_benchmarks(scale, condition)
 
 
 def rl_recipe(recipe: Recipe, condition: Condition, seed: int = 0) -> Recipe:
@@ -180,19 +169,14 @@ def eval_calls(recipe: Recipe, benchmarks: Sequence[str], seed: int) -> list[tup
 
 
 def condition_hash(recipe: Recipe, condition: Condition) -> str:
-    """A stable hash of everything a condition's result depends on except the seed."""
-    rule = {k: v for k, v in to_dict(condition).items() if k not in ("claim", "paper_setting")}  # text only
-    scale = RL.get_scale(recipe)
-    payload = {"condition": rule, "benchmarks": RL.benchmarks_at(recipe, condition),
-               "rl": config_hash(rl_config(recipe, condition)) if condition.train else None,
-               "eval": config_hash(eval_recipe(recipe).eval),
-               **({"eval_per_benchmark": {b: config_hash(eval_recipe(recipe, 0, b).eval)
-                                          for b in sorted(scale.eval_per_benchmark)}}
-                  if scale.eval_per_benchmark else {}),
-               "sft": config_hash(recipe.sft), "data": config_hash(recipe.data),
-               "model": config_hash(recipe.model), "curve_every": scale.curve_every,
-               **({"curve_primary_only": True} if scale.curve_primary_only else {})}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:12]
+    """A condition's identity (``run_key``): its run's configs (the RL one where it trains, the eval one of each
+    benchmark with its own), its rule and benchmarks, and the curve's points."""
+    scale, run = RL.get_scale(recipe), eval_recipe(rl_recipe(recipe, condition))
+    own = {b: eval_recipe(recipe, 0, b).eval for b in sorted(scale.eval_per_benchmark)}
+    return run_key(**stage_configs(run), rl=run.rl(condition.reward) if condition.train else None,
+                   condition=rule(condition), benchmarks=RL.benchmarks_at(recipe, condition),
+                   curve_every=scale.curve_every, **({"eval_per_benchmark": own} if own else {}),
+                   **({"curve_primary_only": True} if scale.curve_primary_only else {}))
 
 
 def curve_benchmarks(recipe: Recipe, condition: Condition, last: bool) -> tuple[str, ...]:
@@ -206,13 +190,12 @@ def curve_benchmarks(recipe: Recipe, condition: Condition, last: bool) -> tuple[
     return tuple(b for b in every if b in primary)
 
 
-def evaluate(recipe: Recipe, condition: Condition, seed: int, path: Path, stage: str,
-             benchmarks: Sequence[str] | None = None, problems: list | None = None) -> pd.DataFrame:
-    """``eval_stage`` rows of one checkpoint on ``benchmarks`` (default: the condition's); samples are reused per
-    stage and path; ``problems``, a list, receives the per-problem counts."""
-    bench = RL.benchmarks_at(recipe, condition) if benchmarks is None else benchmarks
+def evaluate(recipe: Recipe, seed: int, path: Path, stage: str, benchmarks: Sequence[str],
+             problems: list | None = None) -> pd.DataFrame:
+    """``eval_stage`` rows of one checkpoint on ``benchmarks``; samples are reused per stage and path;
+    ``problems``, a list, receives the per-problem counts."""
     return pd.concat([eval_stage(run, stage, path, group, write_csv=False, problems=problems)
-                      for group, run in eval_calls(recipe, bench, seed)], ignore_index=True)
+                      for group, run in eval_calls(recipe, benchmarks, seed)], ignore_index=True)
 
 
 def record_path(runs: Path, condition: Condition, seed: int) -> Path:
@@ -231,46 +214,46 @@ def train(recipe: Recipe, condition: Condition, seed: int, init: Path, rows: lis
     return [(0, Path(init))] + R.checkpoints(final, cfg.updates_per_step, cfg.max_steps)
 
 
-def start_benchmarks(recipe: Recipe, condition: Condition) -> tuple[str, ...]:
-    """The benchmarks a run of ``condition`` reads the start checkpoint on (its first curve point; the only one,
-    so also its last, when it does not train)."""
-    return curve_benchmarks(recipe, condition, last=not condition.train)
-
-
 def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | None = None) -> RunRows:
     """Train (or reuse) one condition with one seed from ``init`` (default: the recipe's SFT checkpoint) and
     evaluate every curve point, under the scale's pinned torch threads. Returns the rows of the last point (one per
     benchmark and metric) and the held-out curve; the caller writes both (``Family._save``)."""
     init = sft_stage(recipe) if init is None else init
     rows = load_split(condition.rows, recipe) if condition.train else []
-    cfg_hash, curve, scores = condition_hash(recipe, condition), [], None
+    key, fields, curve, scores = condition_hash(recipe, condition), condition.fields(seed), [], None
     with torch_threads(RL.get_scale(recipe).torch_threads):
         points = train(recipe, condition, seed, init, rows)
         for i, (step, path) in enumerate(points):
             # samples are stored per stage label and checkpoint path: one label per step lets conditions that
             # share a stage (or the start) share its samples, while another checkpoint never reuses them
             last, counts = i == len(points) - 1, []
-            scores = evaluate(recipe, condition, seed, path, START_STAGE if step == 0 else f"{FAMILY}--step{step}",
+            scores = evaluate(recipe, seed, path, START_STAGE if step == 0 else f"{FAMILY}--step{step}",
                               curve_benchmarks(recipe, condition, last=last), problems=counts)
-            curve += R.curve_rows(scores, condition.experiment, condition.label, seed, step, cfg_hash)
-    return RunRows(result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows)), curve,
-                   problem_rows(counts, condition.experiment, condition.label, seed, cfg_hash))
+            curve += tagged(scores.to_dict("records"), fields, key, R.CURVE_KEEP, rl_step=step)
+    return RunRows(tagged(scores.to_dict("records"), fields, key, EVAL_KEEP, n_train=len(rows)), curve,
+                   tagged(counts, fields, key))
+
+
+def evaluated_start(recipe: Recipe, calls: Sequence[tuple[list[str], Recipe]], threads: int | None) -> Path:
+    """The start checkpoint of every RL run (the recipe's SFT model, like the paper's "earlier SFT model"), with
+    each (benchmarks, run recipe) of ``calls`` evaluated on it before any run starts: the runs of one seed share
+    that samples file, and parallel runs must not all write it. The runs then read the stored samples, so their
+    rows are those of runs made one at a time."""
+    init = sft_stage(recipe)
+    with torch_threads(threads):
+        for benchmarks, run in calls:
+            eval_stage(run, START_STAGE, init, benchmarks, write_csv=False)
+    return init
 
 
 def setup(recipe: Recipe, todo: Sequence[tuple[Condition, int]]) -> Path:
-    """What every due RL run shares: the start checkpoint (the recipe's SFT model, like the paper's "earlier SFT
-    model"), evaluated for every seed of ``todo`` on the benchmarks its runs read there before they start: the runs
-    of one seed share that samples file, and parallel runs must not all write it. The runs then read the stored
-    samples, so their rows are those of runs made one at a time."""
-    init = sft_stage(recipe)
+    """What every due RL run shares: the start checkpoint, evaluated for every seed of ``todo`` on the benchmarks
+    its runs read there (``evaluated_start``)."""
     need: dict[int, set[str]] = {}
-    for condition, seed in todo:
-        need.setdefault(int(seed), set()).update(start_benchmarks(recipe, condition))
-    with torch_threads(RL.get_scale(recipe).torch_threads):
-        for seed, benchmarks in sorted(need.items()):
-            for group, run in eval_calls(recipe, sorted(benchmarks), seed):
-                eval_stage(run, START_STAGE, init, group, write_csv=False)
-    return init
+    for condition, seed in todo:  # the start is a run's first curve point, and its last where it does not train
+        need.setdefault(int(seed), set()).update(curve_benchmarks(recipe, condition, last=not condition.train))
+    calls = [call for seed, benchmarks in sorted(need.items()) for call in eval_calls(recipe, sorted(benchmarks), seed)]
+    return evaluated_start(recipe, calls, RL.get_scale(recipe).torch_threads)
 
 
 def records(runs_dir: Path, runs: pd.DataFrame) -> pd.DataFrame:
@@ -289,7 +272,7 @@ def figures(recipe: Recipe, runs: pd.DataFrame, panels: Sequence[str] = ("heldou
     """Figures of one experiment's runs, from stored files only: held-out avg@k per saved checkpoint
     ("heldout"), training dynamics ("dynamics") and clipping-case fractions ("clipping") from the run records."""
     exp = RL.get_experiment(runs["experiment"].iloc[0])
-    curves = R.curves_of(runs, tables.read(R.CURVES, RL.side_csv(RL.csv(recipe.results))))
+    curves = R.curves_of(runs, tables.read(R.CURVES, side_csv(RL.csv(recipe.results))))
     wide = R.heldout_wide(curves)
     benches = [b for b in wide.columns if b not in R.CURVE_KEY]
     seeds = runs["seed"].nunique()
@@ -332,12 +315,11 @@ def describe(recipe: Recipe) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def run_identity(recipe: Recipe, condition: Condition) -> str:
-    """What a condition's runs are, seed aside: its RL config and rows (two conditions with the same train once,
+def trains_as(recipe: Recipe, condition: Condition) -> str:
+    """What a condition trains, seed aside: its RL config and rows (two conditions with the same train once,
     ``rl_stage`` reusing the checkpoint), or the start checkpoint."""
-    return f"{config_hash(rl_config(recipe, condition))}|{condition.rows}" if condition.train else START
+    return run_key(rl=rl_config(recipe, condition), rows=condition.rows) if condition.train else START
 
 
-RL = Family(FAMILY, "RL", EXPERIMENTS, attrgetter("rl_ablations"), condition_hash, run_condition, setup,
-            side=R.CURVES, side_suffix="_curves", identity=run_identity, benchmarks=rl_benchmarks,
-            seeds_of=lambda scale, exp: scale.fixed_seeds.get(exp, scale.seeds))
+RL = Family(FAMILY, EXPERIMENTS, "rl_ablations", condition_hash, run_condition, setup, rl_benchmarks,
+            side=R.CURVES, trains_as=trains_as)

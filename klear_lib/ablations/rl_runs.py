@@ -21,6 +21,7 @@ from klear_lib.training.run_record import CLIP_CASES, record_row, write_rows
 
 log = logging.getLogger(__name__)
 CURVE_KEY = table.RUN_KEY + ["rl_step", "benchmark", "metric"]
+CURVE_KEEP = ["benchmark", "metric", "k", "mean", "ci_low", "ci_high"]  # of an ``eval_stage`` row, at each point
 CURVE_COLUMNS = CURVE_KEY + ["k", "mean", "ci_low", "ci_high", "config_hash"]
 # ``ablations_rl_curves.csv``: a rerun of a run (experiment, condition, seed) replaces all of its points
 CURVES = Table("RL curve", tuple(CURVE_COLUMNS), tuple(CURVE_KEY), run_key=tuple(table.RUN_KEY),
@@ -61,15 +62,6 @@ def ensure_record(path: Path, final: Path, cfg) -> Path:
     if not Path(path).exists():
         write_rows(Path(path), record_from_state(final, cfg))
     return Path(path)
-
-
-def curve_rows(scores: pd.DataFrame, experiment: str, label: str, seed: int, rl_step: int,
-               cfg_hash: str) -> list[dict]:
-    """Held-out curve rows (``CURVE_COLUMNS``) from the ``eval_stage`` rows of one checkpoint."""
-    keep = ["benchmark", "metric", "k", "mean", "ci_low", "ci_high"]
-    return [{"experiment": experiment, "condition": label, "seed": int(seed),
-             "rl_step": int(rl_step), **{k: r[k] for k in keep}, "config_hash": cfg_hash}
-            for r in scores.to_dict("records")]
 
 
 def curves_of(runs: pd.DataFrame, curves: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:

@@ -9,17 +9,15 @@ evaluation sampling; the base model's initialisation is the preset's, shared by 
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Sequence
 
 import pandas as pd
 
-from klear_lib.ablations.family import NOT_IN_PAPER, Experiment, Family, RunRows, problem_rows, result_rows
-from klear_lib.configs import Recipe, config_hash, to_dict
+from klear_lib.ablations.family import (EVAL_KEEP, NOT_IN_PAPER, Experiment, Family, Named, RunRows, rule, run_key,
+                                       stage_configs, tagged)
+from klear_lib.configs import Recipe
 from klear_lib.configs.study import SFTScale
 from klear_lib.data import load_split, sft_subset
 from klear_lib.data.teachers import without_checks
@@ -30,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Condition:
+class Condition(Named):
     """One SFT data condition: ``subset`` holds the ``sft_subset`` kwargs except ``budget`` and ``seed``, and
     optionally ``strip_checks`` (the selected rows' traces without their self-checks, ``teachers.without_checks``)."""
 
@@ -105,14 +103,12 @@ def run_recipe(recipe: Recipe, seed: int = 0) -> Recipe:
 
 
 def condition_hash(recipe: Recipe, condition: Condition) -> str:
-    """A stable hash of everything a condition's result depends on except the seed."""
-    scale, run = SFT.get_scale(recipe), run_recipe(recipe)
-    rule = {k: v for k, v in to_dict(condition).items() if k not in ("claim", "paper_setting")}  # text only
-    payload = {"condition": rule, "budget": scale.budget.get(condition.experiment),
-               "prompts": scale.prompts if condition.fixed_prompts else None,
-               "benchmarks": SFT.benchmarks_at(recipe, condition), "sft": config_hash(run.sft),
-               "eval": config_hash(run.eval), "data": config_hash(run.data), "model": config_hash(run.model)}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:12]
+    """A condition's identity (``run_key``): its run's configs, its rows' rule and budget, its benchmarks."""
+    scale = SFT.get_scale(recipe)
+    return run_key(**stage_configs(run_recipe(recipe)), condition=rule(condition),
+                   budget=scale.budget.get(condition.experiment),
+                   prompts=scale.prompts if condition.fixed_prompts else None,
+                   benchmarks=SFT.benchmarks_at(recipe, condition))
 
 
 def fixed_prompt_rows(pool: Sequence[dict], prompts: dict, seed: int) -> list[dict]:
@@ -157,13 +153,13 @@ def run_condition(recipe: Recipe, condition: Condition, seed: int, pool: Sequenc
     rows = condition_rows(pool, condition, scale, seed)
     name = SFT.run_name(condition, seed)
     log.info("%s: %d SFT rows", name, len(rows))
-    counts, cfg_hash = [], condition_hash(recipe, condition)
+    counts, key, fields = [], condition_hash(recipe, condition), condition.fields(seed)
     with torch_threads(scale.torch_threads):
         ckpt = sft_stage(run, rows, name=name)
         scores = eval_stage(run, name.replace("/", "--"), ckpt, SFT.benchmarks_at(recipe, condition),
                             write_csv=False, problems=counts)
-    return RunRows(result_rows(scores, condition.experiment, condition.label, seed, cfg_hash, len(rows)),
-                   problems=problem_rows(counts, condition.experiment, condition.label, seed, cfg_hash))
+    return RunRows(tagged(scores.to_dict("records"), fields, key, EVAL_KEEP, n_train=len(rows)),
+                   problems=tagged(counts, fields, key))
 
 
 def describe(recipe: Recipe) -> pd.DataFrame:
@@ -183,4 +179,4 @@ def _setup(recipe: Recipe, todo) -> list[dict]:
     return load_split("sft_pool", recipe)
 
 
-SFT = Family("ablations_sft", "SFT", EXPERIMENTS, attrgetter("sft_ablations"), condition_hash, run_condition, _setup)
+SFT = Family("ablations_sft", EXPERIMENTS, "sft_ablations", condition_hash, run_condition, _setup)

@@ -9,21 +9,18 @@ The collapse criterion (``Collapse``) reads only stored columns, so it can be ch
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import dataclass
-from operator import attrgetter
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import pandas as pd
 
-from klear_lib.ablations.family import Experiment, Family
-from klear_lib.ablations.rl import START_STAGE
+from klear_lib.ablations.family import Experiment, Family, Named, run_key, stage_configs
+from klear_lib.ablations.rl import START_STAGE, evaluated_start
 from klear_lib.ablations.rl_runs import ensure_record
 from klear_lib.ablations.verdicts import claim_verdict
-from klear_lib.configs import Recipe, config_hash
+from klear_lib.configs import Recipe
 from klear_lib.configs.study import Grid
 from klear_lib.data import load_split
 from klear_lib.losses import get_loss
@@ -89,8 +86,8 @@ COLLAPSE = Collapse()
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One point of the map (a run per seed)."""
+class Cell(Named):
+    """One point of the map (a run per seed); its runs are named ``stability/<loss>/<label>-s<seed>``."""
 
     loss: Loss
     learning_rate: float
@@ -100,6 +97,15 @@ class Cell:
     def label(self) -> str:
         """``lr<learning rate>-u<updates>`` (the run record's file stem, without the seed)."""
         return f"lr{self.learning_rate:g}-u{self.updates}"
+
+    @property
+    def group(self) -> str:
+        return self.loss.label
+
+    def fields(self, seed: int) -> dict:
+        """The fields that name one run in stability.csv."""
+        return {"loss": self.loss.label, "learning_rate": self.learning_rate, "updates_per_step": self.updates,
+                "seed": int(seed)}
 
 
 def study_losses(labels: Sequence[str] | None = None) -> tuple[Loss, ...]:
@@ -136,12 +142,9 @@ def eval_recipe(recipe: Recipe, seed: int = 0) -> Recipe:
 
 
 def cell_hash(recipe: Recipe, cell: Cell) -> str:
-    """A stable hash of everything a cell's result depends on except the seed (not the collapse criterion)."""
+    """A cell's identity (``run_key``): its run's configs and the map's benchmark (not the collapse criterion)."""
     run = run_recipe(recipe, cell)
-    payload = {"rl": config_hash(run.rl_math), "eval": config_hash(run.eval),
-               "benchmark": STABILITY.get_scale(recipe).benchmark, "sft": config_hash(run.sft),
-               "data": config_hash(run.data), "model": config_hash(run.model)}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+    return run_key(**stage_configs(run), rl=run.rl_math, benchmark=STABILITY.get_scale(recipe).benchmark)
 
 
 # --- the collapse criterion (pure) ----------------------------------------------------------------------------
@@ -201,13 +204,9 @@ def _heldout(run: Recipe, path: Path, stage: str) -> dict:
 
 
 def _setup(recipe: Recipe, todo: Sequence[tuple[Cell, int]]) -> Path:
-    """The start checkpoint, evaluated once per seed of ``todo`` before any run (parallel runs never write its
-    samples)."""
-    init = sft_stage(recipe)
-    with torch_threads(STABILITY.get_scale(recipe).torch_threads):
-        for seed in sorted({int(s) for _, s in todo}):
-            _heldout(eval_recipe(recipe, seed), init, START_STAGE)
-    return init
+    """The start checkpoint, evaluated once per seed of ``todo`` before any run (``rl.evaluated_start``)."""
+    grid, seeds = STABILITY.get_scale(recipe), sorted({int(s) for _, s in todo})
+    return evaluated_start(recipe, [([grid.benchmark], eval_recipe(recipe, s)) for s in seeds], grid.torch_threads)
 
 
 def run_cell(recipe: Recipe, cell: Cell, seed: int, init: Path | None = None) -> list[dict]:
@@ -221,8 +220,7 @@ def run_cell(recipe: Recipe, cell: Cell, seed: int, init: Path | None = None) ->
         start = _heldout(run, init, START_STAGE)
         end = _heldout(run, final, name.replace("/", "--"))
     summary = run_summary(pd.read_csv(record), start["mean"], end["mean"])
-    row = {"loss": cell.loss.label, "learning_rate": cell.learning_rate, "updates_per_step": cell.updates,
-           "seed": int(seed), **{k: end[k] for k in ("benchmark", "metric", "k", "ci_low", "ci_high")},
+    row = {**cell.fields(seed), **{k: end[k] for k in ("benchmark", "metric", "k", "ci_low", "ci_high")},
            **summary, "config_hash": cell_hash(recipe, cell)}
     return [mark_collapse(pd.DataFrame([row])).iloc[0].to_dict()]
 
@@ -238,19 +236,11 @@ def run_grid(recipe: Recipe, seeds: int | Sequence[int] | str | None = None, ret
     return mark_collapse(runs)
 
 
-def _fields(cell: Cell, seed: int) -> dict:
-    """The fields that name one run in stability.csv."""
-    return {"loss": cell.loss.label, "learning_rate": cell.learning_rate, "updates_per_step": cell.updates,
-            "seed": int(seed)}
-
-
 MAP = Experiment("stability", "stability map (beyond the paper)",
                  f"{' > '.join(RANKING)} at every learning rate and updates setting (docs/paper.md §3 Fig. 2)",
                  (), tuple(zip(RANKING, RANKING[1:])), ())
-# Stored rows are read back after each run, so the collapse marks and summaries see the stored precision.
-STABILITY = Family(NAME, "stability", {MAP.id: MAP}, attrgetter("stability"), cell_hash, run_cell, _setup, table=TABLE,
-                   summary=SUMMARY, fields=_fields, group=attrgetter("loss.label"),
-                   benchmarks=lambda grid, cell: (grid.benchmark,), conditions=cells, stored_precision=True)
+STABILITY = Family(NAME, {MAP.id: MAP}, "stability", cell_hash, run_cell, _setup,
+                   lambda grid, cell: (grid.benchmark,), table=TABLE, summary=SUMMARY)
 
 
 # --- reading the map ----------------------------------------------------------------------------------------------
