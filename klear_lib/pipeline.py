@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import multiprocessing
 from pathlib import Path
 
 import pandas as pd
@@ -78,9 +79,12 @@ def stage_key(cfg, rows: list[dict], parent: str | Path = "") -> str:
     return hashlib.sha256(f"{config_hash(cfg)}|{rows_fingerprint(rows)}|{ident}".encode()).hexdigest()[:12]
 
 
-def sft_stage(recipe: Recipe, rows: list[dict] | None = None, name: str = "sft") -> Path:
-    """The SFT checkpoint of ``recipe.sft`` (trained on ``rows``, default the curated ``sft`` split)."""
+def sft_stage(recipe: Recipe, rows: list[dict] | None = None, name: str = "sft") -> Path | str:
+    """The SFT checkpoint of ``recipe.sft`` (trained on ``rows``, default the curated ``sft`` split); at a preset
+    without an SFT stage (``gpu``: the start model already reasons in ``<think>``) the start model itself."""
     recipe.check_in_process("the SFT stage")
+    if recipe.sft is None:
+        return load_or_build(recipe)  # not registered: notebook 04 reads it as "base"
     rows = load_split("sft", recipe) if rows is None else rows
     base = load_or_build(recipe)
     out = recipe.artifacts / "sft" / stage_key(recipe.sft, rows, base)
@@ -102,16 +106,30 @@ def rl_stage(recipe: Recipe, init: str | Path, reward: str = "math", rows: list[
     guard_rows(out, rows)
     final = out / "final"
     if not artifacts.is_complete(final):
-        record = recipe.runs / f"{name or 'rl_' + reward}.csv"
-        resume = last_complete(out)
-        trainer = build_rl_trainer(cfg, init, rows, reward=reward, output_dir=out, run_record=record)
-        trainer.train(resume_from_checkpoint=resume)
-        trainer.save_model(str(final))
-        trainer.processing_class.save_pretrained(str(final))
-        artifacts.mark_complete(final)
+        args = (cfg, init, rows, reward, out, recipe.runs / f"{name or 'rl_' + reward}.csv")
+        in_process(train_rl, *args) if recipe.stage_processes else train_rl(*args)
     if name is None:  # the pipeline's own stage, not an ablation or an attempt: notebook 04 evaluates it
         register_stage_checkpoint(f"rl_{reward}", recipe, final)
     return final
+
+
+def train_rl(cfg, init: str | Path, rows: list[dict], reward: str, out: Path, record: Path) -> None:
+    """Train one RL stage into ``out`` (resuming from its last complete checkpoint) and mark ``out/final`` done."""
+    trainer = build_rl_trainer(cfg, init, rows, reward=reward, output_dir=out, run_record=record)
+    trainer.train(resume_from_checkpoint=last_complete(out))
+    trainer.save_model(str(out / "final"))
+    trainer.processing_class.save_pretrained(str(out / "final"))
+    artifacts.mark_complete(out / "final")
+
+
+def in_process(fn, *args) -> None:
+    """Run ``fn(*args)`` in a fresh (spawned) process and wait: what it held on a GPU, a colocated vLLM engine
+    included, is freed when it ends. A failure raises here with the child's exit code (its traceback is on stderr)."""
+    child = multiprocessing.get_context("spawn").Process(target=fn, args=args)
+    child.start()
+    child.join()
+    if child.exitcode != 0:
+        raise RuntimeError(f"{fn.__name__} failed in its own process (exit code {child.exitcode}); see its traceback")
 
 
 def eval_stage(recipe: Recipe, stage: str, model_path: str | Path, benchmarks=None, write_csv: bool = True,
