@@ -101,7 +101,7 @@ def rl_stage(recipe: Recipe, init: str | Path, reward: str = "math", rows: list[
     if killed midway."""
     recipe.check_in_process(f"the {reward} RL stage")
     cfg = recipe.rl(reward)
-    rows = load_split(RL_SPLITS[reward], recipe) if rows is None else rows
+    rows = rl_rows(recipe, reward) if rows is None else rows
     out = recipe.artifacts / f"rl_{reward}" / stage_key(cfg, rows, init)
     guard_rows(out, rows)
     final = out / "final"
@@ -111,6 +111,20 @@ def rl_stage(recipe: Recipe, init: str | Path, reward: str = "math", rows: list[
     if name is None:  # the pipeline's own stage, not an ablation or an attempt: notebook 04 evaluates it
         register_stage_checkpoint(f"rl_{reward}", recipe, final)
     return final
+
+
+def rl_rows(recipe: Recipe, reward: str) -> list[dict]:
+    """The RL rows of ``reward``: the curated split of the recipe's data world, or at a preset without one (``gpu``)
+    ``make data-full``'s file in ``<artifacts>/<preset>/data/`` (``math_rl.parquet``, ``code_rl.parquet``)."""
+    if recipe.data is not None:
+        return load_split(RL_SPLITS[reward], recipe)
+    path = recipe.artifacts / "data" / f"{RL_SPLITS[reward]}.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"{recipe.preset} RL trains on the real rows of `make data-full DATA_OUT={path.parent}`"
+                                f" (docs/full_scale.md §8); {path} is missing")
+    from datasets import Dataset  # the real files only: most runs never import it here
+
+    return Dataset.from_parquet(str(path)).to_list()
 
 
 def train_rl(cfg, init: str | Path, rows: list[dict], reward: str, out: Path, record: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 from klear_lib import paths
 from klear_lib.configs import recipe
 from klear_lib.configs.recipe import REHEARSAL_ENV
-from klear_lib.pipeline import sft_stage
+from klear_lib.pipeline import rl_rows, sft_stage
 
 GPU_NOTEBOOKS = ("02_long_cot_sft", "03_gppo_rl", "04_evaluation")
 
@@ -46,6 +46,20 @@ def test_the_rehearsal_changes_values_only_and_writes_outside_results(monkeypatc
 def test_sft_at_gpu_is_the_start_model_itself(monkeypatch):
     monkeypatch.delenv(REHEARSAL_ENV, raising=False)
     assert sft_stage(recipe("gpu")) == "Qwen/Qwen3-1.7B"  # nothing trained, nothing downloaded
+
+
+def test_rl_at_gpu_reads_the_files_of_make_data_full(monkeypatch, tmp_path):
+    from datasets import Dataset
+
+    monkeypatch.delenv(REHEARSAL_ENV, raising=False)
+    monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path))
+    r = recipe("gpu")
+    with pytest.raises(FileNotFoundError, match="make data-full DATA_OUT="):
+        rl_rows(r, "math")
+    rows = [{"id": "m1", "prompt": [{"role": "user", "content": "1+1?"}], "reward_model": {"ground_truth": "2"}}]
+    (tmp_path / "gpu" / "data").mkdir(parents=True)
+    Dataset.from_list(rows).to_parquet(str(tmp_path / "gpu" / "data" / "math_rl.parquet"))
+    assert rl_rows(r, "math") == rows
 
 
 @pytest.mark.slow
