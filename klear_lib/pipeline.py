@@ -22,6 +22,7 @@ from klear_lib.evaluation.benchmarks import get_spec, load_rows
 from klear_lib.evaluation.checkpoints import checkpoint_label, register_stage_checkpoint
 from klear_lib.evaluation.harness import evaluate, problem_counts, summarize
 from klear_lib.models import load_or_build
+from klear_lib.models.factory import pinned_start
 from klear_lib.results import EVAL, MAIN, PROBLEMS, eval_csv, problems_csv
 from klear_lib.training.checkpoints import last_complete
 from klear_lib.training.gppo_trainer import build_rl_trainer
@@ -84,7 +85,7 @@ def sft_stage(recipe: Recipe, rows: list[dict] | None = None, name: str = "sft")
     without an SFT stage (``gpu``: the start model already reasons in ``<think>``) the start model itself."""
     recipe.check_in_process("the SFT stage")
     if recipe.sft is None:
-        return load_or_build(recipe)  # not registered: notebook 04 reads it as "base"
+        return pinned_start(recipe)  # not registered: notebook 04 reads it as "base"
     rows = load_split("sft", recipe) if rows is None else rows
     base = load_or_build(recipe)
     out = recipe.artifacts / "sft" / stage_key(recipe.sft, rows, base)

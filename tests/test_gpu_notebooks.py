@@ -43,9 +43,13 @@ def test_the_rehearsal_changes_values_only_and_writes_outside_results(monkeypatc
     assert recipe("tiny").results == paths.RESULTS / "tiny"  # the switch is read for gpu only
 
 
-def test_sft_at_gpu_is_the_start_model_itself(monkeypatch):
+def test_sft_at_gpu_is_the_start_model_at_its_pinned_revision(monkeypatch):
+    import huggingface_hub
+
     monkeypatch.delenv(REHEARSAL_ENV, raising=False)
-    assert sft_stage(recipe("gpu")) == "Qwen/Qwen3-1.7B"  # nothing trained, nothing downloaded
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda repo, revision: f"/hub/{repo}@{revision}")
+    r = recipe("gpu")
+    assert sft_stage(r) == f"/hub/Qwen/Qwen3-1.7B@{r.model.hub_revision}"  # nothing trained
 
 
 def test_rl_at_gpu_reads_the_files_of_make_data_full(monkeypatch, tmp_path):
