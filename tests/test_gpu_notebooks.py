@@ -14,7 +14,7 @@ import pytest
 from klear_lib import paths
 from klear_lib.configs import recipe
 from klear_lib.configs.recipe import REHEARSAL_ENV
-from klear_lib.pipeline import rl_rows, sft_stage
+from klear_lib.pipeline import in_process, rl_rows, sft_stage
 
 GPU_NOTEBOOKS = ("02_long_cot_sft", "03_gppo_rl", "04_evaluation")
 
@@ -50,6 +50,17 @@ def test_sft_at_gpu_is_the_start_model_at_its_pinned_revision(monkeypatch):
     monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda repo, revision: f"/hub/{repo}@{revision}")
     r = recipe("gpu")
     assert sft_stage(r) == f"/hub/Qwen/Qwen3-1.7B@{r.model.hub_revision}"  # nothing trained
+
+
+def test_a_stage_process_that_fails_raises_in_the_parent():
+    in_process(print, "a stage in its own process")
+    with pytest.raises(RuntimeError, match="exit code 3"):
+        in_process(sys.exit, 3)
+
+
+def test_a_recipe_replaces_stages_not_its_switches():
+    with pytest.raises(KeyError, match="no stage 'scratch'"):
+        recipe("ci").replace(scratch={})
 
 
 def test_rl_at_gpu_reads_the_files_of_make_data_full(monkeypatch, tmp_path):

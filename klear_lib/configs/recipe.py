@@ -55,7 +55,7 @@ class Recipe:
     def replace(self, **stages: dict[str, Any]) -> "Recipe":
         """This recipe with some stages' fields changed, e.g. ``replace(sft={"num_epochs": 10})``; ``study`` takes
         the study's fields. An unknown stage or field raises ``KeyError`` naming the known ones."""
-        known = [f.name for f in dataclasses.fields(self) if f.name != "preset"]
+        known = [f.name for f in dataclasses.fields(self) if f.name not in ("preset", "scratch", "stage_processes")]
         changes = {}
         for stage, overrides in stages.items():
             if stage not in known:
