@@ -115,13 +115,12 @@ def rehearsal() -> bool:
 def rehearse(r: Recipe) -> Recipe:
     """The ``gpu`` recipe's CPU rehearsal: the same stages, pipeline and notebook cells, other values only. A small
     random Qwen3 (the ci model: the architecture of Qwen3-1.7B at 2 layers, the kit's tokenizer) in float32 for the
-    hub model; the miniature ci world's RL splits and benchmarks for the real files; no bf16, CUDA or vLLM; steps and
-    lengths of seconds (ci's, one RL step), the gpu layout of one rollout a micro-batch kept; real files from a mirror only.
-    Labelled ``gpu_rehearsal``: everything it writes is under ``<artifacts>/gpu_rehearsal``."""
+    hub model; the miniature ci world's RL splits and benchmarks for the real files; no bf16, CUDA or vLLM; one RL
+    step of ci's sizes, gpu's layout of one rollout a micro-batch kept; real files from a mirror only. Labelled ``gpu_rehearsal``: everything it writes is under ``<artifacts>/gpu_rehearsal``."""
     ci_rl = get_config("rl_math", "ci")
-    scale = {f: getattr(ci_rl, f) for f in ("prompts_per_step", "mini_batch_prompts", "max_steps", "warmup_steps",
+    scale = {f: getattr(ci_rl, f) for f in ("prompts_per_step", "mini_batch_prompts", "warmup_steps",
                                              "max_prompt_length", "max_completion_length", "save_steps")}
-    rl = {**scale, "max_steps": 1, "gradient_accumulation_steps": ci_rl.mini_batch_rollouts,  # one rollout a micro-batch, as gpu
+    rl = {**scale, "max_steps": 1, "gradient_accumulation_steps": ci_rl.mini_batch_rollouts,  # gpu: 1 rollout each
           "bf16": False, "use_cpu": True, "use_vllm": False}
     ci_eval = get_config("eval", "ci")
     eval_ = {f: getattr(ci_eval, f) for f in ("benchmarks", "k_math", "k_code", "max_new_tokens", "max_model_len",
