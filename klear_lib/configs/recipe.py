@@ -116,7 +116,8 @@ def rehearse(r: Recipe) -> Recipe:
     """The ``gpu`` recipe's CPU rehearsal: the same stages, pipeline and notebook cells, other values only. A small
     random Qwen3 (the ci model: the architecture of Qwen3-1.7B at 2 layers, the kit's tokenizer) in float32 for the
     hub model; the miniature ci world's RL splits and benchmarks for the real files; no bf16, CUDA or vLLM; one RL
-    step of ci's sizes, gpu's layout of one rollout a micro-batch kept; real files from a mirror only. Labelled ``gpu_rehearsal``: everything it writes is under ``<artifacts>/gpu_rehearsal``."""
+    step of ci's sizes, gpu's layout of one rollout a micro-batch kept; real files from a mirror only. Labelled
+    ``gpu_rehearsal``: everything it writes is under ``<artifacts>/gpu_rehearsal``."""
     ci_rl = get_config("rl_math", "ci")
     scale = {f: getattr(ci_rl, f) for f in ("prompts_per_step", "mini_batch_prompts", "warmup_steps",
                                              "max_prompt_length", "max_completion_length", "save_steps")}
