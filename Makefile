@@ -29,7 +29,7 @@ export KLEAR_NUMERICS ?= $(if $(filter full,$(PRESET)),native,pinned)
 .PHONY: setup reproduce readme bench bench-pipeline test test-unit test-notebooks test-nbval test-real refresh \
         data-full eval-full \
         ablations stability report setup-report clean-artifacts setup-verl test-verl \
-        setup-deepspeed test-deepspeed
+        setup-deepspeed test-deepspeed rehearse-gpu
 
 setup: .venv/.setup-done
 
@@ -195,6 +195,20 @@ test-notebooks: setup
 	@out=$$(mktemp -d); for nb in $(NOTEBOOKS); do \
 	  echo "== papermill $$nb (PRESET=ci)"; \
 	  $(BIN)/papermill $$nb $$out/$$(basename $$nb) -p PRESET ci -k python3 --no-progress-bar || exit 1; \
+	done
+
+# Notebooks 02-04 at PRESET=gpu on the CPU (docs/full_scale.md §8): KLEAR_REHEARSAL=1 turns the gpu recipe into its
+# rehearsal, a small random Qwen3 on the miniature data, no hub; everything under $(KLEAR_ARTIFACTS)/gpu_rehearsal/
+# (default .artifacts/), never results/. tests/test_gpu_notebooks.py runs the same inside `make test`.
+rehearse-gpu: export KLEAR_REHEARSAL := 1
+rehearse-gpu: export KLEAR_BENCHMARKS :=
+rehearse-gpu: export HF_HUB_OFFLINE := 1
+rehearse-gpu: setup
+	@out=$${KLEAR_ARTIFACTS:-.artifacts}/gpu_rehearsal/notebooks; mkdir -p $$out; \
+	for nb in $(filter-out 01_data_curation,$(STAGES)); do \
+	  echo "== $$nb (PRESET=gpu, rehearsal)"; start=$$(date +%s); \
+	  $(BIN)/papermill notebooks/$$nb.ipynb $$out/$$nb.ipynb -p PRESET gpu -k python3 --no-progress-bar || exit 1; \
+	  echo "== $$nb done in $$(( $$(date +%s) - start )) s"; \
 	done
 
 # nbval re-executes the committed notebooks and compares their `# NBVAL_CHECK_OUTPUT` cells.

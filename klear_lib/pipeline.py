@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import multiprocessing
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +22,7 @@ from klear_lib.evaluation.benchmarks import get_spec, load_rows
 from klear_lib.evaluation.checkpoints import checkpoint_label, register_stage_checkpoint
 from klear_lib.evaluation.harness import evaluate, problem_counts, summarize
 from klear_lib.models import load_or_build
+from klear_lib.models.factory import pinned_start
 from klear_lib.results import EVAL, MAIN, PROBLEMS, eval_csv, problems_csv
 from klear_lib.training.checkpoints import last_complete
 from klear_lib.training.gppo_trainer import build_rl_trainer
@@ -78,9 +80,12 @@ def stage_key(cfg, rows: list[dict], parent: str | Path = "") -> str:
     return hashlib.sha256(f"{config_hash(cfg)}|{rows_fingerprint(rows)}|{ident}".encode()).hexdigest()[:12]
 
 
-def sft_stage(recipe: Recipe, rows: list[dict] | None = None, name: str = "sft") -> Path:
-    """The SFT checkpoint of ``recipe.sft`` (trained on ``rows``, default the curated ``sft`` split)."""
+def sft_stage(recipe: Recipe, rows: list[dict] | None = None, name: str = "sft") -> Path | str:
+    """The SFT checkpoint of ``recipe.sft`` (trained on ``rows``, default the curated ``sft`` split); at a preset
+    without an SFT stage (``gpu``: the start model already reasons in ``<think>``) the start model itself."""
     recipe.check_in_process("the SFT stage")
+    if recipe.sft is None:
+        return pinned_start(recipe)  # not registered: notebook 04 reads it as "base"
     rows = load_split("sft", recipe) if rows is None else rows
     base = load_or_build(recipe)
     out = recipe.artifacts / "sft" / stage_key(recipe.sft, rows, base)
@@ -97,21 +102,49 @@ def rl_stage(recipe: Recipe, init: str | Path, reward: str = "math", rows: list[
     if killed midway."""
     recipe.check_in_process(f"the {reward} RL stage")
     cfg = recipe.rl(reward)
-    rows = load_split(RL_SPLITS[reward], recipe) if rows is None else rows
+    rows = rl_rows(recipe, reward) if rows is None else rows
     out = recipe.artifacts / f"rl_{reward}" / stage_key(cfg, rows, init)
     guard_rows(out, rows)
     final = out / "final"
     if not artifacts.is_complete(final):
-        record = recipe.runs / f"{name or 'rl_' + reward}.csv"
-        resume = last_complete(out)
-        trainer = build_rl_trainer(cfg, init, rows, reward=reward, output_dir=out, run_record=record)
-        trainer.train(resume_from_checkpoint=resume)
-        trainer.save_model(str(final))
-        trainer.processing_class.save_pretrained(str(final))
-        artifacts.mark_complete(final)
+        args = (cfg, init, rows, reward, out, recipe.runs / f"{name or 'rl_' + reward}.csv")
+        in_process(train_rl, *args) if recipe.stage_processes else train_rl(*args)
     if name is None:  # the pipeline's own stage, not an ablation or an attempt: notebook 04 evaluates it
         register_stage_checkpoint(f"rl_{reward}", recipe, final)
     return final
+
+
+def rl_rows(recipe: Recipe, reward: str) -> list[dict]:
+    """The RL rows of ``reward``: the curated split of the recipe's data world, or at a preset without one (``gpu``)
+    ``make data-full``'s file in ``<artifacts>/<preset>/data/`` (``math_rl.parquet``, ``code_rl.parquet``)."""
+    if recipe.data is not None:
+        return load_split(RL_SPLITS[reward], recipe)
+    path = recipe.artifacts / "data" / f"{RL_SPLITS[reward]}.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"{recipe.preset} RL trains on the real rows of `make data-full DATA_OUT={path.parent}`"
+                                f" (docs/full_scale.md §8); {path} is missing")
+    from datasets import Dataset  # the real files only: most runs never import it here
+
+    return Dataset.from_parquet(str(path)).to_list()
+
+
+def train_rl(cfg, init: str | Path, rows: list[dict], reward: str, out: Path, record: Path) -> None:
+    """Train one RL stage into ``out`` (resuming from its last complete checkpoint) and mark ``out/final`` done."""
+    trainer = build_rl_trainer(cfg, init, rows, reward=reward, output_dir=out, run_record=record)
+    trainer.train(resume_from_checkpoint=last_complete(out))
+    trainer.save_model(str(out / "final"))
+    trainer.processing_class.save_pretrained(str(out / "final"))
+    artifacts.mark_complete(out / "final")
+
+
+def in_process(fn, *args) -> None:
+    """Run ``fn(*args)`` in a fresh (spawned) process and wait: what it held on a GPU, a colocated vLLM engine
+    included, is freed when it ends. A failure raises here with the child's exit code (its traceback is on stderr)."""
+    child = multiprocessing.get_context("spawn").Process(target=fn, args=args)
+    child.start()
+    child.join()
+    if child.exitcode != 0:
+        raise RuntimeError(f"{fn.__name__} failed in its own process (exit code {child.exitcode}); see its traceback")
 
 
 def eval_stage(recipe: Recipe, stage: str, model_path: str | Path, benchmarks=None, write_csv: bool = True,

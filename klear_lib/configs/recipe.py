@@ -14,6 +14,7 @@ on the recipe as a label: the folders its results and artifacts live in.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ class Recipe:
     data: DataConfig | None = None
     sft: SFTConfig | None = None
     traces: TracesConfig | None = None
+    scratch: bool = False        # a rehearsal: results, runs and figures under <artifacts>/<preset>/results
+    stage_processes: bool = False  # each RL stage trains in a process of its own (GPU memory freed after it)
 
     def rl(self, reward: str) -> RLConfig:
         """The RL config of ``reward`` ("math" or "code")."""
@@ -52,7 +55,7 @@ class Recipe:
     def replace(self, **stages: dict[str, Any]) -> "Recipe":
         """This recipe with some stages' fields changed, e.g. ``replace(sft={"num_epochs": 10})``; ``study`` takes
         the study's fields. An unknown stage or field raises ``KeyError`` naming the known ones."""
-        known = [f.name for f in dataclasses.fields(self) if f.name != "preset"]
+        known = [f.name for f in dataclasses.fields(self) if f.name not in ("preset", "scratch", "stage_processes")]
         changes = {}
         for stage, overrides in stages.items():
             if stage not in known:
@@ -65,12 +68,20 @@ class Recipe:
 
     @property
     def results(self) -> Path:
-        """``results/<preset>/`` (committed tables), created on demand."""
+        """``results/<preset>/`` (committed tables), created on demand; a rehearsal's under its artifacts."""
+        if self.scratch:
+            path = self.artifacts / "results"
+            path.mkdir(parents=True, exist_ok=True)
+            return path
         return paths.results_dir(self.preset)
 
     @property
     def runs(self) -> Path:
         """``results/<preset>/runs/``: per-step run records."""
+        if self.scratch:
+            path = self.results / "runs"
+            path.mkdir(parents=True, exist_ok=True)
+            return path
         return paths.runs_dir(self.preset)
 
     @property
@@ -82,12 +93,43 @@ class Recipe:
 
     def figure(self, what: str) -> Path:
         """Where the figure ``what`` of this preset goes: ``results/figures/<preset>_<what>.png``, under
-        ``results/figures/<preset>/`` for a smoke run (``Study.smoke``)."""
+        ``results/figures/<preset>/`` for a smoke run (``Study.smoke``), under a rehearsal's results folder."""
+        if self.scratch:
+            return self.results / f"{self.preset}_{what}.png"
         return (paths.FIGURES / self.preset if self.study.smoke else paths.FIGURES) / f"{self.preset}_{what}.png"
 
     def check_in_process(self, what: str) -> None:
         """Raise when ``what`` at this preset can only run under the cluster launchers (``configs.check_in_process``)."""
         check_in_process(self.preset, what)
+
+
+REHEARSAL_ENV = "KLEAR_REHEARSAL"
+STAGE_PROCESS_PRESETS = ("gpu",)  # one GPU: a colocated vLLM engine keeps its memory until its process ends
+
+
+def rehearsal() -> bool:
+    """True when ``$KLEAR_REHEARSAL`` is 1: ``recipe("gpu")`` is then its CPU rehearsal (``rehearse``)."""
+    return os.environ.get(REHEARSAL_ENV, "") == "1"
+
+
+def rehearse(r: Recipe) -> Recipe:
+    """The ``gpu`` recipe's CPU rehearsal: the same stages, pipeline and notebook cells, other values only. A small
+    random Qwen3 (the ci model: the architecture of Qwen3-1.7B at 2 layers, the kit's tokenizer) in float32 for the
+    hub model; the miniature ci world's RL splits and benchmarks for the real files; no bf16, CUDA or vLLM; one RL
+    step of ci's sizes, gpu's layout of one rollout a micro-batch kept; real files from a mirror only. Labelled
+    ``gpu_rehearsal``: everything it writes is under ``<artifacts>/gpu_rehearsal``."""
+    ci_rl = get_config("rl_math", "ci")
+    scale = {f: getattr(ci_rl, f) for f in ("prompts_per_step", "mini_batch_prompts", "warmup_steps",
+                                             "max_prompt_length", "max_completion_length", "save_steps")}
+    rl = {**scale, "max_steps": 1, "gradient_accumulation_steps": ci_rl.mini_batch_rollouts,  # gpu: 1 rollout each
+          "bf16": False, "use_cpu": True, "use_vllm": False}
+    ci_eval = get_config("eval", "ci")
+    eval_ = {f: getattr(ci_eval, f) for f in ("benchmarks", "k_math", "k_code", "max_new_tokens", "max_model_len",
+                                               "max_problems", "chunk_problems", "judge_workers", "backend", "models",
+                                               "model_revisions", "dtype")}
+    r = r.replace(rl_math=rl, rl_code=rl, eval=eval_, study={"real_data": "mirror", "reference_code_problems": 2})
+    return dataclasses.replace(r, preset="gpu_rehearsal", model=get_config("model", "ci"),
+                               data=get_config("data", "ci", seed=r.eval.seed), scratch=True)
 
 
 def recipe(preset: str, world_size: int = 1, seed: int | None = None, **stages: dict[str, Any]) -> Recipe:
@@ -106,7 +148,8 @@ def recipe(preset: str, world_size: int = 1, seed: int | None = None, **stages: 
             overrides.setdefault("seed", seed)
         configs[stage] = get_config(stage, preset, world_size if stage in TRAINING_STAGES else 1, **overrides)
     study = resolve(study_.PRESETS, preset, **stages.get("study", {}))
-    return Recipe(preset=preset, study=study, **configs)
+    built = Recipe(preset=preset, study=study, stage_processes=preset in STAGE_PROCESS_PRESETS, **configs)
+    return rehearse(built) if preset == "gpu" and rehearsal() else built
 
 
-__all__ = ["Recipe", "recipe"]
+__all__ = ["Recipe", "recipe", "rehearsal", "rehearse", "REHEARSAL_ENV"]

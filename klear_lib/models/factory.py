@@ -89,3 +89,14 @@ def load_or_build(recipe: Recipe) -> str:
         artifacts.mark_complete(path, config_hash(cfg))
         log.info("built the %s base model at %s", recipe.preset, path)
     return str(path)
+
+
+def pinned_start(recipe: Recipe) -> str:
+    """The recipe's start model as a local folder: a hub model at its pinned ``hub_revision`` (downloaded once into
+    the hub cache, so every stage and vLLM read that revision, never ``main``), else the built one."""
+    cfg = recipe.model
+    if cfg.hub_id is None:
+        return load_or_build(recipe)
+    from huggingface_hub import snapshot_download  # the hub path only
+
+    return snapshot_download(cfg.hub_id, revision=cfg.hub_revision)
