@@ -123,7 +123,7 @@ def rl_rows(recipe: Recipe, reward: str) -> list[dict]:
     if not path.exists():
         raise FileNotFoundError(f"{recipe.preset} RL trains on the real rows of `make data-full DATA_OUT={path.parent}`"
                                 f" (docs/full_scale.md §8); {path} is missing")
-    from datasets import Dataset  # the real files only: most runs never import it here
+    from datasets import Dataset  # lazy: the real files only; most runs never import it here
 
     return Dataset.from_parquet(str(path)).to_list()
 

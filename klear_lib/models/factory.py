@@ -97,6 +97,6 @@ def pinned_start(recipe: Recipe) -> str:
     cfg = recipe.model
     if cfg.hub_id is None:
         return load_or_build(recipe)
-    from huggingface_hub import snapshot_download  # the hub path only
+    from huggingface_hub import snapshot_download  # lazy: the hub path only
 
     return snapshot_download(cfg.hub_id, revision=cfg.hub_revision)
