@@ -197,7 +197,7 @@ test-notebooks: setup
 	  $(BIN)/papermill $$nb $$out/$$(basename $$nb) -p PRESET ci -k python3 --no-progress-bar || exit 1; \
 	done
 
-# Notebooks 02-04 at PRESET=gpu on the CPU (docs/full_scale.md §8): KLEAR_REHEARSAL=1 turns the gpu recipe into its
+# Notebooks 02-04 and 06 (Fig. 2's arena) at PRESET=gpu on the CPU (docs/full_scale.md §8): KLEAR_REHEARSAL=1 turns the gpu recipe into its
 # rehearsal, a small random Qwen3 on the miniature data, no hub; everything under $(KLEAR_ARTIFACTS)/gpu_rehearsal/
 # (default .artifacts/), never results/. tests/test_gpu_notebooks.py runs the same inside `make test`.
 rehearse-gpu: export KLEAR_REHEARSAL := 1
@@ -205,7 +205,7 @@ rehearse-gpu: export KLEAR_BENCHMARKS :=
 rehearse-gpu: export HF_HUB_OFFLINE := 1
 rehearse-gpu: setup
 	@out=$${KLEAR_ARTIFACTS:-.artifacts}/gpu_rehearsal/notebooks; mkdir -p $$out; \
-	for nb in $(filter-out 01_data_curation,$(STAGES)); do \
+	for nb in $(filter-out 01_data_curation,$(STAGES)) 06_rl_ablations; do \
 	  echo "== $$nb (PRESET=gpu, rehearsal)"; start=$$(date +%s); \
 	  $(BIN)/papermill notebooks/$$nb.ipynb $$out/$$nb.ipynb -p PRESET gpu -k python3 --no-progress-bar || exit 1; \
 	  echo "== $$nb done in $$(( $$(date +%s) - start )) s"; \

@@ -99,6 +99,9 @@ def test_ci_runs_the_first_pair_only_and_tiny_runs_all(family):
         assert family.conditions_for(TINY, exp) == exp.conditions
     with pytest.raises(KeyError, match="known"):
         family.get_experiment("table9")
+    if family is rl.RL:  # gpu runs Fig. 2's arena only (tests/test_gpu_notebooks.py)
+        assert [e for e in family.experiments if family.conditions_for(recipe("gpu"), e)] == ["fig2"]
+        return
     with pytest.raises(KeyError, match="runs no"):
         family.get_scale(recipe("gpu"))
 

@@ -207,7 +207,8 @@ def test_an_added_field_enters_the_hash_only_off_its_default(stage, name):
         default = next(f.default for f in dataclasses.fields(cfg) if f.name == name)
         assert getattr(cfg, name) == default, f"{stage}/{preset} moves the stored hash with {name}"
         assert config_hash(cfg) == _hash_before_added(cfg)
-    other = {"code_timeout_s": 35.0, "long_prompts": "truncate_left", "keep_checkpoints": 2}[name]
+    other = {"code_timeout_s": 35.0, "long_prompts": "truncate_left", "keep_checkpoints": 2,
+             "random_reward": True}[name]
     cfg = get_config(stage, "tiny", **{name: other})
     assert config_hash(cfg) not in (config_hash(get_config(stage, "tiny")), _hash_before_added(cfg))
 

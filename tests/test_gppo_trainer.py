@@ -563,6 +563,31 @@ def test_reward_adapters_apply_the_tag_shaping():
         reward_adapters.make_reward_func("code", tag_shaping="lenient")
 
 
+def test_the_random_reward_ignores_the_completion_and_is_reproducible_from_its_seed():
+    from types import SimpleNamespace
+
+    from klear_lib.configs import config_hash, get_config
+
+    truth = [{"ground_truth": "12", "style": "rule"}] * 64
+    info = [{"id": f"m{k // 8}"} for k in range(64)]  # 8 prompts x 8 rollouts
+    right, wrong = ["<think>ok</think> \\boxed{12}"] * 64, ["no answer"] * 64
+    draw = reward_adapters.make_reward_func("math", tag_shaping="binary", seed=3, random=True)
+    state = SimpleNamespace(global_step=5)
+    first = draw(completions=right, reward_model=truth, extra_info=info, trainer_state=state)
+    assert first == draw(completions=wrong, reward_model=truth, extra_info=info, trainer_state=state)  # blind
+    assert first == reward_adapters.make_reward_func("math", seed=3, random=True)(
+        completions=right, reward_model=truth, extra_info=info, trainer_state=state)  # reproducible
+    assert set(first) == {-1.0, 1.0} and 16 < first.count(1.0) < 48  # the binary reward's support, fair odds
+    other = reward_adapters.make_reward_func("math", seed=4, random=True)
+    assert other(completions=right, reward_model=truth, extra_info=info, trainer_state=state) != first
+    later = draw(completions=right, reward_model=truth, extra_info=info, trainer_state=SimpleNamespace(global_step=6))
+    assert later != first
+    code = reward_adapters.make_reward_func("code", seed=3, random=True)
+    assert code(completions=wrong, reward_model=truth, extra_info=info, trainer_state=state) == first
+    cfg = get_config("rl_math", "tiny")  # the default (off) keeps every stored hash
+    assert not cfg.random_reward and config_hash(cfg) != config_hash(get_config("rl_math", "tiny", random_reward=True))
+
+
 def test_a_template_that_opens_think_is_scored_with_the_tag_put_back():
     """DeepSeek-R1-distilled templates end the generation prompt with <think>: the completion holds only </think>,
     which scored -1 (missing <think>) on every rollout, so every group was filtered and nothing trained."""

@@ -1,4 +1,4 @@
-"""Notebooks 02-04 at ``PRESET=gpu`` end to end on the CPU: the gpu recipe's rehearsal (``KLEAR_REHEARSAL=1``,
+"""Notebooks 02-04 and 06 at ``PRESET=gpu`` end to end on the CPU: the gpu recipe's rehearsal (``KLEAR_REHEARSAL=1``,
 ``configs.recipe.rehearse``) runs the same cells and pipeline functions on a small random Qwen3, so the gpu path
 cannot rot between GPU runs. Everything it writes goes to ``tmp_path``; ``results/`` is never touched."""
 from __future__ import annotations
@@ -96,3 +96,39 @@ def test_notebooks_02_to_04_at_gpu_run_in_rehearsal(tmp_path):
     for table in ("eval_seed_gains.csv", "eval_gains.csv", "problems/main.csv"):
         assert (results / table).exists(), table
     assert not (paths.RESULTS / "gpu_rehearsal").exists() and not (paths.FIGURES / "gpu_rehearsal").exists()
+
+
+def test_the_gpu_arena_runs_fig2s_arms_and_the_random_reward_control_only(monkeypatch):
+    from klear_lib.ablations import rl
+
+    monkeypatch.delenv(REHEARSAL_ENV, raising=False)
+    gpu = recipe("gpu")
+    arms = {e: [c.label for c in rl.RL.conditions_for(gpu, e)] for e in rl.EXPERIMENTS}
+    assert arms == {"fig2": ["gppo", "clip_higher", "grpo", "random_reward"], "fig3": [], "fig4": [], "fig5": [],
+                    "table6": []}
+    control = rl.rl_config(gpu, rl.EXPERIMENTS["fig2"].condition("random_reward"))
+    grpo = rl.rl_config(gpu, rl.EXPERIMENTS["fig2"].condition("grpo"))
+    assert control.random_reward and control.loss_type == "gppo" and control.max_steps == 20
+    assert (grpo.loss_type, grpo.clip_low, grpo.clip_high) == ("clip_higher", 0.2, 0.2)  # GRPO, symmetric ε = 0.2
+    assert rl.RL.benchmarks_at(gpu, rl.EXPERIMENTS["fig2"].condition("gppo")) == ("math500", "aime24", "aime25")
+    for preset in ("ci", "tiny"):  # the control joins no stored experiment
+        labels = {c.label for e in rl.EXPERIMENTS for c in rl.RL.conditions_for(recipe(preset), e)}
+        assert "random_reward" not in labels
+    assert len(rl.RL.conditions_for(recipe("tiny"), "fig2")) == 5
+
+
+@pytest.mark.slow
+def test_notebook_06_at_gpu_runs_its_arena_in_rehearsal(tmp_path):
+    """Fig. 2's arena at ``PRESET=gpu``: four arms of one RL step each from the random start model."""
+    env = {**os.environ, REHEARSAL_ENV: "1", "KLEAR_ARTIFACTS": str(tmp_path / "artifacts"), "KLEAR_BENCHMARKS": "",
+           "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"}
+    papermill = Path(sys.executable).parent / "papermill"
+    run = subprocess.run([str(papermill), str(paths.NOTEBOOKS / "06_rl_ablations.ipynb"), str(tmp_path / "06.ipynb"),
+                          "-p", "PRESET", "gpu", "-k", "python3", "--no-progress-bar"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, f"06_rl_ablations at PRESET=gpu (rehearsal) failed:\n{run.stderr[-4000:]}"
+    results = tmp_path / "artifacts" / "gpu_rehearsal" / "results"
+    rows = pd.read_csv(results / "ablations_rl.csv")
+    assert set(rows["condition"]) == {"gppo", "clip_higher", "grpo", "random_reward"} and set(rows["experiment"]) == {"fig2"}
+    assert (results / "ablations_rl_summary.csv").exists() and not (results / "claims.csv").exists()
+    assert not (paths.RESULTS / "gpu_rehearsal").exists()

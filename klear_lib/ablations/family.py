@@ -61,6 +61,7 @@ class Experiment:
     comparisons: tuple[tuple[str, str], ...]
     primary: tuple[str, ...]                  # benchmarks the experiment-level verdict reads
     external: tuple[ExternalClaim, ...] = ()  # other papers' claims on these conditions
+    extra: tuple = ()                         # controls run only where a scale names them (``RLScale.arms``)
 
     @property
     def pairs(self) -> tuple[tuple[str, str], ...]:
@@ -73,9 +74,10 @@ class Experiment:
 
     def condition(self, label: str):
         """The condition called ``label``; unknown labels raise ``KeyError`` listing the known ones."""
-        found = [c for c in self.conditions if c.label == label]
+        found = [c for c in self.conditions + self.extra if c.label == label]
         if not found:
-            raise KeyError(f"{self.id} has no condition {label!r}; known: {[c.label for c in self.conditions]}")
+            known = [c.label for c in self.conditions + self.extra]
+            raise KeyError(f"{self.id} has no condition {label!r}; known: {known}")
         return found[0]
 
 
@@ -184,8 +186,11 @@ class Family:
         return scale
 
     def conditions_for(self, recipe, experiment: str | Experiment) -> tuple:
-        """The conditions run: all, or (a reduced scale) those of the first comparison."""
-        exp = self.get_experiment(experiment)
+        """The conditions run: those the scale names (``RLScale.arms``: an experiment it does not name runs none),
+        else all, or (a reduced scale) those of the first comparison."""
+        exp, arms = self.get_experiment(experiment), getattr(self.get_scale(recipe), "arms", {})
+        if arms:
+            return tuple(exp.condition(label) for label in arms.get(exp.id, ()))
         if not self.get_scale(recipe).reduced:
             return exp.conditions
         return tuple(c for c in exp.conditions if c.label in exp.comparisons[0])
@@ -273,14 +278,15 @@ class Family:
     def current_rows(self, recipe, path: Path | str | None = None) -> pd.DataFrame:
         """The stored rows run under the current identity of their condition in ``recipe``."""
         df = tables.read(self.table, path or self.csv(recipe.results))
-        keys = {(e.id, c.label): self.key(recipe, c) for e in self.experiments.values() for c in e.conditions}
+        keys = {(e.id, c.label): self.key(recipe, c) for e in self.experiments.values()
+                for c in e.conditions + e.extra}
         keep = [keys.get((r.experiment, r.condition)) == r.config_hash for r in df.itertuples()]
         return df[keep].reset_index(drop=True)
 
     def aggregate(self, df: pd.DataFrame) -> pd.DataFrame:
         """Mean over seeds ± 95% t-interval per (experiment, condition, benchmark, metric); per-seed values kept;
         conditions in definition order."""
-        return T.aggregate(df, [(e.id, c.label) for e in self.experiments.values() for c in e.conditions])
+        return T.aggregate(df, [(e.id, c.label) for e in self.experiments.values() for c in e.conditions + e.extra])
 
     def pairs(self, summary: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:
         """One row per (experiment, claimed pair, benchmark) present in ``summary`` (from ``aggregate``): the

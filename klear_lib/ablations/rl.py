@@ -29,7 +29,7 @@ from klear_lib.ablations.family import (EVAL_KEEP, NOT_IN_PAPER, Experiment, Ext
 from klear_lib.configs import Recipe, config_hash, rl_stage_name
 from klear_lib.configs.study import RLScale
 from klear_lib.data import load_split
-from klear_lib.pipeline import eval_stage, rl_stage, sft_stage
+from klear_lib.pipeline import RL_SPLITS, eval_stage, rl_rows, rl_stage, sft_stage
 from klear_lib.seeding import torch_threads
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,9 @@ FIG2_ARMS = (("gppo", {"loss_type": "gppo"}, "GPPO (end)"),
              ("cispo", {"loss_type": "cispo"}, "CISPO (range low)"),  # Fig. 2 gives CISPO as a range: its low end
              ("grpo", {"loss_type": "clip_higher", "clip_high": 0.2}, NOT_IN_PAPER),
              ("gppo_b0.25", {"loss_type": "gppo", "beta_low": 0.25}, NOT_IN_PAPER))
+# A control beyond the paper, run only where a scale names it (``RLScale.arms``): RL whose rewards are drawn at random
+# (``RLConfig.random_reward``), everything else equal; what the other arms gain over it is what the reward teaches.
+FIG2_CONTROLS = (("random_reward", {"random_reward": True}, NOT_IN_PAPER),)
 DGPO_CLAIM = ("GRPO with the symmetric clip beats GPPO on math (DGPO, arXiv 2603.14389, avg@32 on "
               "R1-Distill-Qwen-1.5B and 7B; docs/paper.md §8)")
 
@@ -89,13 +92,14 @@ DGPO_CLAIM = ("GRPO with the symmetric clip beats GPPO on math (DGPO, arXiv 2603
 def _fig2() -> Experiment:
     """GPPO vs GRPO with clip-higher vs CISPO, math RL; held-out math and code (the paper's Fig. 2a-b); with the
     DGPO baseline and a β_low < 1 arm, and DGPO's claim that GRPO beats GPPO."""
-    conds = tuple(_cond("fig2", label, over, "math", "math_rl", MATH + CODE, paper, CLAIM2)
-                  for label, over, paper in FIG2_ARMS)
+    conds, controls = (tuple(_cond("fig2", label, over, "math", "math_rl", MATH + CODE, paper, CLAIM2)
+                             for label, over, paper in arms) for arms in (FIG2_ARMS, FIG2_CONTROLS))
     dgpo = ExternalClaim("grpo", "gppo", "DGPO", ("GRPO (R1-Distill-Qwen-1.5B)", "GPPO (R1-Distill-Qwen-1.5B)"),
                          "math_avg@32", DGPO_CLAIM,
                          more_settings=(("GRPO (R1-Distill-Qwen-7B)", "GPPO (R1-Distill-Qwen-7B)"),))
     return Experiment("fig2", "Figure 2", CLAIM2, conds,
-                      (("gppo", "clip_higher"), ("gppo", "cispo"), ("cispo", "clip_higher")), MATH, (dgpo,))
+                      (("gppo", "clip_higher"), ("gppo", "cispo"), ("cispo", "clip_higher")), MATH, (dgpo,),
+                      extra=controls)
 
 
 def _pair(exp: str, table_: str, claim: str, reward: str, arms: Sequence[tuple]) -> Experiment:
@@ -198,6 +202,13 @@ def evaluate(recipe: Recipe, seed: int, path: Path, stage: str, benchmarks: Sequ
                       for group, run in eval_calls(recipe, benchmarks, seed)], ignore_index=True)
 
 
+def train_rows(recipe: Recipe, condition: Condition) -> list[dict]:
+    """The RL rows of ``condition``: its stage's own split through ``rl_rows`` (at ``gpu``, ``make data-full``'s
+    file), any other split (Fig. 4's unfiltered problems) from the data world."""
+    own = condition.rows == RL_SPLITS[condition.reward]
+    return rl_rows(recipe, condition.reward) if own else load_split(condition.rows, recipe)
+
+
 def record_path(runs: Path, condition: Condition, seed: int) -> Path:
     """``<runs>/ablations_rl/<experiment>/<label>-s<seed>.csv`` (``runs``: a recipe's ``runs`` folder)."""
     return Path(runs) / f"{RL.run_name(condition, seed)}.csv"
@@ -219,7 +230,7 @@ def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | 
     evaluate every curve point, under the scale's pinned torch threads. Returns the rows of the last point (one per
     benchmark and metric) and the held-out curve; the caller writes both (``Family._save``)."""
     init = sft_stage(recipe) if init is None else init
-    rows = load_split(condition.rows, recipe) if condition.train else []
+    rows = train_rows(recipe, condition) if condition.train else []
     key, fields, curve, scores = condition_hash(recipe, condition), condition.fields(seed), [], None
     with torch_threads(RL.get_scale(recipe).torch_threads):
         points = train(recipe, condition, seed, init, rows)

@@ -116,7 +116,8 @@ def rehearse(r: Recipe) -> Recipe:
     """The ``gpu`` recipe's CPU rehearsal: the same stages, pipeline and notebook cells, other values only. A small
     random Qwen3 (the ci model: the architecture of Qwen3-1.7B at 2 layers, the kit's tokenizer) in float32 for the
     hub model; the miniature ci world's RL splits and benchmarks for the real files; no bf16, CUDA or vLLM; one RL
-    step of ci's sizes, gpu's layout of one rollout a micro-batch kept; real files from a mirror only. Labelled
+    step of ci's sizes, gpu's layout of one rollout a micro-batch kept (notebook 06's arms too, read on the ci
+    benchmarks); real files from a mirror only. Labelled
     ``gpu_rehearsal``: everything it writes is under ``<artifacts>/gpu_rehearsal``."""
     ci_rl = get_config("rl_math", "ci")
     scale = {f: getattr(ci_rl, f) for f in ("prompts_per_step", "mini_batch_prompts", "warmup_steps",
@@ -127,7 +128,9 @@ def rehearse(r: Recipe) -> Recipe:
     eval_ = {f: getattr(ci_eval, f) for f in ("benchmarks", "k_math", "k_code", "max_new_tokens", "max_model_len",
                                                "max_problems", "chunk_problems", "judge_workers", "backend", "models",
                                                "model_revisions", "dtype")}
-    r = r.replace(rl_math=rl, rl_code=rl, eval=eval_, study={"real_data": "mirror", "reference_code_problems": 2})
+    arena = dataclasses.replace(r.study.rl_ablations, per_experiment={}, rl={}, curve_every=None, benchmarks={})
+    r = r.replace(rl_math=rl, rl_code=rl, eval=eval_, study={"real_data": "mirror", "reference_code_problems": 2,
+                                                             "rl_ablations": arena})
     return dataclasses.replace(r, preset="gpu_rehearsal", model=get_config("model", "ci"),
                                data=get_config("data", "ci", seed=r.eval.seed), scratch=True)
 

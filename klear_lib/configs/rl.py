@@ -43,6 +43,8 @@ class RLConfig:
                                           # §2.5); "official" = the code's -0.5 / -2, which a policy below 25%
                                           # accuracy exploits by never closing </think> (results/LOG.md)
     max_tests: int = algo(16)             # docs/paper.md §2.5
+    random_reward: bool = added(False, kind="algorithm")  # a control beyond the paper: each rollout's reward drawn
+                                          # at random (+1 or -1, seeded, blind to the completion), all else equal
     code_timeout_s: float = added(10.0)   # per test of the RL code reward: the paper gives none; tiny programs run in
                                           # ms (ours); full: the official default, 35 s (docs/paper.md §2.5)
     lr_scheduler: str = algo("constant_with_warmup")  # constant LR after warmup (docs/paper.md §2.4)

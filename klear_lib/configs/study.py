@@ -36,6 +36,10 @@ class RLScale:
     benchmarks: dict = field(default_factory=dict)       # miniature benchmark -> the benchmarks evaluated instead
     torch_threads: int | None = None                     # pinned per run (None: the process's count)
     fixed_seeds: dict = field(default_factory=dict)      # experiment -> seeds per arm, fixed before any row is drawn
+    arms: dict = field(default_factory=dict, repr=False)  # experiment -> the condition labels run, its controls
+                                                         # included; empty: every experiment's own conditions
+                                                         # (out of the repr: the ci/tiny notebooks print it; the
+                                                         # conditions table, rl.describe, lists the arms run)
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,17 @@ RL_ABLATIONS = {
         eval={"k_math": 32, "k_code": 4},         # docs/paper.md §4: ablations use avg@32 (AIME), avg@4 (LCB)
         benchmarks={"tiny_aime": ("aime24", "aime25"), "tiny_lcb": ("lcb_v5",)},  # docs/paper.md §3 (Figs 2-5, Tab. 6)
     ),
+    # gpu: Fig. 2's arena alone, from the pinned start model (no SFT at gpu), read by notebook 04's harness (the gpu
+    # eval: avg@4 on MATH-500, AIME 2024 and 2025). Cost: docs/full_scale.md §8 (about 13-15 GPU-hours in all).
+    "gpu": RLScale(
+        seeds=1,                                  # UNVERIFIED: one seed per arm (cost); decides no claim
+        arms={"fig2": ("gppo", "clip_higher", "grpo", "random_reward")},  # UNVERIFIED: our choice of arms (cost)
+        per_experiment={"fig2": {"max_steps": 20}},  # UNVERIFIED: half the gpu main run's 40 steps (cost)
+        rl={"keep_checkpoints": None},            # every saved checkpoint kept: the held-out curve reads each
+        curve_every=10,                           # UNVERIFIED: held-out points at steps 0, 10 and 20
+        primary_only=("fig2",),                   # math only: the gpu runs train no code
+        benchmarks={"tiny_aime": ("math500", "aime24", "aime25")},  # UNVERIFIED: the gpu eval's benchmarks
+    ),
 }
 
 STABILITY = {
@@ -164,6 +179,8 @@ STABILITY = {
 
 
 def _ablations(preset: str) -> dict:
+    if preset == "gpu":  # no data world to draw SFT subsets from; the stability map is tiny's question
+        return {"rl_ablations": RL_ABLATIONS["gpu"]}
     return {"sft_ablations": SFT_ABLATIONS[preset], "rl_ablations": RL_ABLATIONS[preset],
             "stability": STABILITY[preset]}
 
@@ -172,5 +189,5 @@ PRESETS = {
     "ci": Study(main_rl_seeds=2, real_data="mirror", reference_code_problems=24, smoke=True, **_ablations("ci")),
     "tiny": Study(main_rl_seeds=3, real_data="mirror", reference_code_problems=300, **_ablations("tiny")),
     "full": Study(main_rl_seeds=1, real_data="auto", **_ablations("full")),
-    "gpu": Study(main_rl_seeds=1, real_data="auto"),  # no ablation: gpu has no data world or SFT stage to start from
+    "gpu": Study(main_rl_seeds=1, real_data="auto", **_ablations("gpu")),  # Fig. 2's arena only (RL_ABLATIONS)
 }

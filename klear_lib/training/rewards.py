@@ -17,7 +17,7 @@ from klear_lib.rewards.format import TAG_SHAPINGS, THINK_CLOSE, THINK_OPEN
 from klear_lib.rewards.judge import code_tests, ground_truth
 from klear_lib.rewards.math import math_reward
 from klear_lib.rewards.sandbox import DEFAULT_TIMEOUT_S
-from klear_lib.seeding import stable_seed
+from klear_lib.seeding import py_rng, stable_seed
 
 
 def completion_text(completion) -> str:
@@ -105,6 +105,20 @@ def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0, jud
     return code_reward
 
 
+RANDOM_REWARDS = (-1.0, 1.0)  # the support of the binary math reward (and the ends of the soft code reward)
+
+
+def random_reward_func(seed: int = 0) -> Callable:
+    """A TRL reward function that ignores the completion: each rollout's reward is +1 or -1 with equal odds, drawn
+    from a generator seeded by ``(seed, row id, global step, rollout index)``, so a rerun draws the same rewards.
+    The control of ``RLConfig.random_reward``: what RL gains with no signal about correctness."""
+    def random_reward(completions, reward_model=None, extra_info=None, trainer_state=None, **kwargs) -> list[float]:
+        step = getattr(trainer_state, "global_step", 0)
+        ids = _row_ids(extra_info, len(completions))
+        return [py_rng(seed, "random-reward", ids[k], step, k).choice(RANDOM_REWARDS) for k in range(len(completions))]
+    return random_reward
+
+
 def _default_judge(kind: str, tag_shaping: str = "official") -> Callable:
     """The shared judge of ``klear_lib.rewards`` with ``tag_shaping`` (imported late: the judges import more)."""
     if tag_shaping not in TAG_SHAPINGS:
@@ -116,10 +130,14 @@ def _default_judge(kind: str, tag_shaping: str = "official") -> Callable:
 
 def make_reward_func(kind: str, *, mode: str = "soft", max_tests: int = 16, seed: int = 0,
                      judge: Callable | None = None, tag_shaping: str = "official",
-                     timeout_s: float = DEFAULT_TIMEOUT_S, think_opened: bool = False) -> Callable:
+                     timeout_s: float = DEFAULT_TIMEOUT_S, think_opened: bool = False,
+                     random: bool = False) -> Callable:
     """``"math"`` or ``"code"`` reward function for ``GPPOTrainer`` (``tag_shaping``: see ``rewards.format``;
-    ``timeout_s``: per code test, ``RLConfig.code_timeout_s``; ``think_opened``: see ``scored_texts``)."""
+    ``timeout_s``: per code test, ``RLConfig.code_timeout_s``; ``think_opened``: see ``scored_texts``;
+    ``random``: rewards drawn at random instead, ``random_reward_func``)."""
     _default_judge(kind, tag_shaping)  # fail here, not at the first rollout, on a bad tag_shaping
+    if random and kind in ("math", "code"):
+        return random_reward_func(seed)
     if kind == "math":
         return math_reward_func(judge, tag_shaping, think_opened)
     if kind == "code":
