@@ -277,3 +277,16 @@ def test_seed_gains_average_the_rl_seeds_over_the_problems_they_share():
     assert 0 <= got["ci_low"] < 0.25 < got["ci_high"] <= 1  # problems resampled too: the interval opens up
     pairs = (("sft", "rl_code"),)  # no such stage: no row
     assert seed_gains(samples, stages, seed=0, pairs=pairs).empty
+
+
+def test_extraction_table_reads_the_stored_texts_strictly_and_leniently():
+    """Strict avg@k is the stored verdicts; lenient re-reads prefill + response without the think-tag rule; code
+    benchmarks are left out."""
+    rows = {"tiny_aime": [{"extra_info": {"id": "p0"}, "reward_model": {"ground_truth": "42"}},
+                          {"extra_info": {"id": "p1"}, "reward_model": {"ground_truth": "5"}}]}
+    df = pd.DataFrame({"problem_index": [0, 0, 1, 1], "sample": [0, 1, 0, 1], "prefill": ["<think>\n"] * 4,
+                       "response": ["x</think>\\boxed{42}", "\\boxed{42}", "\\boxed{5}", "x</think>\\boxed{6}"],
+                       "correct": [True, False, False, False]})
+    table = harness.extraction_table({("sft", "tiny_aime"): df, ("sft", "tiny_lcb"): df}, rows)
+    assert table.to_dict("records") == [{"stage": "sft", "benchmark": "tiny_aime", "k": 2, "strict_pct": 25.0,
+                                         "lenient_pct": 75.0}]

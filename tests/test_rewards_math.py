@@ -268,3 +268,13 @@ def test_math_verify_logs_a_timed_out_answer_cut_short(caplog):
     with caplog.at_level(logging.WARNING, logger="math_verify"):
         assert math_reward(wrap(halves), "0") == -1.0
     assert caplog.records and max(len(r.getMessage()) for r in caplog.records) < LOG_CHARS + 40
+
+
+def test_the_lenient_reading_needs_no_think_tag_and_never_passes_a_wrong_answer():
+    """The strict judge scores a right answer without ``</think>`` as wrong; the lenient reading (a control beside
+    it, never a reward) takes the answer from the whole text then, and from after ``</think>`` when there is one."""
+    bare, tagged = "so it is \\boxed{42}", "<think>\n\\boxed{7}\n</think>\n\\boxed{42}"
+    assert not math_judge.is_correct(bare, "42") and math_judge.is_correct_lenient(bare, "42")
+    assert math_judge.is_correct(tagged, "42") and math_judge.is_correct_lenient(tagged, "42")
+    assert not math_judge.is_correct_lenient("<think>\n\\boxed{42}\n</think>\n\\boxed{7}", "42")
+    assert not math_judge.is_correct_lenient("so it is \\boxed{41}", "42")

@@ -27,9 +27,10 @@ from transformers import AutoTokenizer
 
 from klear_lib import artifacts
 from klear_lib.evaluation import metrics
-from klear_lib.evaluation.benchmarks import BenchmarkSpec, samples_per_problem
+from klear_lib.evaluation.benchmarks import BenchmarkSpec, get_spec, samples_per_problem
 from klear_lib.generation import append_samples, chat_prompts, fixed_chunks, generate, prefill_of, rewrite_samples
 from klear_lib.rewards import judge
+from klear_lib.rewards.math import is_correct_lenient
 from klear_lib.seeding import np_rng, stable_seed
 from klear_lib.stats import t_interval
 
@@ -188,6 +189,22 @@ def summarize(samples: pd.DataFrame, *, stage: str, benchmark: str, seed: int, c
                     "ci_low": low, "ci_high": high, "n_problems": len(correct), "n_samples": int(len(samples)),
                     "seed": seed, "config_hash": config_hash, "model": model})
     return out
+
+
+def extraction_table(samples: dict, rows: dict) -> pd.DataFrame:
+    """avg@k in % on each math benchmark under the judge (strict: both think tags, the answer after ``</think>``;
+    the stored verdicts) and under the lenient reading (``is_correct_lenient`` of the same texts), per stage.
+    ``samples``: (stage, benchmark) -> samples as the harness returns them; ``rows``: benchmark -> its rows."""
+    out = []
+    for (stage, name), df in samples.items():
+        if get_spec(name).ability != "math" or df.empty:
+            continue
+        truth = [judge.ground_truth(r["reward_model"], judge.row_id(r)) for r in rows[name]]
+        lenient = [is_correct_lenient(p + t, truth[i]) for p, t, i in zip(df["prefill"], df["response"],
+                                                                          df["problem_index"])]
+        out.append({"stage": stage, "benchmark": name, "k": int(df.groupby("problem_index").size().min()),
+                    "strict_pct": 100 * df["correct"].astype(bool).mean(), "lenient_pct": 100 * np.mean(lenient)})
+    return pd.DataFrame(out, columns=["stage", "benchmark", "k", "strict_pct", "lenient_pct"])
 
 
 def problem_counts(samples: pd.DataFrame) -> list[dict]:

@@ -200,6 +200,13 @@ def is_correct(response: str, ground_truth: str | int) -> bool:
     return is_correct_score(math_reward(response, ground_truth))
 
 
+def is_correct_lenient(response: str, ground_truth: str | int) -> bool:
+    """The lenient reading beside the judge: no think tag required, the answer after the last ``</think>`` if there
+    is one, else the whole response. A control for reading scores (how much of one is the answer's format: a model
+    that never closes ``</think>`` scores 0 under the judge), never a reward."""
+    return answer_is_correct(answer_text(response), ground_truth)
+
+
 def math_rewards(responses: Sequence[str], ground_truths: Sequence[str | int], workers: int = 0) -> list[float]:
     """``math_reward`` for many responses; with ``workers > 0`` the slow math-verify calls use the process pool."""
     if len(responses) != len(ground_truths):
