@@ -66,6 +66,12 @@ def test_importing_klear_lib_first_pins_torch_and_numpy_in_a_fresh_process():
 
 
 def test_torch_loaded_first_is_reported_as_mixed():
+    native = child("import torch; print(torch.backends.cpu.get_cpu_capability(), torch.get_num_threads())",
+                   KLEAR_NUMERICS="native")
+    if native == f"AVX2 {numerics.THREADS}":
+        # an AVX2-only CPU with THREADS cores: torch loaded first already takes the pinned kernel path and thread
+        # count, so there is nothing for mode() to see (some of our AMD EPYC machines have no AVX-512)
+        pytest.skip(f"this CPU's own torch path is the pinned one ({native})")
     assert child("import torch; import klear_lib; from klear_lib import numerics; print(numerics.mode())") == "mixed"
 
 
