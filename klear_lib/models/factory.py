@@ -72,17 +72,13 @@ def load(path: str | Path, dtype: str = "float32", revision: str | None = None):
     return model, tokenizer
 
 
-def base_model_dir(recipe: Recipe) -> Path:
-    """Where the recipe's untrained tiny model lives: ``<artifacts>/<preset>/base/<config hash>``."""
-    return recipe.artifacts / "base" / config_hash(recipe.model)
-
-
 def load_or_build(recipe: Recipe) -> str:
-    """The path (or hub id) of the recipe's base model; the tiny model is built and saved once."""
+    """The path (or hub id) of the recipe's base model; the tiny model is built and saved once, in
+    ``<artifacts>/<preset>/base/<config hash>``."""
     cfg = recipe.model
     if cfg.hub_id is not None:
         return cfg.hub_id
-    path = base_model_dir(recipe)
+    path = recipe.artifacts / "base" / config_hash(cfg)
     if not artifacts.is_complete(path):
         tokenizer = build_tokenizer()
         save(build_model(cfg, tokenizer), tokenizer, path)

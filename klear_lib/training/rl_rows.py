@@ -75,9 +75,8 @@ def training_view(row: dict) -> dict:
 def drop_long_prompts(rows: list[dict], tokenizer, max_prompt_length: int) -> list[dict]:
     """Rows whose chat-templated prompt fits ``max_prompt_length`` tokens; the drop count is logged."""
     def length(row):
-        ids = tokenizer.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True,
-                                            return_dict=True)["input_ids"]
-        return len(ids)
+        return len(tokenizer.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True,
+                                                 return_dict=True)["input_ids"])
     kept = [row for row in rows if length(row) <= max_prompt_length]
     if len(kept) < len(rows):
         log.warning("dropped %d of %d RL prompts longer than %d tokens", len(rows) - len(kept), len(rows),
