@@ -93,9 +93,8 @@ class GPPOConfig(GRPOConfig):
     def __post_init__(self):
         super().__post_init__()
         loss = get_loss(self.loss_type)
-        if loss.unread(self):
-            raise ValueError(f"loss_type={self.loss_type!r} does not read {loss.unread(self)}; leave them at "
-                             f"RLConfig's defaults")
+        if unread := loss.unread(self):
+            raise ValueError(f"loss_type={self.loss_type!r} does not read {unread}; leave them at RLConfig's defaults")
         if self.filter_metric not in ("reward", "acc"):
             raise ValueError(f"filter_metric={self.filter_metric!r}; choose 'reward' or 'acc'")
         if self.oversample < 1:
@@ -248,9 +247,7 @@ def arrival(flat: torch.Tensor, owned: int) -> torch.Tensor:
     """Where each planned group (global ids ``flat``, ``owned`` groups a rank) lands in the ranks' shared rows: each
     rank sends its planned groups in plan order, the ranks' pieces follow in rank order."""
     order = torch.argsort(torch.div(flat, owned, rounding_mode="floor"), stable=True)
-    position = torch.empty_like(order)
-    position[order] = torch.arange(len(order), device=flat.device)
-    return position
+    return torch.argsort(order)  # the inverse permutation: position of each planned group in the shared rows
 
 
 PROMPT_SIDE = ("prompt_ids", "prompt_mask")  # left-padded by TRL; every other (B, T) field is right-padded
@@ -290,17 +287,6 @@ def take_rows(batch: dict, index: torch.Tensor) -> dict:
         else:
             raise ValueError(f"cannot filter batch field {key!r} (multimodal inputs are not supported)")
     return out
-
-
-class EpochRepeatSampler(RepeatSampler):
-    """TRL's ``RepeatSampler`` re-seeded per epoch from (seed, epoch), so a resumed run sees the same order.
-
-    The epoch must reach it, which ``GPPOTrainer._run_epoch`` makes sure of.
-    """
-
-    def set_epoch(self, epoch: int) -> None:
-        if self.shuffle:
-            self.generator.manual_seed(stable_seed(self.seed, "rl-prompt-order", epoch))
 
 
 class GPPOTrainer(GRPOTrainer):
@@ -363,7 +349,7 @@ class GPPOTrainer(GRPOTrainer):
             is_training=True)
 
     def _get_train_sampler(self, dataset=None):
-        self._prompt_sampler = EpochRepeatSampler(
+        self._prompt_sampler = RepeatSampler(
             data_source=self.train_dataset if dataset is None else dataset, mini_repeat_count=self.num_generations,
             batch_size=self.args.generation_batch_size * self.args.oversample // self.num_generations,
             repeat_count=self.num_iterations * self.args.steps_per_generation, shuffle=self.shuffle_dataset,
@@ -371,22 +357,23 @@ class GPPOTrainer(GRPOTrainer):
         return self._prompt_sampler
 
     def _run_epoch(self, **kwargs):
-        """Seed the prompt order of ``epoch`` before the Trainer runs it: a resume on several processes needs it.
+        """Seed TRL's prompt sampler from (seed, ``epoch``) before the Trainer runs the epoch, so a resumed run sees
+        the same order, on any number of processes.
 
-        The Trainer passes the epoch on through the dataloader's ``set_epoch``, which reaches a sampler at most two
-        wrappers deep (accelerate 1.15 ``DataLoaderShard.set_epoch``: ``batch_sampler.sampler`` and
-        ``batch_sampler.batch_sampler.sampler``; transformers 5.19 adds ``batch_sampler.batch_sampler.set_epoch``).
-        Resuming mid-epoch, the Trainer wraps the batch sampler once more to skip the trained batches
-        (``skip_first_batches``: a ``SkipBatchSampler``). On one process the sampler is then
-        ``SkipBatchSampler.batch_sampler.sampler``, still reached. On several, accelerate's ``BatchSamplerShard`` sits
-        in between, with no ``set_epoch`` and no ``.sampler`` (accelerate attaches one only when it swaps a
-        ``RandomSampler`` for its own, as for SFT), so the sampler kept the seed it was built with: killed at update 3
-        and resumed on 2 processes, a ci run drew another permutation for the rest of its first epoch, retrained
-        prompts of its first RL step and ended with other weights.
+        Not through the sampler's ``set_epoch``: the Trainer passes the epoch on through the dataloader's, which
+        reaches a sampler at most two wrappers deep (accelerate 1.15 ``DataLoaderShard.set_epoch``:
+        ``batch_sampler.sampler`` and ``batch_sampler.batch_sampler.sampler``; transformers 5.19 adds
+        ``batch_sampler.batch_sampler.set_epoch``). Resuming mid-epoch, the Trainer wraps the batch sampler once
+        more to skip the trained batches (``skip_first_batches``: a ``SkipBatchSampler``). On one process the
+        sampler is then ``SkipBatchSampler.batch_sampler.sampler``, still reached. On several, accelerate's
+        ``BatchSamplerShard`` sits in between, with no ``set_epoch`` and no ``.sampler`` (accelerate attaches one
+        only when it swaps a ``RandomSampler`` for its own, as for SFT), so the sampler kept the seed it was built
+        with: killed at update 3 and resumed on 2 processes, a ci run drew another permutation for the rest of its
+        first epoch, retrained prompts of its first RL step and ended with other weights.
         """
         sampler = getattr(self, "_prompt_sampler", None)
-        if sampler is not None:
-            sampler.set_epoch(kwargs["epoch"])
+        if sampler is not None and sampler.shuffle:
+            sampler.generator.manual_seed(stable_seed(sampler.seed, "rl-prompt-order", kwargs["epoch"]))
         return super()._run_epoch(**kwargs)
 
     def _tokenize_prompts(self, prompts: list):
@@ -476,9 +463,8 @@ class GPPOTrainer(GRPOTrainer):
         """Per-token log-probs and entropies ``(B, T)`` of the completion under ``model``."""
         input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-        logps, entropies, _ = self._get_per_token_logps_and_entropies(
-            model, input_ids, attention_mask, inputs["completion_ids"].size(1), compute_entropy=True)
-        return logps, entropies
+        return self._get_per_token_logps_and_entropies(model, input_ids, attention_mask,
+                                                       inputs["completion_ids"].size(1), compute_entropy=True)[:2]
 
     def _loss_hyper(self) -> dict:
         """The policy loss's hyperparameters from the arguments, by ``RLConfig``'s names."""
@@ -592,9 +578,8 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     record = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg), keys)] if run_record else []
     callbacks = [CheckpointMarker(), *record]  # resume trusts only checkpoints the marker vouches for
     args.model_init_kwargs = {**(args.model_init_kwargs or {}), "dtype": master_dtype(rl_cfg)}
-    return lean(GPPOTrainer(str(model_path), reward_funcs=[reward_func], args=args,
-                                      train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                                      callbacks=callbacks))
+    return lean(GPPOTrainer(str(model_path), reward_funcs=[reward_func], args=args, processing_class=tokenizer,
+                            train_dataset=Dataset.from_list(rows), callbacks=callbacks))
 
 
 def main(argv: list[str] | None = None) -> None:

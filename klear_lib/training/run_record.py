@@ -183,9 +183,8 @@ class RunRecord(TrainerCallback):
             raise ValueError(f"{self.path}: its last line is incomplete or the file is gone: something else wrote "
                              f"to this run record, refusing to append after it")
         with self.path.open("a", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=self.fields)
-            writer.writerow(record_row(logs, state.global_step, self.updates_per_step, self.cfg_hash, self.keys,
-                                       self.provenance))
+            row = record_row(logs, state.global_step, self.updates_per_step, self.cfg_hash, self.keys, self.provenance)
+            csv.DictWriter(fh, fieldnames=self.fields).writerow(row)
 
 
 def record_summary(record, columns, fraction: float = 0.1):
