@@ -25,9 +25,8 @@ EVAL = Table("eval", tuple(EVAL_COLUMNS), tuple(EVAL_KEY), checks=(MEAN_IN_CI,),
                     ("model", str)),
              bounds=(("k", 1, None), ("mean", None, None), ("stderr", 0, None), ("ci_low", None, None),
                      ("ci_high", None, None), ("n_problems", 1, None), ("n_samples", 1, None), ("seed", 0, None)))
-REPORTED_COLUMNS = ["table", "model_or_setting", "benchmark", "metric", "k", "value", "source", "note"]
-REPORTED = Table("reported", tuple(REPORTED_COLUMNS), ("table", "model_or_setting", "benchmark", "metric"),
-                 nullable=("k", "value"))
+REPORTED = Table("reported", ("table", "model_or_setting", "benchmark", "metric", "k", "value", "source", "note"),
+                 ("table", "model_or_setting", "benchmark", "metric"), nullable=("k", "value"))
 # Notebook 04's gains of each stage over the one before (``evaluation.stage_gains``), in the order computed.
 EVAL_GAINS = Table("eval gains", ("benchmark", "before", "after", "gain", "ci_low", "ci_high", "n_problems",
                                   "significant"), ("benchmark", "before", "after"), sort=False, provenance=True)

@@ -1,6 +1,8 @@
 """Clip-higher PPO (GRPO with DAPO's asymmetric clip, Eq. 5-7), registered as ``clip_higher``: the baseline."""
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 
 from klear_lib.configs.rl import RLConfig as RL
@@ -8,15 +10,10 @@ from klear_lib.losses.policy import adv2d, clip_coefficients, dual_clip_loss, im
 from klear_lib.losses.registry import register
 
 
-def ppo_clip_coefficients(ratio, adv, *, clip_low=RL.clip_low, clip_high=RL.clip_high,
-                          dual_clip=RL.dual_clip) -> torch.Tensor:
-    """F ``(B, T)``: 0 on both clipped cases, δ elsewhere."""
-    return clip_coefficients(ratio, adv, clip_low=clip_low, clip_high=clip_high, dual_clip=dual_clip, low_f=0.0,
-                             high_f=0.0)
-
-
-@register("clip_higher", coefficients=ppo_clip_coefficients, hyper=("clip_low", "clip_high", "dual_clip"),
-          off_policy_only=False)
+# F: 0 on both clipped cases, δ elsewhere
+@register("clip_higher", hyper=("clip_low", "clip_high", "dual_clip"), off_policy_only=False,
+          coefficients=partial(clip_coefficients, clip_low=RL.clip_low, clip_high=RL.clip_high, dual_clip=RL.dual_clip,
+                               low_f=0.0, high_f=0.0))
 def ppo_clip_per_token(logp, old_logp, advantages, *, clip_low=RL.clip_low, clip_high=RL.clip_high,
                        dual_clip=RL.dual_clip) -> torch.Tensor:
     """Clip-higher PPO/GRPO/DAPO per-token loss ``(B, T)`` = -min(δA, clip(δ, 1-ε_l, 1+ε_h)·A) (Eq. 5-7)."""

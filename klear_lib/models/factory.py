@@ -19,13 +19,11 @@ QWEN3_8B_VOCAB = 151936  # Qwen3-8B(-Base) config.json "vocab_size"
 
 def qwen3_config(cfg: ModelConfig, tokenizer) -> Qwen3Config:
     """A ``Qwen3Config`` of the configured shape whose special ids match ``tokenizer``."""
-    return Qwen3Config(
-        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
-        num_hidden_layers=cfg.num_hidden_layers, num_attention_heads=cfg.num_attention_heads,
-        num_key_value_heads=cfg.num_key_value_heads, head_dim=cfg.head_dim,
-        max_position_embeddings=cfg.max_position_embeddings, tie_word_embeddings=True,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
-    )
+    shape = {name: getattr(cfg, name) for name in ("hidden_size", "intermediate_size", "num_hidden_layers",
+                                                  "num_attention_heads", "num_key_value_heads", "head_dim",
+                                                  "max_position_embeddings")}
+    return Qwen3Config(vocab_size=len(tokenizer), tie_word_embeddings=True, eos_token_id=tokenizer.eos_token_id,
+                       pad_token_id=tokenizer.pad_token_id, bos_token_id=None, **shape)
 
 
 def qwen3_8b_config(tokenizer, layers: int | None = None) -> Qwen3Config:
@@ -72,17 +70,13 @@ def load(path: str | Path, dtype: str = "float32", revision: str | None = None):
     return model, tokenizer
 
 
-def base_model_dir(recipe: Recipe) -> Path:
-    """Where the recipe's untrained tiny model lives: ``<artifacts>/<preset>/base/<config hash>``."""
-    return recipe.artifacts / "base" / config_hash(recipe.model)
-
-
 def load_or_build(recipe: Recipe) -> str:
-    """The path (or hub id) of the recipe's base model; the tiny model is built and saved once."""
+    """The path (or hub id) of the recipe's base model; the tiny model is built and saved once, in
+    ``<artifacts>/<preset>/base/<config hash>``."""
     cfg = recipe.model
     if cfg.hub_id is not None:
         return cfg.hub_id
-    path = base_model_dir(recipe)
+    path = recipe.artifacts / "base" / config_hash(cfg)
     if not artifacts.is_complete(path):
         tokenizer = build_tokenizer()
         save(build_model(cfg, tokenizer), tokenizer, path)

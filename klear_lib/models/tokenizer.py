@@ -39,10 +39,8 @@ def build_tokenizer(vocab_size: int | None = None) -> PreTrainedTokenizerFast:
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
     core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     core.decoder = decoders.Fuse()
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=core, eos_token=IM_END, pad_token=PAD, unk_token=UNK,
-        additional_special_tokens=[IM_START], padding_side="left",
-    )
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, eos_token=IM_END, pad_token=PAD, unk_token=UNK,
+                                  additional_special_tokens=[IM_START], padding_side="left")
     tok.add_tokens(THINK_TAGS, special_tokens=False)
     tok.chat_template = CHAT_TEMPLATE
     return tok

@@ -38,16 +38,14 @@ def step_of(folder: Path) -> int:
     return int(tail) if tail.isdigit() else -1
 
 
-def file_sizes(folder: Path) -> dict[str, int]:
-    """Size in bytes of every file under ``folder``, by path relative to it (the marker itself excluded)."""
-    return {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*"))
-            if p.is_file() and p.name != MARKER}
-
-
 def mark(folder: Path) -> None:
-    """Write the completion marker of ``folder`` (atomically: a marker is whole or absent)."""
-    with artifacts.replacing(Path(folder) / MARKER) as tmp:
-        tmp.write_text(json.dumps({"files": file_sizes(Path(folder))}, indent=1, sort_keys=True) + "\n")
+    """Write the completion marker of ``folder`` with the size of every file under it (atomically: a marker is whole
+    or absent)."""
+    folder = Path(folder)
+    sizes = {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*"))
+             if p.is_file() and p.name != MARKER}
+    with artifacts.replacing(folder / MARKER) as tmp:
+        tmp.write_text(json.dumps({"files": sizes}, indent=1, sort_keys=True) + "\n")
 
 
 class CheckpointMarker(TrainerCallback):

@@ -38,7 +38,7 @@ import os
 import socket
 import warnings
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -67,9 +67,6 @@ def _rl(name: str, help: str):
     return field(default=getattr(RLConfig, name), metadata={"help": help})
 
 
-GRPO_DEFAULTS = {f.name: f.default for f in fields(GRPOConfig)}
-
-
 @dataclass
 class GPPOConfig(GRPOConfig):
     """``GRPOConfig`` plus the paper's loss choice, clip variants, SFT loss and group filtering, under ``RLConfig``'s
@@ -96,9 +93,8 @@ class GPPOConfig(GRPOConfig):
     def __post_init__(self):
         super().__post_init__()
         loss = get_loss(self.loss_type)
-        if loss.unread(self):
-            raise ValueError(f"loss_type={self.loss_type!r} does not read {loss.unread(self)}; leave them at "
-                             f"RLConfig's defaults")
+        if unread := loss.unread(self):
+            raise ValueError(f"loss_type={self.loss_type!r} does not read {unread}; leave them at RLConfig's defaults")
         if self.filter_metric not in ("reward", "acc"):
             raise ValueError(f"filter_metric={self.filter_metric!r}; choose 'reward' or 'acc'")
         if self.oversample < 1:
@@ -107,17 +103,19 @@ class GPPOConfig(GRPOConfig):
             raise ValueError(f"keep_groups={self.keep_groups} needs keep_groups >= 1 and oversample=1 (the ranks "
                              f"hold the oversampled batch themselves)")
         for trl_name, ours in (("epsilon", "clip_low"), ("epsilon_high", "clip_high")):
-            if getattr(self, trl_name) not in (GRPO_DEFAULTS[trl_name], getattr(self, ours)):
+            if getattr(self, trl_name) not in (getattr(GRPOConfig, trl_name), getattr(self, ours)):
                 raise ValueError(f"GPPOConfig reads {ours}, RLConfig's name; set it instead of TRL's {trl_name}")
             setattr(self, trl_name, getattr(self, ours))
-        if loss.off_policy_only and on_policy(self):
+        # on-policy (one update per generation batch, TRL's defaults): the ratio is 1 on every token, nothing is
+        # clipped and GPPO, clip-higher PPO and GRPO give the same gradient
+        on_policy = self.steps_per_generation == self.gradient_accumulation_steps and self.num_iterations == 1
+        if loss.off_policy_only and on_policy:
             warnings.warn(ON_POLICY_WARNING.format(loss=self.loss_type, steps=self.steps_per_generation),
                           OnPolicyGPPOWarning, stacklevel=3)
 
 
 class OnPolicyGPPOWarning(UserWarning):
-    """Settings under which GPPO (or another ``off_policy_only`` loss) computes what clip-higher PPO does
-    (``on_policy``)."""
+    """Settings under which GPPO (or another ``off_policy_only`` loss) computes what clip-higher PPO does."""
 
 
 ON_POLICY_WARNING = (
@@ -125,13 +123,6 @@ ON_POLICY_WARNING = (
     "and num_iterations is 1 (TRL's defaults), so every update is on-policy, the ratio is 1 and no token is ever "
     "clipped. {loss} differs only on off-policy updates: set steps_per_generation to a multiple > 1 of "
     "gradient_accumulation_steps (the paper: 8 updates per generation batch) or num_iterations > 1.")
-
-
-def on_policy(args: GRPOConfig) -> bool:
-    """Whether every update of ``args`` is on-policy: one update per generation batch (``steps_per_generation`` ==
-    ``gradient_accumulation_steps``, TRL's default) and ``num_iterations`` == 1. The importance ratio is then 1 on
-    every token, nothing is clipped and GPPO, clip-higher PPO and GRPO give the same gradient."""
-    return args.steps_per_generation == args.gradient_accumulation_steps and args.num_iterations == 1
 
 
 def rollouts_per_engine(args: GRPOConfig) -> int:
@@ -164,13 +155,6 @@ def colocated_llm_args(args: GRPOConfig):
         vllm_generation.LLM = original
 
 
-def free_port() -> int:
-    """A TCP port the OS reports free now (any of tens of thousands, so parallel runs rarely draw the same)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
-
-
 def reload_sync(generation) -> None:
     """Push the policy's weights into a colocated vLLM engine through ``reload_weights`` (the CPU weight sync).
 
@@ -191,13 +175,6 @@ UNSUPPORTED = {  # GRPOConfig options whose code path our _compute_loss does not
     "beta": 0.0, "importance_sampling_level": "token", "top_entropy_quantile": 1.0, "delta": None,
     "off_policy_mask_threshold": None, "entropy_coef": 0.0, "use_adaptive_entropy": False, "use_liger_kernel": False,
 }
-
-
-def check_supported(args: GPPOConfig) -> None:
-    """Raise for GRPO options that GPPOTrainer does not implement (KL, GSPO, entropy masks, ...)."""
-    bad = {k: getattr(args, k) for k, v in UNSUPPORTED.items() if getattr(args, k, v) != v}
-    if bad:
-        raise ValueError(f"GPPOTrainer does not support {bad}; the paper's recipe uses {UNSUPPORTED}")
 
 
 def check_colocated_tp(args: GRPOConfig, world: int) -> None:
@@ -244,10 +221,8 @@ def select_groups(metric: torch.Tensor, group_size: int, n_keep: int, drop_zero_
     if metric.numel() // group_size < n_keep:
         raise ValueError(f"{metric.numel() // group_size} groups generated, {n_keep} needed")
     informative = informative_groups(metric, group_size, drop_zero_std)
-    order = torch.cat([informative.nonzero().flatten(), (~informative).nonzero().flatten()])[:n_keep]
-    index = group_rows(order, group_size)
-    weight = informative[order].to(metric.dtype).repeat_interleave(group_size)
-    return index, weight, informative
+    order, weight = global_plan(informative, 1, n_keep)
+    return group_rows(order[0], group_size), weight[0].to(metric.dtype).repeat_interleave(group_size), informative
 
 
 def global_plan(everyone: torch.Tensor, world: int, n_keep: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -272,9 +247,7 @@ def arrival(flat: torch.Tensor, owned: int) -> torch.Tensor:
     """Where each planned group (global ids ``flat``, ``owned`` groups a rank) lands in the ranks' shared rows: each
     rank sends its planned groups in plan order, the ranks' pieces follow in rank order."""
     order = torch.argsort(torch.div(flat, owned, rounding_mode="floor"), stable=True)
-    position = torch.empty_like(order)
-    position[order] = torch.arange(len(order), device=flat.device)
-    return position
+    return torch.argsort(order)  # the inverse permutation: position of each planned group in the shared rows
 
 
 PROMPT_SIDE = ("prompt_ids", "prompt_mask")  # left-padded by TRL; every other (B, T) field is right-padded
@@ -316,17 +289,6 @@ def take_rows(batch: dict, index: torch.Tensor) -> dict:
     return out
 
 
-class EpochRepeatSampler(RepeatSampler):
-    """TRL's ``RepeatSampler`` re-seeded per epoch from (seed, epoch), so a resumed run sees the same order.
-
-    The epoch must reach it, which ``GPPOTrainer._run_epoch`` makes sure of.
-    """
-
-    def set_epoch(self, epoch: int) -> None:
-        if self.shuffle:
-            self.generator.manual_seed(stable_seed(self.seed, "rl-prompt-order", epoch))
-
-
 class GPPOTrainer(GRPOTrainer):
     """GRPOTrainer whose policy loss is GPPO, clip-higher PPO, CISPO or another registered loss
     (``GPPOConfig.loss_type``)."""
@@ -336,13 +298,18 @@ class GPPOTrainer(GRPOTrainer):
     def __init__(self, model, reward_funcs, args: GPPOConfig, **kwargs):
         if not isinstance(args, GPPOConfig):
             raise TypeError(f"GPPOTrainer needs a GPPOConfig, got {type(args).__name__}")
-        check_supported(args)
+        bad = {k: getattr(args, k) for k, v in UNSUPPORTED.items() if getattr(args, k, v) != v}
+        if bad:  # KL, GSPO, entropy masks, ...
+            raise ValueError(f"GPPOTrainer does not support {bad}; the paper's recipe uses {UNSUPPORTED}")
         check_colocated_tp(args, args.world_size)
         self._check_whole_groups(args)
         colocate = args.use_vllm and args.vllm_mode == "colocate"
         if colocate and not os.environ.get("MASTER_PORT"):
-            # TRL tries port 29500 first; two runs starting together both find it free and one fails (EADDRINUSE)
-            os.environ["MASTER_PORT"] = str(free_port())
+            # TRL tries port 29500 first; two runs starting together both find it free and one fails (EADDRINUSE);
+            # a port the OS reports free now is any of tens of thousands, so parallel runs rarely draw the same
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.bind(("localhost", 0))
+                os.environ["MASTER_PORT"] = str(sock.getsockname()[1])
         with colocated_llm_args(args) if colocate else nullcontext():
             super().__init__(model, reward_funcs, args=args, **kwargs)
         self._last_rewards, self._gen_stats = None, {}
@@ -382,7 +349,7 @@ class GPPOTrainer(GRPOTrainer):
             is_training=True)
 
     def _get_train_sampler(self, dataset=None):
-        self._prompt_sampler = EpochRepeatSampler(
+        self._prompt_sampler = RepeatSampler(
             data_source=self.train_dataset if dataset is None else dataset, mini_repeat_count=self.num_generations,
             batch_size=self.args.generation_batch_size * self.args.oversample // self.num_generations,
             repeat_count=self.num_iterations * self.args.steps_per_generation, shuffle=self.shuffle_dataset,
@@ -390,22 +357,23 @@ class GPPOTrainer(GRPOTrainer):
         return self._prompt_sampler
 
     def _run_epoch(self, **kwargs):
-        """Seed the prompt order of ``epoch`` before the Trainer runs it: a resume on several processes needs it.
+        """Seed TRL's prompt sampler from (seed, ``epoch``) before the Trainer runs the epoch, so a resumed run sees
+        the same order, on any number of processes.
 
-        The Trainer passes the epoch on through the dataloader's ``set_epoch``, which reaches a sampler at most two
-        wrappers deep (accelerate 1.15 ``DataLoaderShard.set_epoch``: ``batch_sampler.sampler`` and
-        ``batch_sampler.batch_sampler.sampler``; transformers 5.19 adds ``batch_sampler.batch_sampler.set_epoch``).
-        Resuming mid-epoch, the Trainer wraps the batch sampler once more to skip the trained batches
-        (``skip_first_batches``: a ``SkipBatchSampler``). On one process the sampler is then
-        ``SkipBatchSampler.batch_sampler.sampler``, still reached. On several, accelerate's ``BatchSamplerShard`` sits
-        in between, with no ``set_epoch`` and no ``.sampler`` (accelerate attaches one only when it swaps a
-        ``RandomSampler`` for its own, as for SFT), so the sampler kept the seed it was built with: killed at update 3
-        and resumed on 2 processes, a ci run drew another permutation for the rest of its first epoch, retrained
-        prompts of its first RL step and ended with other weights.
+        Not through the sampler's ``set_epoch``: the Trainer passes the epoch on through the dataloader's, which
+        reaches a sampler at most two wrappers deep (accelerate 1.15 ``DataLoaderShard.set_epoch``:
+        ``batch_sampler.sampler`` and ``batch_sampler.batch_sampler.sampler``; transformers 5.19 adds
+        ``batch_sampler.batch_sampler.set_epoch``). Resuming mid-epoch, the Trainer wraps the batch sampler once
+        more to skip the trained batches (``skip_first_batches``: a ``SkipBatchSampler``). On one process the
+        sampler is then ``SkipBatchSampler.batch_sampler.sampler``, still reached. On several, accelerate's
+        ``BatchSamplerShard`` sits in between, with no ``set_epoch`` and no ``.sampler`` (accelerate attaches one
+        only when it swaps a ``RandomSampler`` for its own, as for SFT), so the sampler kept the seed it was built
+        with: killed at update 3 and resumed on 2 processes, a ci run drew another permutation for the rest of its
+        first epoch, retrained prompts of its first RL step and ended with other weights.
         """
         sampler = getattr(self, "_prompt_sampler", None)
-        if sampler is not None:
-            sampler.set_epoch(kwargs["epoch"])
+        if sampler is not None and sampler.shuffle:
+            sampler.generator.manual_seed(stable_seed(sampler.seed, "rl-prompt-order", kwargs["epoch"]))
         return super()._run_epoch(**kwargs)
 
     def _tokenize_prompts(self, prompts: list):
@@ -430,64 +398,51 @@ class GPPOTrainer(GRPOTrainer):
         return out
 
     def _filter_groups(self, out: dict, metric: torch.Tensor) -> dict:
-        if self.args.keep_groups is not None:
-            return self._weight_groups(out, metric)
-        n_keep = self.args.per_device_train_batch_size * self.args.steps_per_generation // self.num_generations
-        if self.accelerator.num_processes > 1:
-            return self._share_groups(out, metric, n_keep)
-        index, weight, informative = select_groups(metric, self.num_generations, n_keep, self.args.filter_zero_adv)
+        """The generation batch's rows to train and their loss weights (0: a filler group), by layout: one rank,
+        several ranks sharing the whole batch's filter (``_share_groups``) or padded (``keep_groups``: every rank
+        keeps its rows; of all ranks' groups, in rank order (the sampler's), the first ``keep_groups`` informative
+        ones train and the others get weight 0)."""
+        informative = informative_groups(metric, self.num_generations, self.args.filter_zero_adv)
         lengths = out["completion_mask"].sum(dim=1).float()
-        out = take_rows(out, index)
+        n_keep = self.args.per_device_train_batch_size * self.args.steps_per_generation // self.num_generations
+        trained = None  # the share of the trained slots that informative groups fill, where weights do not tell it
+        if self.args.keep_groups is not None:
+            start = self.accelerator.process_index * informative.numel()
+            chosen = first_groups(self.accelerator.gather(informative.float()).bool(), self.args.keep_groups)
+            weight = chosen[start:start + informative.numel()].to(metric.dtype).repeat_interleave(self.num_generations)
+            trained = chosen.sum().item() / self.args.keep_groups
+        elif self.accelerator.num_processes > 1:
+            out, weight = self._share_groups(out, informative, n_keep, metric.dtype)
+        else:
+            index, weight, _ = select_groups(metric, self.num_generations, n_keep, self.args.filter_zero_adv)
+            out = take_rows(out, index)
         out["loss_weight"] = weight
         out["num_items_in_batch"] = self.accelerator.gather(self._loss_mask(out).sum()).sum()
-        self._record_generation(informative, weight, lengths)
+        self._record_generation(informative, weight, lengths, trained)
         return out
 
-    def _share_groups(self, out: dict, metric: torch.Tensor, n_keep: int) -> dict:
+    def _share_groups(self, out: dict, informative: torch.Tensor, n_keep: int, dtype) -> tuple[dict, torch.Tensor]:
         """Several ranks, not padded: the filter over the whole batch (``global_plan``). Each rank sends the rows of
         its groups that some rank trains, and takes its ``n_keep`` groups from all ranks' rows."""
-        informative = informative_groups(metric, self.num_generations, self.args.filter_zero_adv)
         plan, weight = global_plan(self.accelerator.gather(informative.float()).bool(),
                                    self.accelerator.num_processes, n_keep)
-        owned, rank, device = informative.numel(), self.accelerator.process_index, metric.device
+        owned, rank, device = informative.numel(), self.accelerator.process_index, informative.device
         flat = plan.flatten()
         shared = take_rows(out, group_rows(flat[flat // owned == rank] % owned, self.num_generations))
         pieces = gather_object([{k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in shared.items()}])
         batch = concat_padded(pieces, getattr(self, "_tokenizer", self.processing_class).pad_token_id)
         mine = arrival(flat, owned)[rank * n_keep:(rank + 1) * n_keep]
-        lengths = out["completion_mask"].sum(dim=1).float()
         out = {k: v.to(device) if isinstance(v, torch.Tensor) else v
                for k, v in take_rows(batch, group_rows(mine, self.num_generations)).items()}
-        out["loss_weight"] = weight[rank].to(metric.dtype).repeat_interleave(self.num_generations)
-        out["num_items_in_batch"] = self.accelerator.gather(self._loss_mask(out).sum()).sum()
-        self._record_generation(informative, out["loss_weight"], lengths)
-        return out
+        return out, weight[rank].to(dtype).repeat_interleave(self.num_generations)
 
-    def _weight_groups(self, out: dict, metric: torch.Tensor) -> dict:
-        """The padded layout (``keep_groups``): every rank keeps its rows; of all ranks' groups, in rank order (the
-        sampler's), the first ``keep_groups`` informative ones train and the others get weight 0."""
-        informative = informative_groups(metric, self.num_generations, self.args.filter_zero_adv)
-        everyone = self.accelerator.gather(informative.float()).bool()
-        start = self.accelerator.process_index * informative.numel()
-        chosen = first_groups(everyone, self.args.keep_groups)
-        weight = chosen[start:start + informative.numel()].to(metric.dtype).repeat_interleave(self.num_generations)
-        out["loss_weight"] = weight
-        out["num_items_in_batch"] = self.accelerator.gather(self._loss_mask(out).sum()).sum()
-        lengths = out["completion_mask"].sum(dim=1).float()
-        self._record_generation(informative, weight, lengths, trained=chosen.sum().item() / self.args.keep_groups)
-        return out
-
-    def _record_generation(self, informative, weight, lengths, trained: float | None = None) -> None:
-        """Per-RL-step statistics over every generated rollout (logged with each update of the step);
-        ``trained``: the share of the trained slots that informative groups fill, where the weights alone
-        do not tell it (the padded layout)."""
+    def _record_generation(self, informative, weight, lengths, trained: float | None) -> None:
+        """Per-RL-step statistics over every generated rollout (logged with each update of the step)."""
         gathered = self.accelerator.gather
-        all_rewards = self._last_rewards
         n_groups = gathered(torch.tensor(float(informative.numel()), device=weight.device)).sum()
         self._gen_stats = {
-            "reward_mean": torch.nanmean(all_rewards).item(),
-            "accuracy": torch.isclose(all_rewards, torch.full_like(all_rewards, self.args.correct_reward))
-            .float().mean().item(),
+            "reward_mean": torch.nanmean(self._last_rewards).item(),
+            "accuracy": is_correct(self._last_rewards, self.args.correct_reward).float().mean().item(),
             "kept_group_frac": (gathered(informative.float().sum()).sum() / n_groups).item(),
             "trained_group_frac": gathered(weight.mean()).mean().item() if trained is None else trained,
             "response_length": gathered(lengths).mean().item(),
@@ -508,9 +463,8 @@ class GPPOTrainer(GRPOTrainer):
         """Per-token log-probs and entropies ``(B, T)`` of the completion under ``model``."""
         input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-        logps, entropies, _ = self._get_per_token_logps_and_entropies(
-            model, input_ids, attention_mask, inputs["completion_ids"].size(1), compute_entropy=True)
-        return logps, entropies
+        return self._get_per_token_logps_and_entropies(model, input_ids, attention_mask,
+                                                       inputs["completion_ids"].size(1), compute_entropy=True)[:2]
 
     def _loss_hyper(self) -> dict:
         """The policy loss's hyperparameters from the arguments, by ``RLConfig``'s names."""
@@ -624,12 +578,12 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     record = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg), keys)] if run_record else []
     callbacks = [CheckpointMarker(), *record]  # resume trusts only checkpoints the marker vouches for
     args.model_init_kwargs = {**(args.model_init_kwargs or {}), "dtype": master_dtype(rl_cfg)}
-    return lean(GPPOTrainer(str(model_path), reward_funcs=[reward_func], args=args,
-                                      train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                                      callbacks=callbacks))
+    return lean(GPPOTrainer(str(model_path), reward_funcs=[reward_func], args=args, processing_class=tokenizer,
+                            train_dataset=Dataset.from_list(rows), callbacks=callbacks))
 
 
-def _parser() -> argparse.ArgumentParser:
+def main(argv: list[str] | None = None) -> None:
+    """CLI for ``accelerate launch -m klear_lib.training.gppo_trainer``; resumes from the last checkpoint."""
     parser = argparse.ArgumentParser(description="GPPO RL stage (docs/paper.md §2.4)")
     parser.add_argument("--preset", default="full")
     parser.add_argument("--stage", choices=["math", "code"], default="math")
@@ -640,19 +594,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--set", nargs="*", default=[], help="RLConfig overrides key=value")
     parser.add_argument("--trl", nargs="*", default=[],
                         help="TRL-only options key=value (e.g. vllm_server_host); values RLConfig sets are refused")
-    return parser
-
-
-def launch_config(args: argparse.Namespace) -> RLConfig:
-    """The stage's config laid out over the launch's ranks (``WORLD_SIZE``, set by accelerate/torchrun)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    return get_config(rl_stage_name(args.stage), args.preset, world_size=world, **parse_overrides(args.set))
-
-
-def main(argv: list[str] | None = None) -> None:
-    """CLI for ``accelerate launch -m klear_lib.training.gppo_trainer``; resumes from the last checkpoint."""
-    args = _parser().parse_args(argv)
-    cfg = launch_config(args)
+    args = parser.parse_args(argv)
+    world = int(os.environ.get("WORLD_SIZE", "1"))  # the launch's ranks, set by accelerate/torchrun
+    cfg = get_config(rl_stage_name(args.stage), args.preset, world_size=world, **parse_overrides(args.set))
     trl = check_trl_only(parse_overrides(args.trl), RL_FIELDS, "RLConfig")
     kind = "parquet" if args.train_file.endswith(".parquet") else "json"
     rows = load_dataset(kind, data_files=args.train_file, split="train").to_list()

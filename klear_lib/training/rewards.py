@@ -20,13 +20,6 @@ from klear_lib.rewards.sandbox import DEFAULT_TIMEOUT_S
 from klear_lib.seeding import py_rng, stable_seed
 
 
-def completion_text(completion) -> str:
-    """The assistant text of one TRL completion (string or conversational list)."""
-    if isinstance(completion, str):
-        return completion
-    return completion[-1]["content"]
-
-
 class NoThinkWarning(UserWarning):
     """No completion of a generation batch closes ``</think>``: every rollout scores as a missing tag."""
 
@@ -44,7 +37,7 @@ def scored_texts(completions, think_opened: bool = False) -> list[str]:
     front, else every rollout of such a model scores as a missing ``<think>``. Warns (``NoThinkWarning``) when no
     completion closes ``</think>``: then every group has equal rewards, the filter drops them all and nothing
     trains, which without the warning only shows as a flat reward curve."""
-    texts = [completion_text(c) for c in completions]
+    texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]  # a string or a chat list
     if think_opened:
         texts = [t if t.lstrip().startswith(THINK_OPEN) else THINK_OPEN + t for t in texts]
     if texts and not any(THINK_CLOSE in t for t in texts):
@@ -123,9 +116,7 @@ def _default_judge(kind: str, tag_shaping: str = "official") -> Callable:
     """The shared judge of ``klear_lib.rewards`` with ``tag_shaping`` (imported late: the judges import more)."""
     if tag_shaping not in TAG_SHAPINGS:
         raise ValueError(f"tag_shaping={tag_shaping!r}; choose one of {TAG_SHAPINGS}")
-    if kind == "math":
-        return functools.partial(math_reward, tag_shaping=tag_shaping)
-    return functools.partial(code_reward, tag_shaping=tag_shaping)
+    return functools.partial(math_reward if kind == "math" else code_reward, tag_shaping=tag_shaping)
 
 
 def make_reward_func(kind: str, *, mode: str = "soft", max_tests: int = 16, seed: int = 0,
@@ -136,11 +127,10 @@ def make_reward_func(kind: str, *, mode: str = "soft", max_tests: int = 16, seed
     ``timeout_s``: per code test, ``RLConfig.code_timeout_s``; ``think_opened``: see ``scored_texts``;
     ``random``: rewards drawn at random instead, ``random_reward_func``)."""
     _default_judge(kind, tag_shaping)  # fail here, not at the first rollout, on a bad tag_shaping
-    if random and kind in ("math", "code"):
+    if kind not in ("math", "code"):
+        raise ValueError(f"reward={kind!r}; choose 'math' or 'code'")
+    if random:
         return random_reward_func(seed)
     if kind == "math":
         return math_reward_func(judge, tag_shaping, think_opened)
-    if kind == "code":
-        return code_reward_func(mode, max_tests, seed, judge, tag_shaping, timeout_s=timeout_s,
-                                think_opened=think_opened)
-    raise ValueError(f"reward={kind!r}; choose 'math' or 'code'")
+    return code_reward_func(mode, max_tests, seed, judge, tag_shaping, timeout_s=timeout_s, think_opened=think_opened)

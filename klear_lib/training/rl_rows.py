@@ -9,25 +9,19 @@ from klear_lib.data.schema import ABILITIES, RowError, judge_can_parse, parse_co
 log = logging.getLogger(__name__)
 
 
-def _shape_problem(row) -> tuple[str, str] | None:
-    """The first ``(field, why)`` of ``row``'s outer shape and ``extra_info`` the trainer cannot read, or None."""
+def _problem(row, reward: str) -> tuple[str, str] | None:
+    """The first ``(field, why)`` of ``row`` (its shape, ``extra_info``, prompt, ability and ground truth) that the
+    trainer or the ``reward`` stage cannot use, or None."""
     if not isinstance(row, dict):
         return "<row>", f"not a dict but {type(row).__name__}"
-    info = row.get("extra_info")
-    if info is None:  # verl rows may carry no extra_info: the view then gives id "" and tier 0
-        return None
-    if not isinstance(info, dict):
+    info = row.get("extra_info")  # verl rows may carry none: the view then gives id "" and tier 0
+    if info is not None and not isinstance(info, dict):
         return "extra_info", f"not a dict but {type(info).__name__}"
-    rid, tier = info.get("id"), info.get("tier")
+    rid, tier = (info or {}).get("id"), (info or {}).get("tier")
     if rid is not None and (isinstance(rid, bool) or not isinstance(rid, (str, int))):
         return "extra_info.id", f"{rid!r} is not a string or an integer"
     if tier is not None and (isinstance(tier, bool) or not isinstance(tier, int) or tier < 0):
         return "extra_info.tier", f"{tier!r} is not a tier (an integer >= 0, or null)"
-    return None
-
-
-def _content_problem(row: dict, reward: str) -> tuple[str, str] | None:
-    """The first ``(field, why)`` of the prompt, ability and ground truth the ``reward`` stage cannot use, or None."""
     prompt = row.get("prompt")
     if not (isinstance(prompt, list) and prompt and all(
             isinstance(m, dict) and isinstance(m.get("role"), str) and m["role"] and isinstance(m.get("content"), str)
@@ -56,7 +50,7 @@ def validate_rl_rows(rows: list[dict], reward: str = "math") -> list[dict]:
     """Check the verl schema fields the trainer and its ``reward`` read; a malformed row raises ``ValueError``
     naming the row (its index, and its id when it has one) and the field."""
     for k, row in enumerate(rows):
-        problem = _shape_problem(row) or _content_problem(row, reward)
+        problem = _problem(row, reward)
         if problem:
             info = row.get("extra_info") if isinstance(row, dict) else None
             rid = info.get("id") if isinstance(info, dict) and problem[0] != "extra_info.id" else None
@@ -75,9 +69,8 @@ def training_view(row: dict) -> dict:
 def drop_long_prompts(rows: list[dict], tokenizer, max_prompt_length: int) -> list[dict]:
     """Rows whose chat-templated prompt fits ``max_prompt_length`` tokens; the drop count is logged."""
     def length(row):
-        ids = tokenizer.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True,
-                                            return_dict=True)["input_ids"]
-        return len(ids)
+        return len(tokenizer.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True,
+                                                 return_dict=True)["input_ids"])
     kept = [row for row in rows if length(row) <= max_prompt_length]
     if len(kept) < len(rows):
         log.warning("dropped %d of %d RL prompts longer than %d tokens", len(rows) - len(kept), len(rows),

@@ -29,34 +29,17 @@ CLIP_CASES = ("frac_adv_pos_ratio_high", "frac_adv_pos_ratio_low", "frac_adv_neg
 CLIP_COLUMNS = (*CLIP_CASES, "clip_frac", "clipped_grad_share")
 # column -> key in the trainer's logs (GPPOTrainer logs gen/* once per generation batch, gppo/* per update)
 RECORD_KEYS = {
-    "reward_mean": "gen/reward_mean",
-    "accuracy": "gen/accuracy",
-    "kept_group_frac": "gen/kept_group_frac",
-    "trained_group_frac": "gen/trained_group_frac",
-    "response_length": "gen/response_length",
-    "entropy": "entropy",
-    "grad_norm": "grad_norm",
-    "learning_rate": "learning_rate",
-    "loss": "loss",
-    "policy_loss": "policy_loss",
-    "sft_loss": "sft_loss",
-    **{column: f"gppo/{column}" for column in CLIP_COLUMNS},
-    "max_fa_clipped": "gppo/max_fa_clipped",
-    "max_fa_rest": "gppo/max_fa_rest",
-    "clipped_logp_grad_norm": "gppo/clipped_logp_grad_norm",
-    "logp_grad_norm": "gppo/logp_grad_norm",
-    "ratio_mean": "gppo/ratio_mean",
+    **{c: f"gen/{c}" for c in ("reward_mean", "accuracy", "kept_group_frac", "trained_group_frac", "response_length")},
+    **{c: c for c in ("entropy", "grad_norm", "learning_rate", "loss", "policy_loss", "sft_loss")},
+    **{c: f"gppo/{c}" for c in (*CLIP_COLUMNS, "max_fa_clipped", "max_fa_rest", "clipped_logp_grad_norm",
+                                "logp_grad_norm", "ratio_mean")},
 }
 RECORD_COLUMNS = ["step", "rl_step", *RECORD_KEYS, "config_hash", *PROVENANCE]
 # RL with vLLM rollouts and TRL's importance-sampling correction: TRL's gap between the vLLM and trainer log-probs of
 # the generation batch, logged with the first update of each RL step (the step's other updates leave them empty)
-VLLM_KEYS = {
-    "sampling_logp_difference_mean": "sampling/sampling_logp_difference/mean",
-    "sampling_logp_difference_max": "sampling/sampling_logp_difference/max",
-    "importance_sampling_ratio_min": "sampling/importance_sampling_ratio/min",
-    "importance_sampling_ratio_mean": "sampling/importance_sampling_ratio/mean",
-    "importance_sampling_ratio_max": "sampling/importance_sampling_ratio/max",
-}
+VLLM_KEYS = {key.replace("/", "_"): f"sampling/{key}" for key in (
+    "sampling_logp_difference/mean", "sampling_logp_difference/max", "importance_sampling_ratio/min",
+    "importance_sampling_ratio/mean", "importance_sampling_ratio/max")}
 # SFT runs (TRL SFTTrainer's log keys)
 SFT_KEYS = {k: k for k in ("epoch", "loss", "grad_norm", "learning_rate", "mean_token_accuracy", "entropy")}
 
@@ -104,16 +87,12 @@ def check_row(row: dict[str, str], where: str) -> None:
         if field in row and not row[field].isdigit():
             raise ValueError(f"{where}: field {field!r} is {row[field]!r}, not a step number")
     for field, value in row.items():
-        if field not in TEXT_FIELDS and value != "" and not _is_number(value):
-            raise ValueError(f"{where}: field {field!r} is {value[:100]!r}, not a number")
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
+        if field in TEXT_FIELDS or value == "":
+            continue
+        try:
+            float(value)
+        except ValueError:
+            raise ValueError(f"{where}: field {field!r} is {value[:100]!r}, not a number") from None
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -204,9 +183,8 @@ class RunRecord(TrainerCallback):
             raise ValueError(f"{self.path}: its last line is incomplete or the file is gone: something else wrote "
                              f"to this run record, refusing to append after it")
         with self.path.open("a", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=self.fields)
-            writer.writerow(record_row(logs, state.global_step, self.updates_per_step, self.cfg_hash, self.keys,
-                                       self.provenance))
+            row = record_row(logs, state.global_step, self.updates_per_step, self.cfg_hash, self.keys, self.provenance)
+            csv.DictWriter(fh, fieldnames=self.fields).writerow(row)
 
 
 def record_summary(record, columns, fraction: float = 0.1):

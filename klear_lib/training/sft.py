@@ -41,8 +41,7 @@ class StopAt(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step >= self.step:
-            control.should_training_stop = True
-            control.should_save = True
+            control.should_training_stop = control.should_save = True
 
 
 def length_groups(lengths: Sequence[int], overhead: int) -> list[list[int]]:
