@@ -195,17 +195,12 @@ def decide_all(claims: pd.DataFrame) -> pd.DataFrame:
         out.loc[idx, "p_holm"] = S.holm(out.loc[idx, "p_value"])
         out.loc[idx, "family_size"] = len(idx)
     out.loc[tested, "q_bh"] = S.bh(out.loc[tested, "p_value"])
-    for col in _DECIDED:
-        out[col] = np.nan
-    out["verdict"] = None
-    for i in out.index[ran]:
-        for col, value in _decision_fields(out.loc[i]).items():
-            out.loc[i, col] = value
-    return out
+    decided = [_decision_fields(out.loc[i]) for i in out.index[ran]]
+    return out.join(pd.DataFrame(decided, index=out.index[ran], columns=_DECIDED))
 
 
 _DECIDED = ("ours_base_pct", "carried_low_pts", "carried_high_pts", "claimed_pts", "margin_pts", "adj_ci_low_pts",
-            "adj_ci_high_pts", "sd_upper_pts", "power_at_claim", "seeds_for_power")  # ``_decision_fields``' numbers
+            "adj_ci_high_pts", "sd_upper_pts", "verdict", "power_at_claim", "seeds_for_power")  # ``_decision_fields``
 
 
 def _decision_fields(r: pd.Series) -> dict:
