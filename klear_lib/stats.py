@@ -32,9 +32,7 @@ BASE_CLIP = 0.001   # base rates are clipped into [BASE_CLIP, 1 - BASE_CLIP] bef
 
 def t_quantile(q: float, df: float) -> float:
     """Student's t quantile at probability ``q`` with ``df`` (real, > 0) degrees of freedom; inf for df <= 0."""
-    if not df > 0:
-        return math.inf
-    return float(_st.t.ppf(q, df))
+    return float(_st.t.ppf(q, df)) if df > 0 else math.inf
 
 
 def t_crit95(df: float) -> float:
