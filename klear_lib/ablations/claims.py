@@ -199,8 +199,9 @@ def decide_all(claims: pd.DataFrame) -> pd.DataFrame:
     return out.join(pd.DataFrame(decided, index=out.index[ran], columns=_DECIDED))
 
 
+# ``_decision_fields``' columns, also where no claim ran
 _DECIDED = ("ours_base_pct", "carried_low_pts", "carried_high_pts", "claimed_pts", "margin_pts", "adj_ci_low_pts",
-            "adj_ci_high_pts", "sd_upper_pts", "verdict", "power_at_claim", "seeds_for_power")  # ``_decision_fields``
+            "adj_ci_high_pts", "sd_upper_pts", "verdict", "power_at_claim", "seeds_for_power")
 
 
 def _decision_fields(r: pd.Series) -> dict:
