@@ -28,14 +28,11 @@ DECISIONS = (REPLICATED, OPPOSITE, EQUIVALENT, SMALLER, UNDECIDED)
 EQUIVALENCE = 0.5   # the equivalence margin as a fraction of the carried claim: "less than half the claimed effect"
 SD_UPPER = 0.80     # one-sided confidence of the spread's upper bound that sizes a future design (Browne 1995)
 BASE_CLIP = 0.001   # base rates are clipped into [BASE_CLIP, 1 - BASE_CLIP] before the logit (a 0% run is finite)
-VERDICTS = ("replicated", "not replicated", "inconclusive")
 
 
 def t_quantile(q: float, df: float) -> float:
     """Student's t quantile at probability ``q`` with ``df`` (real, > 0) degrees of freedom; inf for df <= 0."""
-    if not df > 0:
-        return math.inf
-    return float(_st.t.ppf(q, df))
+    return float(_st.t.ppf(q, df)) if df > 0 else math.inf
 
 
 def t_crit95(df: float) -> float:
@@ -246,9 +243,5 @@ def verdict(diff: float, low: float, high: float, claimed_sign: int = 1) -> str:
     on the claimed side, "not replicated" on the other side, "inconclusive" when it holds 0."""
     if claimed_sign not in (1, -1):
         raise ValueError(f"claimed_sign must be +1 or -1, got {claimed_sign}")
-    lo, hi = sorted((claimed_sign * low, claimed_sign * high))
-    if lo > 0:
-        return "replicated"
-    if hi < 0:
-        return "not replicated"
-    return "inconclusive"
+    sign_only = decide(low, high, math.nan, claimed_sign)  # no claimed size: only the sign can decide
+    return {REPLICATED: "replicated", OPPOSITE: "not replicated"}.get(sign_only, "inconclusive")

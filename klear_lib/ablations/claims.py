@@ -55,11 +55,6 @@ def readings(family: Family, exp, recipe: Recipe | None = None) -> list[tuple[st
     return [(b, m) for b in exp.primary for m in mapping.get(b, (b,))]
 
 
-def _paper_benchmark(primary: str, read: str) -> str:
-    """The paper's benchmark behind a reading: a miniature one stands for its primary benchmark's analogue."""
-    return ANALOGUE.get(primary, primary) if read not in SPECS or SPECS[read].source == "world" else read
-
-
 def shared_runs(family: Family, exp, better: str, worse: str, recipe: Recipe | None) -> list[tuple[str, str]]:
     """(own label, "experiment/condition") for every other experiment's condition trained by the same config as
     ``better`` or ``worse`` (``Family.trains_as``); [] where the family does not say which runs are the same."""
@@ -90,7 +85,8 @@ def _claim_readings(reported, exp, better: str, worse: str, primary: str, bench:
     """The paper's side of one claim: its source, benchmarks, statistic and readings."""
     ext = exp.external_claim(better, worse)
     if ext is None:
-        analog = _paper_benchmark(primary, bench)  # a miniature stands for every release the paper reports
+        # a miniature benchmark stands for its primary benchmark's analogue, in every release the paper reports
+        analog = ANALOGUE.get(primary, primary) if bench not in SPECS or SPECS[bench].source == "world" else bench
         benches = V.VERSIONS.get(analog, (analog,)) if analog != bench else (bench,)
         settings = tuple(exp.condition(label).paper_setting for label in (better, worse))
         stat, reads, read = paper_readings(reported, exp.table, settings, benches)
@@ -187,11 +183,6 @@ def shares_text(shares: list[tuple[str, str]], experiment: str, bench: str, cell
     return ";".join(parts)
 
 
-def _carried(reads: list[tuple[str, float, float]], base: float) -> list[float]:
-    """Each reading (benchmark, better, worse in points) carried to our base rate ``base`` (a rate), in points."""
-    return [100 * S.carry(b / 100, w / 100, base) for _, b, w in reads]
-
-
 def decide_all(claims: pd.DataFrame) -> pd.DataFrame:
     """The protocol on every claim run (``claims`` with our comparison merged in, in rates): carried claim,
     multiplicity, family-wise interval, decision and power; returned in points."""
@@ -204,23 +195,19 @@ def decide_all(claims: pd.DataFrame) -> pd.DataFrame:
         out.loc[idx, "p_holm"] = S.holm(out.loc[idx, "p_value"])
         out.loc[idx, "family_size"] = len(idx)
     out.loc[tested, "q_bh"] = S.bh(out.loc[tested, "p_value"])
-    for col in _DECIDED:
-        out[col] = np.nan
-    out["verdict"] = None
-    for i in out.index[ran]:
-        for col, value in _decision_fields(out.loc[i]).items():
-            out.loc[i, col] = value
-    return out
+    decided = [_decision_fields(out.loc[i]) for i in out.index[ran]]
+    return out.join(pd.DataFrame(decided, index=out.index[ran], columns=_DECIDED))
 
 
+# ``_decision_fields``' columns, also where no claim ran
 _DECIDED = ("ours_base_pct", "carried_low_pts", "carried_high_pts", "claimed_pts", "margin_pts", "adj_ci_low_pts",
-            "adj_ci_high_pts", "sd_upper_pts", "power_at_claim", "seeds_for_power")  # ``_decision_fields``' numbers
+            "adj_ci_high_pts", "sd_upper_pts", "verdict", "power_at_claim", "seeds_for_power")
 
 
 def _decision_fields(r: pd.Series) -> dict:
     """One claim's carried size, family-wise interval, decision and power (rates in, points out)."""
     base = (r["mean_better"] + r["mean_worse"]) / 2
-    carried = _carried(r["_readings"], base)
+    carried = [100 * S.carry(b / 100, w / 100, base) for _, b, w in r["_readings"]]  # each reading at our base
     d, m = int(r["direction"]), int(r["family_size"]) if pd.notna(r["family_size"]) else 1
     claimed = min((d * c for c in carried), default=np.nan)
     # power is read at the claimed size; where the paper's own readings reach 0, at the most they claim
@@ -245,9 +232,7 @@ def build_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: di
     reported = load_reported() if reported is None else reported
     claims = expected(reported, recipe)
     pairs, cells = measured(recipe, paths)
-    merged = claims.merge(pairs[["experiment", "benchmark", "better", "worse", "mean_better", "mean_worse", "diff",
-                                 "ci_low", "ci_high", "test", "df", "p_value", "se", "n_seeds", "sd_seed",
-                                 "eval_se", "sd_diff", "note", "seed_diffs"]],
+    merged = claims.merge(pairs[[c for c in V.PAIR_COLUMNS if c != "metric"] + ["seed_diffs"]],
                           on=["experiment", "benchmark", "better", "worse"], how="left")
     merged = decide_all(merged)
     for col, src in (("ours_better_pct", "mean_better"), ("ours_worse_pct", "mean_worse"),

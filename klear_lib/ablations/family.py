@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -27,7 +27,7 @@ from klear_lib import tables
 from klear_lib.ablations import table as T
 from klear_lib.ablations import verdicts as V
 from klear_lib.configs import config_hash, to_dict
-from klear_lib.results import PROBLEMS, problems_csv
+from klear_lib.results import ANALOGUE, PROBLEMS, problems_csv
 
 EVAL_KEEP = ["benchmark", "metric", "k", "mean", "stderr", "ci_low", "ci_high", "n_problems", "n_samples"]
 NOT_IN_PAPER = "(beyond the paper)"  # paper_setting of a condition the paper does not run
@@ -115,14 +115,10 @@ def rule(condition) -> dict:
     return {k: v for k, v in to_dict(condition).items() if k not in ("claim", "paper_setting")}
 
 
-def file_safe(label: str) -> str:
-    """``label`` with every run of characters outside ``[A-Za-z0-9_.-]`` replaced by '-'."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", label)
-
-
 def run_name(family: str, group: str, label: str, seed: int) -> str:
-    """``<family>/<group>/<label>-s<seed>`` (a run record's name under ``results/<preset>/runs/``)."""
-    return f"{family}/{group}/{file_safe(label)}-s{seed}"
+    """``<family>/<group>/<label>-s<seed>`` (a run record's name under ``results/<preset>/runs/``), every run of
+    characters of ``label`` outside ``[A-Za-z0-9_.-]`` replaced by '-'."""
+    return f"{family}/{group}/{re.sub(r'[^A-Za-z0-9_.-]+', '-', label)}-s{seed}"
 
 
 def tagged(records: Iterable[Mapping], fields: Mapping, cfg_hash: str, keep: Sequence[str] | None = None,
@@ -310,13 +306,12 @@ class Family:
         """Our mean ± 95% CI (in %) per condition and benchmark beside the paper's value of the same setting."""
         rows = []
         for r in summary[summary["metric"] == metric].to_dict("records"):
-            exp = self.experiments[r["experiment"]]
+            exp, paper = self.experiments[r["experiment"]], ANALOGUE.get(r["benchmark"], r["benchmark"])
+            setting = exp.condition(r["condition"]).paper_setting
             rows.append({"experiment": r["experiment"], "condition": r["condition"], "benchmark": r["benchmark"],
                          "n_seeds": r["n_seeds"], "ours_pct": 100 * r["mean"], "ci_low_pct": 100 * r["ci_low"],
-                         "ci_high_pct": 100 * r["ci_high"],
-                         "paper_setting": exp.condition(r["condition"]).paper_setting,
-                         "paper_benchmark": V.analogue(r["benchmark"]),
-                         "paper_pct": V.paper_value(reported, exp, r["condition"], r["benchmark"])})
+                         "ci_high_pct": 100 * r["ci_high"], "paper_setting": setting, "paper_benchmark": paper,
+                         "paper_pct": V.reported_value(reported, exp.table, setting, paper)})
         return pd.DataFrame(rows)
 
     def write_reports(self, summary: pd.DataFrame, results: Path, pairs: pd.DataFrame | None = None) -> list[Path]:
@@ -344,19 +339,13 @@ def run_missing(todo: Sequence[tuple], run: Callable, save: Callable, stored, se
     entry point with ``if __name__ == "__main__":`` (spawned workers re-import it). Rows are saved as runs finish,
     by this process only, so a killed sweep still resumes."""
     context = setup() if todo and setup else None
-    for rows in tqdm(_results(todo, run, context, workers), total=len(todo), desc=desc, unit="run",
-                     disable=not todo):
-        stored = save(stored, rows)
-    return stored
-
-
-def _results(todo: Sequence[tuple], run: Callable, context, workers: int) -> Iterator[list]:
-    """The rows of each (condition, seed) of ``todo``: in order here, or as they finish in ``workers`` processes."""
-    if workers <= 1:
-        yield from (run(cond, seed, context) for cond, seed in todo)
-        return
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) if workers > 1 else None
+    results = ((run(cond, seed, context) for cond, seed in todo) if pool is None else
+               (f.result() for f in as_completed([pool.submit(run, c, s, context) for c, s in todo])))
     try:
-        yield from (f.result() for f in as_completed([pool.submit(run, c, s, context) for c, s in todo]))
+        for rows in tqdm(results, total=len(todo), desc=desc, unit="run", disable=not todo):
+            stored = save(stored, rows)
     finally:  # a failed run stops the sweep: runs not yet started are cancelled, not left to finish
-        pool.shutdown(cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return stored

@@ -194,52 +194,38 @@ def curve_benchmarks(recipe: Recipe, condition: Condition, last: bool) -> tuple[
     return tuple(b for b in every if b in primary)
 
 
-def evaluate(recipe: Recipe, seed: int, path: Path, stage: str, benchmarks: Sequence[str],
-             problems: list | None = None) -> pd.DataFrame:
-    """``eval_stage`` rows of one checkpoint on ``benchmarks``; samples are reused per stage and path;
-    ``problems``, a list, receives the per-problem counts."""
-    return pd.concat([eval_stage(run, stage, path, group, write_csv=False, problems=problems)
-                      for group, run in eval_calls(recipe, benchmarks, seed)], ignore_index=True)
-
-
-def train_rows(recipe: Recipe, condition: Condition) -> list[dict]:
-    """The RL rows of ``condition``: its stage's own split through ``rl_rows`` (at ``gpu``, ``make data-full``'s
-    file), any other split (Fig. 4's unfiltered problems) from the data world."""
-    own = condition.rows == RL_SPLITS[condition.reward]
-    return rl_rows(recipe, condition.reward) if own else load_split(condition.rows, recipe)
-
-
 def record_path(runs: Path, condition: Condition, seed: int) -> Path:
     """``<runs>/ablations_rl/<experiment>/<label>-s<seed>.csv`` (``runs``: a recipe's ``runs`` folder)."""
     return Path(runs) / f"{RL.run_name(condition, seed)}.csv"
 
 
-def train(recipe: Recipe, condition: Condition, seed: int, init: Path, rows: list[dict]) -> list[tuple[int, Path]]:
-    """Train (or reuse) the condition's RL stage; its curve points (RL step, checkpoint), start at step 0."""
-    if not condition.train:
-        return [(0, Path(init))]
-    run = rl_recipe(recipe, condition, seed)
-    cfg, name = run.rl(condition.reward), RL.run_name(condition, seed)
-    final = rl_stage(run, init, condition.reward, rows, name=name)
-    R.ensure_record(record_path(recipe.runs, condition, seed), final, cfg)
-    return [(0, Path(init))] + R.checkpoints(final, cfg.updates_per_step, cfg.max_steps)
-
-
 def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | None = None) -> RunRows:
     """Train (or reuse) one condition with one seed from ``init`` (default: the recipe's SFT checkpoint) and
-    evaluate every curve point, under the scale's pinned torch threads. Returns the rows of the last point (one per
-    benchmark and metric) and the held-out curve; the caller writes both (``Family._save``)."""
+    evaluate every curve point (RL step, checkpoint; the start at step 0), under the scale's pinned torch threads.
+    Returns the rows of the last point (one per benchmark and metric) and the held-out curve; the caller writes
+    both (``Family._save``)."""
     init = sft_stage(recipe) if init is None else init
-    rows = train_rows(recipe, condition) if condition.train else []
+    rows, points = [], [(0, Path(init))]
+    if condition.train:
+        # the stage's own split through ``rl_rows`` (at ``gpu``, ``make data-full``'s file), any other split
+        # (Fig. 4's unfiltered problems) from the data world
+        own = condition.rows == RL_SPLITS[condition.reward]
+        rows = rl_rows(recipe, condition.reward) if own else load_split(condition.rows, recipe)
     key, fields, curve, scores = condition_hash(recipe, condition), condition.fields(seed), [], None
     with torch_threads(RL.get_scale(recipe).torch_threads):
-        points = train(recipe, condition, seed, init, rows)
+        if condition.train:
+            run = rl_recipe(recipe, condition, seed)
+            cfg = run.rl(condition.reward)
+            final = rl_stage(run, init, condition.reward, rows, name=RL.run_name(condition, seed))
+            R.ensure_record(record_path(recipe.runs, condition, seed), final, cfg)
+            points += R.checkpoints(final, cfg.updates_per_step, cfg.max_steps)
         for i, (step, path) in enumerate(points):
             # samples are stored per stage label and checkpoint path: one label per step lets conditions that
             # share a stage (or the start) share its samples, while another checkpoint never reuses them
-            last, counts = i == len(points) - 1, []
-            scores = evaluate(recipe, seed, path, START_STAGE if step == 0 else f"{FAMILY}--step{step}",
-                              curve_benchmarks(recipe, condition, last=last), problems=counts)
+            stage, counts = START_STAGE if step == 0 else f"{FAMILY}--step{step}", []
+            benchmarks = curve_benchmarks(recipe, condition, last=i == len(points) - 1)
+            scores = pd.concat([eval_stage(run, stage, path, group, write_csv=False, problems=counts)
+                                for group, run in eval_calls(recipe, benchmarks, seed)], ignore_index=True)
             curve += tagged(scores.to_dict("records"), fields, key, R.CURVE_KEEP, rl_step=step)
     return RunRows(tagged(scores.to_dict("records"), fields, key, EVAL_KEEP, n_train=len(rows)), curve,
                    tagged(counts, fields, key))
@@ -284,7 +270,8 @@ def figures(recipe: Recipe, runs: pd.DataFrame, panels: Sequence[str] = ("heldou
     ("heldout"), training dynamics ("dynamics") and clipping-case fractions ("clipping") from the run records."""
     exp = RL.get_experiment(runs["experiment"].iloc[0])
     curves = R.curves_of(runs, tables.read(R.CURVES, side_csv(RL.csv(recipe.results))))
-    wide = R.heldout_wide(curves)
+    wide = curves.pivot_table(index=["experiment", "condition", "seed", "rl_step"], columns="benchmark",
+                              values="mean", sort=False).reset_index()
     benches = [b for b in wide.columns if b not in R.CURVE_KEY]
     seeds = runs["seed"].nunique()
     sizes = runs.drop_duplicates("benchmark").set_index("benchmark")

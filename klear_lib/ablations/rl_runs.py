@@ -72,12 +72,6 @@ def curves_of(runs: pd.DataFrame, curves: pd.DataFrame, metric: str = "avg@k") -
     return curves[sel & (curves["metric"] == metric)].reset_index(drop=True)
 
 
-def heldout_wide(curves: pd.DataFrame) -> pd.DataFrame:
-    """Held-out curve rows of one metric as one column per benchmark (for ``plots.condition_curves``)."""
-    return curves.pivot_table(index=["experiment", "condition", "seed", "rl_step"], columns="benchmark",
-                              values="mean", sort=False).reset_index()
-
-
 def gradient_extremes(records_: pd.DataFrame) -> pd.DataFrame:
     """Per (experiment, condition): over its seeds, the mean of each run's clipped-token share and of its largest
     |F·A| on clipped tokens and on the rest, the largest of all, and the clipped tokens' share of the log-prob

@@ -231,9 +231,7 @@ def run_grid(recipe: Recipe, seeds: int | Sequence[int] | str | None = None, ret
     under the same hash are reused unless ``retrain``. Returns the grid's rows for ``seeds``, collapse re-marked
     under ``COLLAPSE``. Runs pin the grid's torch threads, so the rows do not depend on ``workers``."""
     grid = cells(STABILITY.get_scale(recipe), losses)
-    runs = STABILITY.run_experiment(recipe, MAP, seeds, retrain=retrain, path=path, workers=workers,
-                                    conditions=grid)
-    return mark_collapse(runs)
+    return mark_collapse(STABILITY.run_experiment(recipe, MAP, seeds, retrain, path, workers, conditions=grid))
 
 
 MAP = Experiment("stability", "stability map (beyond the paper)",

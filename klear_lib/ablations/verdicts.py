@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from klear_lib import stats as S
-from klear_lib.results import ANALOGUE
 from klear_lib.tables import Table
 
 PAIR_COLUMNS = ["experiment", "benchmark", "metric", "better", "worse", "mean_better", "mean_worse", "diff",
@@ -24,11 +23,6 @@ PAIR_COLUMNS = ["experiment", "benchmark", "metric", "better", "worse", "mean_be
 # once, for every claim together, in ``klear_lib.ablations.claims``)
 PAIRS = Table("pair", tuple(PAIR_COLUMNS), ("experiment", "benchmark", "metric", "better", "worse"), sort=False,
               provenance=True)
-
-
-def analogue(bench: str) -> str:
-    """The paper's benchmark our miniature ``bench`` stands for (``bench`` itself when it is the paper's)."""
-    return ANALOGUE.get(bench, bench)
 
 
 FLOOR = "both at 0"  # the note on a pair whose runs all score 0 (a floor effect, not a measurement)
@@ -47,11 +41,6 @@ def reported_value(reported: pd.DataFrame | None, table: str, setting: str, benc
     sel = reported[(reported["table"] == table) & (reported["benchmark"] == bench)
                    & (reported["model_or_setting"] == setting)]
     return float(sel["value"].iloc[0]) if len(sel) else float("nan")
-
-
-def paper_value(reported: pd.DataFrame | None, exp, label: str, bench: str) -> float:
-    """The paper's value (points) of condition ``label`` on the benchmark our ``bench`` stands for, or NaN."""
-    return reported_value(reported, exp.table, exp.condition(label).paper_setting, analogue(bench))
 
 
 def statistics_of(reported: pd.DataFrame | None, table: str, setting: str, bench: str) -> dict[str, float]:
