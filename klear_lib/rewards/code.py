@@ -330,8 +330,13 @@ def code_rewards(responses: Sequence[str], tests: Sequence[Sequence[dict] | str 
     if len(seeds) != len(responses):
         raise ValueError(f"{len(responses)} responses but {len(seeds)} seeds")
     parsed = [parse_tests(t, i) if isinstance(t, (str, dict)) else t for i, t in enumerate(tests)]
-    plans = [_plan_or_fail(i, responses[i], parsed[i], max_tests, seeds[i], tag_shaping)
-             for i in range(len(responses))]
+    plans: list[float | tuple[str, list[dict]]] = []
+    for i, response in enumerate(responses):
+        try:
+            plans.append(plan_reward(response, parsed[i], max_tests, seeds[i], tag_shaping))
+        except Exception:  # one response costs only its own reward
+            log.exception("code reward of response %d failed; scored -1", i)
+            plans.append(INCORRECT_SCORE)
     jobs, job_of = distinct_jobs(plans, dedup)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         passed = list(pool.map(lambda j: _judge_or_fail(j, jobs[j], timeout_s, batched), range(len(jobs))))
@@ -357,16 +362,6 @@ def distinct_jobs(plans: Sequence[float | tuple[str, list[dict]]], dedup: bool =
             jobs.append((i, program, chosen))
         job_of.append(index[key])
     return jobs, job_of
-
-
-def _plan_or_fail(i: int, response: str, tests: Sequence[dict], max_tests: int | None, seed: int,
-                  tag_shaping: str) -> float | tuple[str, list[dict]]:
-    """``plan_reward``, or -1 (logged) when it raises on this response."""
-    try:
-        return plan_reward(response, tests, max_tests, seed, tag_shaping)
-    except Exception:  # one response costs only its own reward
-        log.exception("code reward of response %d failed; scored -1", i)
-        return INCORRECT_SCORE
 
 
 def _judge_or_fail(k: int, job: tuple[int, str, list[dict]], timeout_s: float, batched: bool) -> list[bool] | None:

@@ -33,6 +33,7 @@ import logging
 import os
 import shutil
 import subprocess
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -198,10 +199,8 @@ def _run(cmd: list[str], payload: bytes, wall_s: float) -> tuple[bytes, bytes, i
         out, err = proc.communicate(payload, timeout=wall_s)
         return out, err, proc.returncode, False
     except subprocess.TimeoutExpired:
-        try:  # SIGKILL the firejail process group we started (its sandbox dies with it)
+        with suppress(ProcessLookupError):  # SIGKILL the firejail group we started (its sandbox dies with it)
             os.killpg(proc.pid, 9)
-        except ProcessLookupError:
-            pass
         try:
             out, err = proc.communicate(timeout=START_SLACK_S)
         except subprocess.TimeoutExpired:  # something still holds the pipes: give up on them, never hang

@@ -18,7 +18,7 @@ import os
 import signal
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -180,10 +180,8 @@ def sandbox_pids(uid: int) -> set[int]:
     uids = {uid, uid + RUNNER_OFFSET}
     found = {pid for pid in _pids() if _real_uid(pid) in uids}
     for path in _existing_cgroups(uid):
-        try:
+        with suppress(OSError):
             found |= {int(p) for p in (path / "cgroup.procs").read_text().split()}
-        except OSError:
-            pass
     return found
 
 
@@ -195,10 +193,8 @@ def reap(uid: int) -> None:
         if not pids:
             break
         for pid in pids:
-            try:
+            with suppress(OSError):  # gone already (pids are handed out in a cycle: none is reused within ms)
                 os.kill(pid, signal.SIGKILL)
-            except OSError:  # gone already (pids are handed out in a cycle: a freed one is not reused within ms)
-                pass
         time.sleep(0.05)
     else:
         log.warning("sandbox uid %d: processes %s survived SIGKILL", uid, sorted(sandbox_pids(uid)))
