@@ -60,11 +60,9 @@ def parse_samples(path: Path, warn: bool = True) -> tuple[list[dict], int]:
     deep to parse (no write of ours makes either), raises naming the file and line."""
     if not Path(path).exists():
         return [], 0
-    records, bad = [], 0
-    for k, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        rec = _sample_record(line, f"{path}: line {k}")
-        bad += rec is None
-        records += [] if rec is None else [rec]
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    records = [rec for k, line in enumerate(lines, 1) if (rec := _sample_record(line, f"{path}: line {k}")) is not None]
+    bad = len(lines) - len(records)
     if bad and warn:
         log.warning("%s: dropped %d unparsable line(s), from a write cut short; their samples are generated again",
                     path, bad)

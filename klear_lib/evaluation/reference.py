@@ -99,9 +99,9 @@ def summarize_math_check(frames: Sequence[pd.DataFrame], skipped: dict | None = 
     """Counts per benchmark: problems, reference correct, shuffled judged correct; a skipped one says why."""
     cols = ["benchmark", "id", "reference_correct", "shuffled_correct"]
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
-    out = df.groupby("benchmark", sort=True).agg(problems=("id", "size"), reference_correct=("reference_correct",
-                                                 "sum"), shuffled_correct=("shuffled_correct", "sum"))
-    out = out.reset_index().assign(status="checked")
+    out = df.groupby("benchmark", sort=True).agg(
+        problems=("id", "size"), reference_correct=("reference_correct", "sum"),
+        shuffled_correct=("shuffled_correct", "sum")).reset_index().assign(status="checked")
     gone = pd.DataFrame([{"benchmark": n, "problems": 0, "reference_correct": 0, "shuffled_correct": 0, "status": why}
                          for n, why in sorted((skipped or {}).items())])
     return pd.concat([out, gone], ignore_index=True) if len(gone) else out

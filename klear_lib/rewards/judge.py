@@ -43,9 +43,7 @@ def code_tests(truth: str, rid="<no id>") -> list[dict]:
 def row_tests(row: dict) -> list[dict]:
     """The code tests of a row: ``extra_info.tests`` if present, else parsed from the ground truth."""
     tests = (row.get("extra_info") or {}).get("tests")
-    if tests is not None:
-        return list(tests)
-    return code_tests(_ground_truth(row), row_id(row))
+    return list(tests) if tests is not None else code_tests(_ground_truth(row), row_id(row))
 
 
 def _ground_truth(row: dict) -> str:
@@ -75,10 +73,7 @@ def verdict(response: str, row: dict, max_tests: int | None = None, seed: int = 
     A response that breaks its judge is a wrong answer (-1, logged), so no model output can stop an evaluation;
     the row is checked first, so a bad row still raises, and so does a missing sandbox (every verdict would be
     wrong)."""
-    if _ability(row) == "code":
-        row_tests(row)
-    else:
-        _ground_truth(row)
+    row_tests(row) if _ability(row) == "code" else _ground_truth(row)  # a bad row raises here, not as a verdict
     try:
         score = reward(response, row, "soft", max_tests, seed, timeout_s)
     except SandboxUnavailable:

@@ -131,12 +131,6 @@ def run_one(program_fd, stdin_text, timeout_s, caps, python, uid=None):
             "stderr": (err + note).decode("utf-8", "replace"), "wall_s": round(time.monotonic() - start, 4)}
 
 
-def _reap_all():
-    """SIGKILL every process this uid can signal in the sandbox's PID namespace, except ourselves."""
-    with suppress(OSError):
-        os.kill(-1, signal.SIGKILL)
-
-
 def _clear_dir(path):
     """Remove what the last test left in ``path`` (the sandbox's private ``/dev/shm``)."""
     for name in os.listdir(path):
@@ -166,7 +160,8 @@ def main():
             continue
         results.append(run_one(fd, stdin_text, float(job["timeout_s"]), caps, job["python"], uid))
         if job.get("reap_all"):
-            _reap_all()
+            with suppress(OSError):  # SIGKILL all this uid can signal in the sandbox's PID namespace, but us
+                os.kill(-1, signal.SIGKILL)
         if job.get("clear_shm"):
             _clear_dir("/dev/shm")
     sys.stdout.write(json.dumps(results))

@@ -71,12 +71,8 @@ def _cgroup_available(name: str) -> bool:
     return os.geteuid() == 0 and found is not None and os.access(found[0], os.W_OK)
 
 
-def memory_cgroup_available() -> bool:
-    return _cgroup_available("memory")
-
-
-def cpu_cgroup_available() -> bool:
-    return _cgroup_available("cpu")
+memory_cgroup_available = functools.partial(_cgroup_available, "memory")
+cpu_cgroup_available = functools.partial(_cgroup_available, "cpu")
 
 
 def _bytes(size: str) -> int:
