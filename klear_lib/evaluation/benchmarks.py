@@ -61,16 +61,13 @@ def samples_per_problem(spec: BenchmarkSpec, cfg) -> int:
     return cfg.k_math if spec.ability == "math" else cfg.k_code
 
 
-def _real_rows(spec: BenchmarkSpec, real_data: str) -> list[dict]:
-    """A real benchmark through the data loaders (``klear_lib.data.sources.load_benchmark``; ``real_data``: where
-    from, ``Study.real_data``), window applied."""
-    rows = load_benchmark(spec.source, real_data)
-    return [r for r in rows if in_window(r, spec.window, undated="raise")]
-
-
 def load_rows(name: str, recipe: Recipe, max_problems: int | None = None) -> list[dict]:
     """Rows of benchmark ``name`` in the verl schema (the first ``max_problems`` when set): the recipe's world's
     held-out split of that name, or the real benchmark from where the recipe reads real data."""
     spec = get_spec(name)
-    rows = load_split(spec.name, recipe) if spec.source == "world" else _real_rows(spec, recipe.study.real_data)
+    if spec.source == "world":
+        rows = load_split(spec.name, recipe)
+    else:  # through the data loaders, window applied
+        rows = [r for r in load_benchmark(spec.source, recipe.study.real_data)
+                if in_window(r, spec.window, undated="raise")]
     return rows[:max_problems] if max_problems else rows

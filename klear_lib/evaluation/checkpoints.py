@@ -22,19 +22,18 @@ def _pointer(stage: str, recipe: Recipe) -> Path:
     return recipe.artifacts / "checkpoints" / f"{stage}.txt"
 
 
-def register_stage_checkpoint(stage: str, recipe: Recipe, path: str | Path) -> Path:
-    """Record ``path`` as the model of ``stage`` under the recipe's preset (overwrites an earlier record)."""
+def _known(stage: str) -> str:
     if stage not in STAGES:
         raise KeyError(f"unknown stage {stage!r}; choose one of {STAGES}")
-    pointer = _pointer(stage, recipe)
+    return stage
+
+
+def register_stage_checkpoint(stage: str, recipe: Recipe, path: str | Path) -> Path:
+    """Record ``path`` as the model of ``stage`` under the recipe's preset (overwrites an earlier record)."""
+    pointer = _pointer(_known(stage), recipe)
     pointer.parent.mkdir(parents=True, exist_ok=True)
     pointer.write_text(artifacts.portable_id(path))  # relative to the root when inside it: survives a move
     return pointer
-
-
-def _read_pointer(pointer: Path) -> Path:
-    target = Path(pointer.read_text().strip())
-    return target if target.is_absolute() else artifacts.root() / target
 
 
 def _is_model_dir(path: Path) -> bool:
@@ -44,13 +43,11 @@ def _is_model_dir(path: Path) -> bool:
 def stage_checkpoint(stage: str, recipe: Recipe) -> str | None:
     """The model path of ``stage`` under the recipe's preset, or None when that stage has not been run (``base``
     is built)."""
-    if stage not in STAGES:
-        raise KeyError(f"unknown stage {stage!r}; choose one of {STAGES}")
-    if stage == "base":
+    if _known(stage) == "base":
         return load_or_build(recipe)
     pointer = _pointer(stage, recipe)
-    if pointer.exists() and _is_model_dir(target := _read_pointer(pointer)):
-        return str(target)
+    if pointer.exists() and _is_model_dir(target := artifacts.root() / pointer.read_text().strip()):
+        return str(target)  # (an absolute pointer: root / target is target)
     folder = recipe.artifacts / stage
     found = sorted((p for p in folder.rglob("DONE") if _is_model_dir(p.parent)), key=lambda p: p.stat().st_mtime) \
         if folder.is_dir() else []

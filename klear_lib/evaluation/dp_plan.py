@@ -57,20 +57,11 @@ def deal(units: Sequence[Unit], engines: int) -> list[list[Unit]]:
     busiest engine then carries at most the mean load plus one unit. Deterministic: a rerun deals the same."""
     shares: list[list[Unit]] = [[] for _ in range(engines)]
     loads = [0] * engines
-    order = sorted(units, key=lambda u: (-u.cost, u.model, u.benchmark, u.chunk))
-    for unit in order:
+    for unit in sorted(units, key=lambda u: (-u.cost, u.model, u.benchmark, u.chunk)):
         e = min(range(engines), key=lambda i: (loads[i], i))
         shares[e].append(unit)
         loads[e] += unit.cost
     return [sorted(s, key=lambda u: (u.model, u.benchmark, u.chunk)) for s in shares]
-
-
-def chunks_of(share: Sequence[Unit]) -> dict[tuple[str, str | None, str], list[int]]:
-    """An engine's share as ``(model, revision, benchmark) -> chunk indices``: one ``evaluate`` call each."""
-    out: dict[tuple[str, str | None, str], list[int]] = {}
-    for u in share:
-        out.setdefault((u.model, u.revision, u.benchmark), []).append(u.chunk)
-    return out
 
 
 def split_table(shares: Sequence[Sequence[Unit]]) -> str:
@@ -78,9 +69,11 @@ def split_table(shares: Sequence[Sequence[Unit]]) -> str:
     lines = []
     for e, share in enumerate(shares):
         lines.append(f"engine {e}: {sum(u.cost for u in share)} samples")
-        for (model, _, bench), chunks in chunks_of(share).items():
-            units = [u for u in share if (u.model, u.benchmark) == (model, bench)]
+        groups: dict[tuple[str, str], list[Unit]] = {}
+        for u in share:
+            groups.setdefault((u.model, u.benchmark), []).append(u)
+        for (model, bench), units in groups.items():
             spans = ", ".join(f"{u.first}-{u.last - 1}" for u in units)
-            lines.append(f"  {model} {bench}: chunks {chunks} (problems {spans}; "
+            lines.append(f"  {model} {bench}: chunks {[u.chunk for u in units]} (problems {spans}; "
                          f"{sum(u.last - u.first for u in units)} problems)")
     return "\n".join(lines)

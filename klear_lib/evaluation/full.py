@@ -245,12 +245,11 @@ def main(argv: list[str] | None = None) -> None:
     plan_path = root / "plan.json"
     print(describe(plan, plan_path))
     if args.dry_run:
-        return None
+        return
     plan_path.write_text(json.dumps(plan, indent=1, sort_keys=True))
     launch(plan, plan_path)
     table = merge(plan, root)
     print(table[table["metric"] == "avg@k"][["model", "benchmark", "k", "mean", "ci_low", "ci_high"]].to_string())
-    return None
 
 
 if __name__ == "__main__":

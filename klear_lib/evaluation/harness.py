@@ -60,11 +60,9 @@ def parse_samples(path: Path, warn: bool = True) -> tuple[list[dict], int]:
     deep to parse (no write of ours makes either), raises naming the file and line."""
     if not Path(path).exists():
         return [], 0
-    records, bad = [], 0
-    for k, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        rec = _sample_record(line, f"{path}: line {k}")
-        bad += rec is None
-        records += [] if rec is None else [rec]
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    records = [rec for k, line in enumerate(lines, 1) if (rec := _sample_record(line, f"{path}: line {k}")) is not None]
+    bad = len(lines) - len(records)
     if bad and warn:
         log.warning("%s: dropped %d unparsable line(s), from a write cut short; their samples are generated again",
                     path, bad)
@@ -90,9 +88,6 @@ def read_samples(path: Path) -> dict[tuple[str, int], dict]:
     return {sample_key(rec): rec for rec in parse_samples(path)[0]}
 
 
-
-
-
 def unfinished(rows: Sequence[dict], k: int, chunks: list[range], done: dict) -> list[int]:
     """Indices of the chunks with any of their k samples per problem not stored."""
     return [c for c, chunk in enumerate(chunks)
@@ -105,14 +100,6 @@ def clear_unfinished(path: Path, records: list[dict], bad: int, stale: set[str])
     kept = [r for r in records if r["problem_id"] not in stale]
     if bad or len(kept) < len(records) or (path.exists() and not artifacts.ends_with_newline(path)):
         rewrite_samples(path, kept)
-
-
-
-def _generation_options(cfg, revision: str | None) -> dict:
-    """Backend options from the eval config."""
-    return {"backend": cfg.backend, "top_k": cfg.top_k, "repetition_penalty": cfg.repetition_penalty,
-            "max_model_len": cfg.max_model_len, "hf_overrides": cfg.hf_overrides, "dtype": cfg.dtype,
-            "revision": revision, "tensor_parallel_size": cfg.tensor_parallel_size}
 
 
 def _records(spec, stage, rows, prompts, todo_chunk, outs, cfg) -> list[dict]:
@@ -155,12 +142,14 @@ def evaluate(model_path: str, spec: BenchmarkSpec, rows: Sequence[dict], cfg, ou
     if todo:
         clear_unfinished(path, records, bad, {rows[i]["extra_info"]["id"] for c in todo for i in ranges[c]})
         prompts = chat_prompts(_tokenizer(model_path, revision), rows)
+        options = {"backend": cfg.backend, "top_k": cfg.top_k, "repetition_penalty": cfg.repetition_penalty,
+                   "max_model_len": cfg.max_model_len, "hf_overrides": cfg.hf_overrides, "dtype": cfg.dtype,
+                   "revision": revision, "tensor_parallel_size": cfg.tensor_parallel_size}
         for c in tqdm(todo, desc=f"{stage}/{spec.name}", unit="chunk"):
             group = [(i, list(range(k))) for i in ranges[c]]
             outs = generate_fn(model_path, [prompts[i] for i in ranges[c]], n=k, temperature=cfg.temperature,
                                top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
-                               seed=stable_seed(cfg.seed, "eval", spec.name, stage, c, k),
-                               **_generation_options(cfg, revision))
+                               seed=stable_seed(cfg.seed, "eval", spec.name, stage, c, k), **options)
             append_samples(path, _records(spec, stage, rows, prompts, group, outs, cfg))
         records, _ = parse_samples(path)
     done = {sample_key(r): r for r in records}  # a later line wins, as in read_samples
@@ -176,8 +165,7 @@ def _tokenizer(model_path: str, revision: str | None):
 def summarize(samples: pd.DataFrame, *, stage: str, benchmark: str, seed: int, config_hash: str,
               model: str = "") -> list[dict]:
     """eval.csv rows: avg@k and pass@k with standard error and bootstrap 95% CI over problems."""
-    by_problem = samples.sort_values(["problem_index", "sample"]).groupby("problem_index")["correct"]
-    correct = [list(map(bool, v)) for _, v in by_problem]
+    correct = list(_verdicts(samples).values())
     k = min(len(c) for c in correct)
     per_metric = {f"avg@{k}": metrics.per_problem_rates(correct),
                   f"pass@{k}": [metrics.pass_at_k(len(c), sum(c), k) for c in correct]}

@@ -75,10 +75,10 @@ def leetcode_rows(max_problems: int | None = None, real_data: str = "mirror") ->
 
 def _check_program(row: dict, program: str, timeout_s: float) -> dict:
     """The harness verdict on ``program``; for a failure, the first failing test's status and stderr tail."""
-    out = {"id": row["extra_info"]["id"], "index": row["extra_info"].get("index"), "n_tests": len(row_tests(row)),
+    tests = row_tests(row)
+    out = {"id": row["extra_info"]["id"], "index": row["extra_info"].get("index"), "n_tests": len(tests),
            "passed": correct(program_response(program), row, timeout_s=timeout_s), "status": "ok", "error": ""}
     if not out["passed"]:
-        tests = row_tests(row)
         results = code_judge.execute_tests(program, tests, timeout_s)
         first = next((r for t, r in zip(tests, results) if not code_judge.passes(t, r)), None)
         if first is not None:
@@ -97,11 +97,11 @@ def code_reference_check(rows: Sequence[dict], programs: Sequence[str], timeout_
 
 def summarize_math_check(frames: Sequence[pd.DataFrame], skipped: dict | None = None) -> pd.DataFrame:
     """Counts per benchmark: problems, reference correct, shuffled judged correct; a skipped one says why."""
-    cols = {"id": "problems", "reference_correct": "reference_correct", "shuffled_correct": "shuffled_correct"}
-    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["benchmark", *cols])
-    out = df.groupby("benchmark", sort=True).agg(problems=("id", "size"), reference_correct=("reference_correct",
-                                                 "sum"), shuffled_correct=("shuffled_correct", "sum"))
-    out = out.reset_index().assign(status="checked")
+    cols = ["benchmark", "id", "reference_correct", "shuffled_correct"]
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+    out = df.groupby("benchmark", sort=True).agg(
+        problems=("id", "size"), reference_correct=("reference_correct", "sum"),
+        shuffled_correct=("shuffled_correct", "sum")).reset_index().assign(status="checked")
     gone = pd.DataFrame([{"benchmark": n, "problems": 0, "reference_correct": 0, "shuffled_correct": 0, "status": why}
                          for n, why in sorted((skipped or {}).items())])
     return pd.concat([out, gone], ignore_index=True) if len(gone) else out

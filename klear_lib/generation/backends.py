@@ -67,7 +67,8 @@ def generate_transformers(model_path: str, prompts: list[str], *, n: int, temper
     model, tok = load(model_path, dtype=dtype, revision=revision)
     model.eval()
     tok.padding_side = "left"
-    eos = _eos_ids(model, tok)
+    eos = model.generation_config.eos_token_id  # end of turn: the tokenizer's eos plus any the model's config lists
+    eos = sorted(set([eos] if isinstance(eos, int) else list(eos or [])) | {tok.eos_token_id})
     out: list[list[str]] = []
     for b in range(0, len(prompts), batch_size):
         enc = tok(prompts[b:b + batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
@@ -80,13 +81,6 @@ def generate_transformers(model_path: str, prompts: list[str], *, n: int, temper
         texts = tok.batch_decode(ids[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
         out.extend(texts[i:i + n] for i in range(0, len(texts), n))
     return out
-
-
-def _eos_ids(model, tok) -> list[int]:
-    """End-of-turn ids: the tokenizer's eos plus any the model's generation config lists."""
-    ids = model.generation_config.eos_token_id
-    ids = [ids] if isinstance(ids, int) else list(ids or [])
-    return sorted(set(ids) | {tok.eos_token_id})
 
 
 def generate_vllm(model_path: str, prompts: list[str], *, n: int, temperature: float, top_p: float,

@@ -21,9 +21,7 @@ def engine_kwargs(req: dict, on_cpu: bool) -> dict:
     kwargs = {"model": req["model"], "seed": int(req["seed"]) % 2**32,  # vLLM accepts 32-bit seeds only
               "dtype": "float32" if on_cpu else req.get("dtype", "auto"),
               "enforce_eager": on_cpu, "tensor_parallel_size": int(req.get("tensor_parallel_size", 1))}
-    for key in ("max_model_len", "hf_overrides", "revision"):
-        if req.get(key) is not None:
-            kwargs[key] = req[key]
+    kwargs.update({key: req[key] for key in ("max_model_len", "hf_overrides", "revision") if req.get(key) is not None})
     if req.get("revision"):
         kwargs["tokenizer_revision"] = req["revision"]
     return kwargs

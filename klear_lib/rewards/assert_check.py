@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import traceback
+from contextlib import suppress
 
 VERDICT = "klear-asserts-passed"
 MAX_REPLY_BYTES = 64 << 20   # a reply longer than this fails the call (no unbounded read)
@@ -26,16 +27,8 @@ MAX_NODES = 1 << 20          # a linked list or tree with more nodes than this (
 
 def _undumpable():
     """prctl(PR_SET_DUMPABLE, 0): the program (same uid) cannot open /proc/<self>/fd, mem or environ."""
-    try:
+    with suppress(OSError):
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
-    except OSError:
-        pass
-
-
-def _unlimited_ints():
-    """Python >= 3.11 refuses to parse ints over 4,300 digits; the asserts may compare larger ones."""
-    if hasattr(sys, "set_int_max_str_digits"):
-        sys.set_int_max_str_digits(0)
 
 
 def _list_values(node):
@@ -145,26 +138,23 @@ class Program:
         return decode(reply["value"], self.ns)
 
 
-def _remote_solution(program):
-    """A stand-in for the program's ``Solution``: ``Solution().name(...)`` calls ``name`` over there."""
+def check(job):
+    """Run the check code against the program in its own process; True when every assert ran and held."""
+    ns = {"__name__": "__klear_check__"}
+    exec(compile(job["prelude"], "prelude", "exec"), ns)  # noqa: S102 (trusted: our prelude)
+    program = Program(job["prelude"] + job["program"], ns, job["self"])
     made = []
 
     class Solution:
+        """A stand-in for the program's ``Solution``: ``Solution().name(...)`` calls ``name`` over there."""
+
         def __init__(self):
             made.append(self)
             self._klear_instance = len(made)
 
         def __getattr__(self, name):
             return lambda *args, **kwargs: program.call(self._klear_instance, name, *args, **kwargs)
-    return Solution
-
-
-def check(job):
-    """Run the check code against the program in its own process; True when every assert ran and held."""
-    ns = {"__name__": "__klear_check__"}
-    exec(compile(job["prelude"], "prelude", "exec"), ns)  # noqa: S102 (trusted: our prelude)
-    program = Program(job["prelude"] + job["program"], ns, job["self"])
-    ns["Solution"] = _remote_solution(program)
+    ns["Solution"] = Solution
     try:
         exec(compile(job["check"], "check", "exec"), ns)  # noqa: S102 (trusted: the row's check code)
     finally:
@@ -204,7 +194,8 @@ def _answer(ns, instances, request):
 
 
 def main():
-    _unlimited_ints()
+    if hasattr(sys, "set_int_max_str_digits"):  # Python >= 3.11 refuses ints over 4,300 digits; asserts use them
+        sys.set_int_max_str_digits(0)
     if sys.argv[1:2] == ["serve"]:
         serve(int(sys.argv[2]), int(sys.argv[3]))
         return

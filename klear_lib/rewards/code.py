@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from klear_lib.rewards.assert_check import VERDICT
-from klear_lib.rewards.format import FORMAT_ERROR_SCORE, INCORRECT_SCORE, is_correct_score, think_tag_score
+from klear_lib.rewards.format import FORMAT_ERROR_SCORE, INCORRECT_SCORE, think_tag_score
 from klear_lib.rewards.sandbox import (DEFAULT_TIMEOUT_S, ExecutionResult, SandboxLimits, SandboxUnavailable,
                                        execute, run_in_sandbox)
 from klear_lib.seeding import py_rng
 
 __all__ = ["execute", "ExecutionResult", "SandboxUnavailable", "extract_program", "code_reward", "code_rewards",
-           "code_is_correct", "plan_reward", "distinct_jobs", "run_tests", "execute_tests", "sample_tests",
+           "plan_reward", "distinct_jobs", "run_tests", "execute_tests", "sample_tests",
            "parse_tests", "parse_rllm_tests", "outputs_match", "MAX_TESTS"]
 
 log = logging.getLogger(__name__)
@@ -149,8 +149,19 @@ def parse_tests(ground_truth: str | dict, row_id: Any = None) -> list[dict]:
         raise ValueError(f"row {row_id}: ground_truth is JSON nested too deep to parse") from None
     if not isinstance(gt, dict):
         raise ValueError(f"row {row_id}: ground_truth must be a JSON object, got {type(gt).__name__}")
-    if "inputs" in gt and "outputs" in gt:
-        return _io_tests(gt, row_id)
+    if "inputs" in gt and "outputs" in gt:  # stdin (or call-based, with fn_name) tests from parallel lists
+        ins, outs = gt["inputs"], gt["outputs"]
+        for field, value in (("inputs", ins), ("outputs", outs)):
+            if not isinstance(value, list):  # a string would become one test per character
+                raise ValueError(f"row {row_id}: ground_truth field {field} must be a list (one entry per test), "
+                                 f"got {type(value).__name__}")
+        if len(ins) != len(outs):
+            raise ValueError(f"row {row_id}: ground_truth has {len(ins)} inputs but {len(outs)} outputs")
+        fn = gt.get("fn_name")
+        if gt.get("testtype") == "functional" and not fn:
+            raise ValueError(f"row {row_id}: call-based tests (testtype functional) need fn_name in the ground truth")
+        kind = {"kind": "functional", "fn_name": fn} if fn else {}
+        return [{"input": _text(i), "output": _text(o), **kind} for i, o in zip(ins, outs)]
     if "functional" in gt:
         code = gt["functional"]
         snippets = [code] if isinstance(code, str) else code
@@ -164,22 +175,6 @@ def parse_tests(ground_truth: str | dict, row_id: Any = None) -> list[dict]:
     raise ValueError(f"row {row_id}: ground_truth has keys {sorted(gt)}; expected inputs/outputs or functional")
 
 
-def _io_tests(gt: dict, row_id: Any) -> list[dict]:
-    """stdin (or call-based, with ``fn_name``) tests from parallel ``inputs``/``outputs`` lists."""
-    ins, outs = gt["inputs"], gt["outputs"]
-    for field, value in (("inputs", ins), ("outputs", outs)):
-        if not isinstance(value, list):  # a string would become one test per character
-            raise ValueError(f"row {row_id}: ground_truth field {field} must be a list (one entry per test), "
-                             f"got {type(value).__name__}")
-    if len(ins) != len(outs):
-        raise ValueError(f"row {row_id}: ground_truth has {len(ins)} inputs but {len(outs)} outputs")
-    fn = gt.get("fn_name")
-    if gt.get("testtype") == "functional" and not fn:
-        raise ValueError(f"row {row_id}: call-based tests (testtype functional) need fn_name in the ground truth")
-    tests = [{"input": _text(i), "output": _text(o)} for i, o in zip(ins, outs)]
-    return [dict(t, kind="functional", fn_name=fn) for t in tests] if fn else tests
-
-
 def _text(value: Any) -> str:
     """A test value as text (lists of lines joined, as the official sampler does)."""
     return "\n".join(map(str, value)) if isinstance(value, list) else str(value)
@@ -188,15 +183,11 @@ def _text(value: Any) -> str:
 def parse_rllm_tests(tests: Sequence[dict], starter_code: str = "", row_id: Any = None) -> list[dict]:
     """Tests of the rLLM LiveCodeBench files: ``{"input","output","testtype": "stdin"|"functional"}``."""
     fn = _FN_NAME.search(starter_code or "")
-    out = []
-    for t in tests:
-        if t.get("testtype", "stdin") == "functional":
-            if fn is None:
-                raise ValueError(f"row {row_id}: functional test but no `def name(self` in starter_code")
-            out.append({"input": t["input"], "output": t["output"], "kind": "functional", "fn_name": fn.group(1)})
-        else:
-            out.append({"input": t["input"], "output": t["output"]})
-    return out
+    if fn is None and any(t.get("testtype", "stdin") == "functional" for t in tests):
+        raise ValueError(f"row {row_id}: functional test but no `def name(self` in starter_code")
+    return [{"input": t["input"], "output": t["output"],
+             **({"kind": "functional", "fn_name": fn.group(1)} if t.get("testtype", "stdin") == "functional" else {})}
+            for t in tests]
 
 
 def sample_tests(tests: Sequence[dict], max_tests: int | None = MAX_TESTS, seed: int = 0) -> list[dict]:
@@ -233,21 +224,16 @@ def json_depth(text: str) -> int:
     return max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
 
 
-def build_program(program: str, test: dict) -> str:
-    """The source actually run for ``test``: as is (stdin), or with the prelude and a driver / the asserts."""
+def build_run(program: str, test: dict) -> tuple[str, str]:
+    """The (source, stdin) actually run for ``test``: the program on its input (stdin), with the prelude and a
+    driver (call-based), or the checker with the program and the check code as its job (asserts)."""
     kind = test.get("kind", "stdin")
     if kind == "functional":
-        return PRELUDE + program + "\n" + DRIVER.format(fn=test["fn_name"])
+        return PRELUDE + program + "\n" + DRIVER.format(fn=test["fn_name"]), test["input"]
     if kind == "assert":
-        return CHECKER_SOURCE
-    return program
-
-
-def build_stdin(program: str, test: dict) -> str:
-    """The stdin of ``test``'s run: its input, or for asserts the checker's job (the program and the check code)."""
-    if test.get("kind") == "assert":
-        return json.dumps({"prelude": PRELUDE, "program": program, "check": test["code"], "self": CHECKER_SOURCE})
-    return test["input"]
+        job = {"prelude": PRELUDE, "program": program, "check": test["code"], "self": CHECKER_SOURCE}
+        return CHECKER_SOURCE, json.dumps(job)
+    return program, test["input"]
 
 
 def passes(test: dict, result: ExecutionResult) -> bool:
@@ -264,15 +250,15 @@ def passes(test: dict, result: ExecutionResult) -> bool:
 def execute_tests(program: str, tests: Sequence[dict], timeout_s: float = DEFAULT_TIMEOUT_S, batched: bool = True,
                   limits: SandboxLimits = SandboxLimits()) -> list[ExecutionResult]:
     """One sandbox result per test; ``batched`` runs all tests sharing a source in one sandbox start."""
-    groups: dict[str, list[int]] = {}
+    groups: dict[str, dict[int, str]] = {}  # source -> {test index: stdin}
     for i, t in enumerate(tests):
-        groups.setdefault(build_program(program, t), []).append(i)
+        source, stdin = build_run(program, t)
+        groups.setdefault(source, {})[i] = stdin
     results: list[ExecutionResult | None] = [None] * len(tests)
-    for source, idx in groups.items():
-        stdins = [build_stdin(program, tests[i]) for i in idx]
-        found = run_in_sandbox(source, stdins, timeout_s, limits) if batched else \
-            [execute(source, s, timeout_s, limits) for s in stdins]
-        for i, res in zip(idx, found):
+    for source, stdins in groups.items():
+        found = run_in_sandbox(source, list(stdins.values()), timeout_s, limits) if batched else \
+            [execute(source, s, timeout_s, limits) for s in stdins.values()]
+        for i, res in zip(stdins, found):
             results[i] = res
     return results  # type: ignore[return-value]
 
@@ -322,11 +308,6 @@ def code_reward(response: str, tests: Sequence[dict], mode: str = "soft", max_te
     return score_passes(run_tests(*plan, timeout_s, batched), mode)
 
 
-def code_is_correct(response: str, tests: Sequence[dict], timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
-    """The benchmark verdict: every test passes (all of them, none sampled away)."""
-    return is_correct_score(code_reward(response, tests, mode="hard", max_tests=None, timeout_s=timeout_s))
-
-
 def code_rewards(responses: Sequence[str], tests: Sequence[Sequence[dict] | str | dict], mode: str = "soft",
                  max_tests: int | None = MAX_TESTS, seed: int | Sequence[int] = 0,
                  timeout_s: float = DEFAULT_TIMEOUT_S, workers: int = 2, batched: bool = True,
@@ -349,8 +330,13 @@ def code_rewards(responses: Sequence[str], tests: Sequence[Sequence[dict] | str 
     if len(seeds) != len(responses):
         raise ValueError(f"{len(responses)} responses but {len(seeds)} seeds")
     parsed = [parse_tests(t, i) if isinstance(t, (str, dict)) else t for i, t in enumerate(tests)]
-    plans = [_plan_or_fail(i, responses[i], parsed[i], max_tests, seeds[i], tag_shaping)
-             for i in range(len(responses))]
+    plans: list[float | tuple[str, list[dict]]] = []
+    for i, response in enumerate(responses):
+        try:
+            plans.append(plan_reward(response, parsed[i], max_tests, seeds[i], tag_shaping))
+        except Exception:  # one response costs only its own reward
+            log.exception("code reward of response %d failed; scored -1", i)
+            plans.append(INCORRECT_SCORE)
     jobs, job_of = distinct_jobs(plans, dedup)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         passed = list(pool.map(lambda j: _judge_or_fail(j, jobs[j], timeout_s, batched), range(len(jobs))))
@@ -376,16 +362,6 @@ def distinct_jobs(plans: Sequence[float | tuple[str, list[dict]]], dedup: bool =
             jobs.append((i, program, chosen))
         job_of.append(index[key])
     return jobs, job_of
-
-
-def _plan_or_fail(i: int, response: str, tests: Sequence[dict], max_tests: int | None, seed: int,
-                  tag_shaping: str) -> float | tuple[str, list[dict]]:
-    """``plan_reward``, or -1 (logged) when it raises on this response."""
-    try:
-        return plan_reward(response, tests, max_tests, seed, tag_shaping)
-    except Exception:  # one response costs only its own reward
-        log.exception("code reward of response %d failed; scored -1", i)
-        return INCORRECT_SCORE
 
 
 def _judge_or_fail(k: int, job: tuple[int, str, list[dict]], timeout_s: float, batched: bool) -> list[bool] | None:

@@ -43,9 +43,7 @@ def code_tests(truth: str, rid="<no id>") -> list[dict]:
 def row_tests(row: dict) -> list[dict]:
     """The code tests of a row: ``extra_info.tests`` if present, else parsed from the ground truth."""
     tests = (row.get("extra_info") or {}).get("tests")
-    if tests is not None:
-        return list(tests)
-    return code_tests(_ground_truth(row), row_id(row))
+    return list(tests) if tests is not None else code_tests(_ground_truth(row), row_id(row))
 
 
 def _ground_truth(row: dict) -> str:

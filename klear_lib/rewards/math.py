@@ -59,18 +59,16 @@ _POOL_LOCK = threading.Lock()
 LOG_CHARS = 300  # ours: math-verify logs a timed-out input whole (up to MAX_ANSWER_CHARS) at every timeout
 
 
-class _ShortLog(logging.Filter):
+def _short_log(record: logging.LogRecord) -> bool:
     """Cut math-verify's log lines to ``LOG_CHARS``: one hostile answer per RL step would otherwise flood the log."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        if len(text) > LOG_CHARS:
-            record.msg, record.args = f"{text[:LOG_CHARS]}... [{len(text)} characters]", ()
-        return True
+    text = record.getMessage()
+    if len(text) > LOG_CHARS:
+        record.msg, record.args = f"{text[:LOG_CHARS]}... [{len(text)} characters]", ()
+    return True
 
 
 for _name in ("math_verify.parser", "math_verify.grader"):  # also in the pool's workers, which import this module
-    logging.getLogger(_name).addFilter(_ShortLog())
+    logging.getLogger(_name).addFilter(_short_log)
 
 
 def ascii_digits(text: str) -> str:
@@ -154,11 +152,7 @@ def answer_is_correct(text: str, ground_truth: str | int) -> bool:
     """Whether the answer ``text`` (already past ``</think>``) matches ``ground_truth``, from any thread, within
     the size, nesting and time bounds (a bound reached is a wrong answer)."""
     text, gt, verdict = _prejudge(text, str(ground_truth).strip())
-    if verdict is not None:
-        return verdict
-    if _in_main_thread():
-        return verify_answer(text, gt)
-    return _verify_in_pool([text], [gt])[0]
+    return verdict if verdict is not None else _bounded(verify_answer, text, gt)
 
 
 def gold_parses(answer: str) -> bool:
@@ -169,11 +163,7 @@ def gold_parses(answer: str) -> bool:
     answer = ascii_digits(answer.strip())
     if _integer_key(answer) is not None:
         return True
-    if not within_caps(answer) or operator_count(answer) > MAX_OPERATORS:
-        return False
-    if _in_main_thread():
-        return _gold_parses_here(answer)
-    return _in_pool(_gold_parses_here, [(answer,)])[0]
+    return within_caps(answer) and operator_count(answer) <= MAX_OPERATORS and _bounded(_gold_parses_here, answer)
 
 
 def _gold_parses_here(answer: str) -> bool:
@@ -181,9 +171,11 @@ def _gold_parses_here(answer: str) -> bool:
     return len(parse("\\boxed{" + answer + "}", parsing_timeout=PARSE_TIMEOUT_S)) >= 2
 
 
-def _in_main_thread() -> bool:
-    """Whether signal-based timeouts (math-verify's) can work here."""
-    return threading.current_thread() is threading.main_thread()
+def _bounded(fn: Callable[..., bool], *args) -> bool:
+    """``fn(*args)`` where math-verify's signal-based timeouts work: here in a main thread, else in the pool."""
+    if threading.current_thread() is threading.main_thread():
+        return fn(*args)
+    return _in_pool(fn, [args])[0]
 
 
 def math_reward(response: str, ground_truth: str | int, tag_shaping: str = "official") -> float:

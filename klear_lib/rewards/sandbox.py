@@ -33,6 +33,7 @@ import logging
 import os
 import shutil
 import subprocess
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -198,21 +199,14 @@ def _run(cmd: list[str], payload: bytes, wall_s: float) -> tuple[bytes, bytes, i
         out, err = proc.communicate(payload, timeout=wall_s)
         return out, err, proc.returncode, False
     except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
+        with suppress(ProcessLookupError):  # SIGKILL the firejail group we started (its sandbox dies with it)
+            os.killpg(proc.pid, 9)
         try:
             out, err = proc.communicate(timeout=START_SLACK_S)
         except subprocess.TimeoutExpired:  # something still holds the pipes: give up on them, never hang
             proc.kill()
             out, err = b"", b"[sandbox] did not end after SIGKILL"
         return out, err, proc.returncode, True
-
-
-def _kill_group(pgid: int) -> None:
-    """SIGKILL the firejail process group we started (its sandbox dies with it)."""
-    try:
-        os.killpg(pgid, 9)
-    except ProcessLookupError:
-        pass
 
 
 def _parse(out: bytes, err: bytes, rc: int | None, timed_out: bool, n: int) -> list[ExecutionResult]:

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 
 PR_SET_DUMPABLE = 4
 CHUNK = 65536
@@ -31,18 +32,14 @@ CHUNK = 65536
 
 def _undumpable():
     """prctl(PR_SET_DUMPABLE, 0): /proc/<self>/* becomes root-owned, out of the program's reach."""
-    try:
+    with suppress(OSError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    except OSError:
-        pass
 
 
 def _kill_group(proc):
     """SIGKILL the child's whole process group (it runs in its own session)."""
-    try:
+    with suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 def _feed(proc, sel, pending):
@@ -124,38 +121,22 @@ def run_one(program_fd, stdin_text, timeout_s, caps, python, uid=None):
         _kill_group(proc)
         rc, why = proc.wait(), why or "timeout"
     for f in (proc.stdin, proc.stdout, proc.stderr):
-        try:
+        with suppress(OSError):
             f.close()
-        except OSError:
-            pass
-    status = "timeout" if why == "timeout" else "killed" if why else _status(rc)
+    # a negative return code: killed by a signal
+    status = "timeout" if why == "timeout" else "killed" if why or rc < 0 else "ok" if rc == 0 else "error"
     note = b"" if why in ("", "timeout") else b"\n[sandbox] output limit exceeded: %s over %d bytes" % (
         why.encode(), caps[0])
     return {"status": status, "returncode": rc, "stdout": out.decode("utf-8", "replace"),
             "stderr": (err + note).decode("utf-8", "replace"), "wall_s": round(time.monotonic() - start, 4)}
 
 
-def _status(rc):
-    """ok | error | killed from a return code (negative = killed by a signal)."""
-    return "ok" if rc == 0 else ("killed" if rc < 0 else "error")
-
-
-def _reap_all():
-    """SIGKILL every process this uid can signal in the sandbox's PID namespace, except ourselves."""
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except OSError:
-        pass
-
-
 def _clear_dir(path):
     """Remove what the last test left in ``path`` (the sandbox's private ``/dev/shm``)."""
     for name in os.listdir(path):
         full = os.path.join(path, name)
-        try:
+        with suppress(OSError):
             shutil.rmtree(full) if os.path.isdir(full) and not os.path.islink(full) else os.unlink(full)
-        except OSError:
-            pass
 
 
 def _apart():
@@ -179,7 +160,8 @@ def main():
             continue
         results.append(run_one(fd, stdin_text, float(job["timeout_s"]), caps, job["python"], uid))
         if job.get("reap_all"):
-            _reap_all()
+            with suppress(OSError):  # SIGKILL all this uid can signal in the sandbox's PID namespace, but us
+                os.kill(-1, signal.SIGKILL)
         if job.get("clear_shm"):
             _clear_dir("/dev/shm")
     sys.stdout.write(json.dumps(results))

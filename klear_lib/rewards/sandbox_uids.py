@@ -18,7 +18,7 @@ import os
 import signal
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -35,6 +35,13 @@ def user_tasks(uid: int) -> int:
     return sum(_task_count(pid) for pid in _pids() if _real_uid(pid) == uid)
 
 
+def _task_count(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
+
+
 def _pids() -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 
@@ -49,13 +56,6 @@ def _real_uid(pid: int) -> int | None:
         return None
 
 
-def _task_count(pid: int) -> int:
-    try:
-        return len(os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        return 0
-
-
 def _controller(name: str) -> tuple[Path, bool] | None:
     """Where cgroups of controller ``name`` are made and whether that is cgroup v2, or None when not mounted."""
     v2 = CGROUP_ROOT / "cgroup.subtree_control"
@@ -65,23 +65,14 @@ def _controller(name: str) -> tuple[Path, bool] | None:
     return (CGROUP_ROOT / name, False) if (CGROUP_ROOT / name / found).exists() else None
 
 
-def _memory_limit_file() -> tuple[Path, str] | None:
-    """Where memory cgroups are made and the name of their limit file (v2 ``memory.max``, v1
-    ``memory.limit_in_bytes``), or None when the memory controller is not mounted."""
-    found = _controller("memory")
-    return None if found is None else (found[0], "memory.max" if found[1] else "memory.limit_in_bytes")
-
-
-def memory_cgroup_available() -> bool:
-    """Whether sandboxes here get a memory cgroup (root, and a memory controller that is writable)."""
-    found = _memory_limit_file()
+def _cgroup_available(name: str) -> bool:
+    """Whether sandboxes here get a cgroup of controller ``name`` (root, and that controller writable)."""
+    found = _controller(name)
     return os.geteuid() == 0 and found is not None and os.access(found[0], os.W_OK)
 
 
-def cpu_cgroup_available() -> bool:
-    """Whether sandboxes here get a CPU share of their own (root, and a cpu controller that is writable)."""
-    found = _controller("cpu")
-    return os.geteuid() == 0 and found is not None and os.access(found[0], os.W_OK)
+memory_cgroup_available = functools.partial(_cgroup_available, "memory")
+cpu_cgroup_available = functools.partial(_cgroup_available, "cpu")
 
 
 def _bytes(size: str) -> int:
@@ -107,14 +98,18 @@ def _cgroup_path(name: str, uid: int) -> Path | None:
     return None if found is None else found[0] / f"klear-sandbox-{uid}"
 
 
+def _existing_cgroups(uid: int) -> list[Path]:
+    paths = (_cgroup_path(name, uid) for name in ("memory", "cpu"))
+    return [path for path in paths if path is not None and path.exists()]
+
+
 def _make_cgroup(name: str, uid: int, limit) -> Path | None:
     """A fresh cgroup of controller ``name`` for the sandbox of ``uid`` (the reaper removed any old one), or None
     with the reason logged when it cannot be made here."""
-    found = _controller(name)
+    found, path = _controller(name), _cgroup_path(name, uid)
     if found is None:
         _log_once(f"no {name} cgroup controller is mounted here: sandboxes get no {name} cgroup")
         return None
-    path = found[0] / f"klear-sandbox-{uid}"
     try:
         path.mkdir()
     except OSError as err:  # not writable here, or one the reaper could not remove (logged there)
@@ -180,12 +175,9 @@ def sandbox_pids(uid: int) -> set[int]:
     (firejail itself, which runs as root)."""
     uids = {uid, uid + RUNNER_OFFSET}
     found = {pid for pid in _pids() if _real_uid(pid) in uids}
-    for name in ("memory", "cpu"):
-        path = _cgroup_path(name, uid)
-        try:
-            found |= {int(p) for p in (path / "cgroup.procs").read_text().split()} if path else set()
-        except OSError:
-            pass
+    for path in _existing_cgroups(uid):
+        with suppress(OSError):
+            found |= {int(p) for p in (path / "cgroup.procs").read_text().split()}
     return found
 
 
@@ -197,21 +189,13 @@ def reap(uid: int) -> None:
         if not pids:
             break
         for pid in pids:
-            _kill(pid)
+            with suppress(OSError):  # gone already (pids are handed out in a cycle: none is reused within ms)
+                os.kill(pid, signal.SIGKILL)
         time.sleep(0.05)
     else:
         log.warning("sandbox uid %d: processes %s survived SIGKILL", uid, sorted(sandbox_pids(uid)))
-    for name in ("memory", "cpu"):
-        path = _cgroup_path(name, uid)
-        if path is not None and path.exists():
-            _remove_cgroup(path)
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except OSError:  # gone already (pids are handed out in a cycle: a freed one is not reused within ms)
-        pass
+    for path in _existing_cgroups(uid):
+        _remove_cgroup(path)
 
 
 def reap_idle(uids: Iterable[int] | None = None) -> None:
@@ -219,8 +203,7 @@ def reap_idle(uids: Iterable[int] | None = None) -> None:
     left (a killed run's)."""
     left = {_real_uid(pid) for pid in _pids()}
     for uid in range(UID_BASE, UID_BASE + UID_COUNT) if uids is None else uids:
-        cgroups = [_cgroup_path(name, uid) for name in ("memory", "cpu")]
-        if not ({uid, uid + RUNNER_OFFSET} & left or any(p is not None and p.exists() for p in cgroups)):
+        if not ({uid, uid + RUNNER_OFFSET} & left or _existing_cgroups(uid)):
             continue
         fd = _uid_lock(uid)
         if fd is not None:
