@@ -81,17 +81,6 @@ tr.v-no-effect-of-the-paper-s-size td:last-child { background: #d9e6f4; }
 tr.v-underpowered td:last-child { background: #eee; } tr.v-not-run td { color: #888; font-style: italic; }"""
 
 
-def notebooks(preset: str, results: Path = RESULTS) -> list[Path]:
-    """The executed notebooks ``results/<preset>/notebooks/NN_*.ipynb`` in run order; an error naming the folder
-    when there are none."""
-    folder = results / preset / "notebooks"
-    found = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
-    if not found:
-        raise FileNotFoundError(f"no executed notebooks (NN_*.ipynb) in {folder}: run `make reproduce "
-                                f"PRESET={preset}` (or `make ablations`) first")
-    return found
-
-
 def title_and_summary(nb: nbformat.NotebookNode, fallback: str) -> tuple[str, str]:
     """The first markdown H1 of ``nb`` and the paragraph after it (its one-line subtitle, emphasis stripped)."""
     for cell in (c for c in nb.cells if c.cell_type == "markdown"):
@@ -100,37 +89,6 @@ def title_and_summary(nb: nbformat.NotebookNode, fallback: str) -> tuple[str, st
             summary = " ".join(match.group(2).split()).strip("*_ ")
             return match.group(1).strip(), summary
     return fallback, ""
-
-
-def exporter() -> HTMLExporter:
-    """nbconvert's ``lab`` HTML exporter with ``PAGE_TEMPLATE``: inlined CSS, no scripts, no anchor links."""
-    loader = jinja2.DictLoader({"klear_offline.html.j2": PAGE_TEMPLATE})
-    return HTMLExporter(template_name="lab", template_file="klear_offline.html.j2", extra_loaders=[loader],
-                        exclude_anchor_links=True)
-
-
-def render_notebook(nb: nbformat.NotebookNode, page: Path, title: str, exp: HTMLExporter) -> Path:
-    """``nb`` as the page ``page``, titled ``title``, its outputs as stored (the notebook is not run)."""
-    nb.metadata["title"] = title
-    for cell in nb.cells:  # nbval's markers steer the regression check, not the reader
-        if cell.cell_type == "code":
-            cell.source = "\n".join(line for line in cell.source.splitlines() if not line.startswith("# NBVAL_"))
-    nav = '<nav class="klear"><a href="../index.html">&larr; Report index</a></nav>'
-    body, _ = exp.from_notebook_node(nb, resources={"klear_css": PAGE_CSS, "klear_nav": nav})
-    page.write_text(body, encoding="utf-8")
-    return page
-
-
-def figure_files(preset: str, figures: Path = FIGURES) -> list[Path]:
-    """The study's figures ``<preset>_*.png``: in ``figures/`` or, for a smoke preset, ``figures/<preset>/``."""
-    return sorted({p.name: p for p in [*figures.glob(f"{preset}_*.png"),
-                                       *(figures / preset).glob(f"{preset}_*.png")]}.values())
-
-
-def topic(stem: str) -> str:
-    """The index section of a figure stem (after ``<preset>_``), from ``TOPICS``."""
-    matches = [(len(p), name) for name, prefixes in TOPICS for p in prefixes if stem.startswith(p)]
-    return max(matches)[1] if matches else OTHER
 
 
 def reading_order(stem: str) -> tuple[str, int, str]:
@@ -152,8 +110,9 @@ def figures_html(preset: str, copied: list[str]) -> dict[str, str]:
     stems = {name[len(preset) + 1:-4]: name for name in copied}
     groups: dict[str, list[str]] = {"key": [figure_html(stems[s], stems[s]) for s in KEY_FIGURES if s in stems]}
     for stem, name in sorted(stems.items(), key=lambda item: reading_order(item[0])):
-        if stem not in KEY_FIGURES:
-            groups.setdefault(topic(stem), []).append(figure_html(name, name))
+        if stem not in KEY_FIGURES:  # under its topic: the longest matching prefix of TOPICS
+            topics = [(len(p), topic) for topic, prefixes in TOPICS for p in prefixes if stem.startswith(p)]
+            groups.setdefault(max(topics)[1] if topics else OTHER, []).append(figure_html(name, name))
 
     def block(name, heading=True):
         title = f'<h3 id="{anchor(name)}">{html.escape(name)}</h3>' if heading else ""
@@ -216,12 +175,6 @@ def readme_claims_html(readme: Path = REPO / "README.md") -> str:
             + table_html(table, classes))
 
 
-def notebook_item(page: str, title: str, summary: str) -> str:
-    """An index entry: the page's title as a link, its summary below."""
-    return (f'<li><a href="notebooks/{quote(page)}">{html.escape(title)}</a>'
-            f"{markdown2html(summary) if summary else ''}</li>")
-
-
 def index_html(preset: str, items: list[str], claims: str, figures: dict[str, str]) -> str:
     """The index page: notebooks, the paper's claims (key figures and table), the other figures by topic."""
     body = (f"<h1>Klear-Reasoner in miniature: the <code>{html.escape(preset)}</code> study</h1>"
@@ -236,29 +189,39 @@ def index_html(preset: str, items: list[str], claims: str, figures: dict[str, st
             f"</title><style>{INDEX_CSS}</style></head><body>{body}</body></html>\n")
 
 
-def prepare(out: Path) -> Path:
-    """An empty ``out``: a previous report there is removed; any other non-empty folder is refused."""
+def build(preset: str = "tiny", out: Path | str = REPORT, results: Path = RESULTS, figures: Path = FIGURES) -> Path:
+    """The report of ``preset`` in ``out`` (emptied first: a previous report there is removed, any other non-empty
+    folder refused): ``index.html``, ``notebooks/NN_*.html``, ``figures/*.png``; returns the index's path."""
+    found = sorted((results / preset / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if not found:
+        raise FileNotFoundError(f"no executed notebooks (NN_*.ipynb) in {results / preset / 'notebooks'}: run `make "
+                                f"reproduce PRESET={preset}` (or `make ablations`) first")
+    out = Path(out)
     if out.exists() and any(out.iterdir()):
         if not (out / "index.html").exists():
             raise FileExistsError(f"{out} is not empty and holds no report (index.html): choose another --out")
         shutil.rmtree(out)
     (out / "notebooks").mkdir(parents=True)
     (out / "figures").mkdir()
-    return out
-
-
-def build(preset: str = "tiny", out: Path | str = REPORT, results: Path = RESULTS, figures: Path = FIGURES) -> Path:
-    """The report of ``preset`` in ``out``: ``index.html``, ``notebooks/NN_*.html``, ``figures/*.png``; returns
-    the index's path."""
-    found = notebooks(preset, results)
-    out = prepare(Path(out))
-    exp, items = exporter(), []
-    for path in found:
+    # nbconvert's lab exporter with PAGE_TEMPLATE: inlined CSS, no scripts, no anchor links
+    exp = HTMLExporter(template_name="lab", template_file="klear_offline.html.j2", exclude_anchor_links=True,
+                       extra_loaders=[jinja2.DictLoader({"klear_offline.html.j2": PAGE_TEMPLATE})])
+    nav = '<nav class="klear"><a href="../index.html">&larr; Report index</a></nav>'
+    items = []
+    for path in found:  # each notebook as a page, its outputs as stored (it is not run)
         nb = nbformat.read(path, as_version=4)
         title, summary = title_and_summary(nb, path.stem)
-        page = render_notebook(nb, out / "notebooks" / f"{path.stem}.html", title, exp)
-        items.append(notebook_item(page.name, title, summary))
-    copied = [shutil.copy2(p, out / "figures" / p.name) and p.name for p in figure_files(preset, figures)]
+        nb.metadata["title"] = title
+        for cell in nb.cells:  # nbval's markers steer the regression check, not the reader
+            if cell.cell_type == "code":
+                cell.source = "\n".join(line for line in cell.source.splitlines() if not line.startswith("# NBVAL_"))
+        body, _ = exp.from_notebook_node(nb, resources={"klear_css": PAGE_CSS, "klear_nav": nav})
+        (out / "notebooks" / f"{path.stem}.html").write_text(body, encoding="utf-8")
+        items.append(f'<li><a href="notebooks/{quote(path.stem + ".html")}">{html.escape(title)}</a>'
+                     f"{markdown2html(summary) if summary else ''}</li>")
+    # the study's figures <preset>_*.png: in figures/ or, for a smoke preset, figures/<preset>/
+    pngs = {p.name: p for p in [*figures.glob(f"{preset}_*.png"), *(figures / preset).glob(f"{preset}_*.png")]}
+    copied = [shutil.copy2(p, out / "figures" / p.name) and p.name for p in sorted(pngs.values())]
     index = out / "index.html"
     index.write_text(index_html(preset, items, claims_html(preset, results), figures_html(preset, copied)),
                      encoding="utf-8")

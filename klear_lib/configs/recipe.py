@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from klear_lib import artifacts, paths
-from klear_lib.configs import STAGES, TRAINING_STAGES, check_in_process, get_config, rl_stage_name
+from klear_lib.configs import STAGES, TRAINING_STAGES, get_config, rl_stage_name
 from klear_lib.configs import study as study_
 from klear_lib.configs.base import resolve, with_overrides
 from klear_lib.configs.data import DataConfig
@@ -69,27 +69,17 @@ class Recipe:
     @property
     def results(self) -> Path:
         """``results/<preset>/`` (committed tables), created on demand; a rehearsal's under its artifacts."""
-        if self.scratch:
-            path = self.artifacts / "results"
-            path.mkdir(parents=True, exist_ok=True)
-            return path
-        return paths.results_dir(self.preset)
+        return paths.made(self.artifacts / "results") if self.scratch else paths.results_dir(self.preset)
 
     @property
     def runs(self) -> Path:
         """``results/<preset>/runs/``: per-step run records."""
-        if self.scratch:
-            path = self.results / "runs"
-            path.mkdir(parents=True, exist_ok=True)
-            return path
-        return paths.runs_dir(self.preset)
+        return paths.made(self.results / "runs") if self.scratch else paths.runs_dir(self.preset)
 
     @property
     def artifacts(self) -> Path:
         """``<artifacts>/<preset>/``: checkpoints, samples and caches outside git."""
-        path = artifacts.root() / self.preset
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return paths.made(artifacts.root() / self.preset)
 
     def figure(self, what: str) -> Path:
         """Where the figure ``what`` of this preset goes: ``results/figures/<preset>_<what>.png``, under
@@ -99,8 +89,16 @@ class Recipe:
         return (paths.FIGURES / self.preset if self.study.smoke else paths.FIGURES) / f"{self.preset}_{what}.png"
 
     def check_in_process(self, what: str) -> None:
-        """Raise when ``what`` at this preset can only run under the cluster launchers (``configs.check_in_process``)."""
-        check_in_process(self.preset, what)
+        """Raise before anything is built when ``what`` at this preset can only run under the launchers: ``full``
+        trains on the files of ``make data-full`` (a notebook built GBs of world and then found no 'sft' split), with
+        ZeRO-3, which needs a rank per process, and vLLM TP = 2, which needs two GPUs; none of that starts in a
+        kernel."""
+        if self.preset in LAUNCHED_PRESETS:
+            raise RuntimeError(f"{what} at preset {self.preset!r} runs through scripts/launch_*_full.sh on a cluster "
+                               f"(docs/full_scale.md); in a notebook use 'gpu' (one GPU) or 'ci'/'tiny' (CPU)")
+
+
+LAUNCHED_PRESETS = ("full",)  # trained only through the launchers: one process per GPU, ZeRO-3, vLLM TP = 2
 
 
 REHEARSAL_ENV = "KLEAR_REHEARSAL"

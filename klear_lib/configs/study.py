@@ -176,11 +176,7 @@ STABILITY = {
 }
 
 
-
-
 def _ablations(preset: str) -> dict:
-    if preset == "gpu":  # no data world to draw SFT subsets from; the stability map is tiny's question
-        return {"rl_ablations": RL_ABLATIONS["gpu"]}
     return {"sft_ablations": SFT_ABLATIONS[preset], "rl_ablations": RL_ABLATIONS[preset],
             "stability": STABILITY[preset]}
 
@@ -189,5 +185,6 @@ PRESETS = {
     "ci": Study(main_rl_seeds=2, real_data="mirror", reference_code_problems=24, smoke=True, **_ablations("ci")),
     "tiny": Study(main_rl_seeds=3, real_data="mirror", reference_code_problems=300, **_ablations("tiny")),
     "full": Study(main_rl_seeds=1, real_data="auto", **_ablations("full")),
-    "gpu": Study(main_rl_seeds=1, real_data="auto", **_ablations("gpu")),  # Fig. 2's arena only (RL_ABLATIONS)
+    # Fig. 2's arena only: no data world to draw SFT subsets from; the stability map is tiny's question
+    "gpu": Study(main_rl_seeds=1, real_data="auto", rl_ablations=RL_ABLATIONS["gpu"]),
 }

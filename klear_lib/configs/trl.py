@@ -19,11 +19,7 @@ from typing import Any, Callable
 from klear_lib.paths import DEEPSPEED_CONFIGS
 
 Value = Callable[[Any], Any]
-
-
-def same(name: str) -> Value:
-    """The config's field ``name`` as is."""
-    return attrgetter(name)
+same = attrgetter  # same(name): the config's field ``name`` as is
 
 
 def per_update(name: str) -> Value:
