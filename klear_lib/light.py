@@ -10,12 +10,12 @@ kit's data code are neither needed nor loaded.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from importlib import metadata
 from pathlib import Path
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from klear_lib.paths import REPO
 
@@ -23,16 +23,12 @@ from klear_lib.paths import REPO
 LIGHT = ("torch", "packaging", "trl")
 
 
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def closure(roots=LIGHT) -> set[str]:
     """The installed distributions ``roots`` require, recursively (extras left out), as normalised names."""
     seen, todo = set(), [Requirement(r) for r in roots]
     while todo:
         req = todo.pop()
-        name = _norm(req.name)
+        name = canonicalize_name(req.name)
         if name in seen:
             continue
         try:
@@ -55,7 +51,7 @@ def light_site(out: str | Path, roots=LIGHT) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     keep = closure(roots)
     for dist in metadata.distributions():
-        if _norm(dist.metadata["Name"]) not in keep or not dist.files:
+        if canonicalize_name(dist.metadata["Name"]) not in keep or not dist.files:
             continue
         for file in dist.files:
             top = file.parts[0]

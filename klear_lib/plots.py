@@ -67,14 +67,12 @@ def rl_seed_records(runs: Path, reward: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def rl_seed_curves(records: pd.DataFrame, columns: Sequence[str], title: str = "", smooth: int | None = None):
+def rl_seed_curves(records: pd.DataFrame, columns: Sequence[str], title: str = ""):
     """The main job's RL curves over its seeds (``rl_seed_records``): mean and 95% t-band over seeds, each seed a
-    thin line, shares in % (``PERCENT_COLUMNS``), three panels a row; ``smooth`` defaults to a rolling mean over
-    1/15 of the run (none for runs under 30 steps), and the title says which."""
-    steps = records["rl_step"].nunique()
-    smooth = max(1, steps // 15) if smooth is None else smooth
-    seeds = records["seed"].nunique()
-    return condition_curves(records, columns, by="stage", band=seeds > 1, smooth=smooth,
+    thin line, shares in % (``PERCENT_COLUMNS``), three panels a row, a rolling mean over 1/15 of the run (none for
+    runs under 30 steps), which the title says."""
+    seeds, steps = records["seed"].nunique(), records["rl_step"].nunique()
+    return condition_curves(records, columns, by="stage", band=seeds > 1, smooth=max(1, steps // 15),
                             scale={c: 100 for c in PERCENT_COLUMNS},
                             panel_titles={c: PERCENT_COLUMNS.get(c, label(c)) for c in columns},
                             title=f"{title}: mean and 95% t-band over {seeds} RL seeds (thin: one seed)")
@@ -186,16 +184,15 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 def condition_curves(df: pd.DataFrame, columns: Sequence[str], *, x: str = "rl_step", by: str = "condition",
                      title: str = "", smooth: int = 1, band: bool = False, scale: float | dict = 1.0,
-                     ylabel: str | dict | None = None, panel_titles: dict | None = None, ncols: int = 3,
-                     notes: dict | None = None):
-    """One panel per column (``ncols`` to a row), one line per ``by`` value in its own colour and marker: the mean
+                     ylabel: str | dict | None = None, panel_titles: dict | None = None, notes: dict | None = None):
+    """One panel per column (three to a row), one line per ``by`` value in its own colour and marker: the mean
     over seeds at each ``x`` (rolling mean over ``smooth`` points, said in the title), each seed as a thin line and,
     with ``band``, the 95% t-interval over seeds as a shaded band; from run records or held-out curve rows (long
     ``df`` with a ``seed`` column). Values are multiplied by ``scale`` (a number, or a dict per column: 100 draws
     fractions as %); ``ylabel`` is one label or a dict per column; ``panel_titles`` maps a column to its panel's
     title (default: its human name, ``label``); ``notes`` a column to a line written inside its panel. Few distinct
     ``x`` values (held-out checkpoints) are each ticked. One legend for the figure, under it."""
-    ncols = min(ncols, len(columns))
+    ncols = min(3, len(columns))
     nrows = -(-len(columns) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.7 * nrows + 0.5), squeeze=False,
                              layout="constrained")

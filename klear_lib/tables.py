@@ -60,12 +60,8 @@ class Table:
         return self.run_key or self.key
 
 
-def bounded_mean(df: pd.DataFrame) -> pd.Series:
-    """Rows whose ``mean`` is outside [0, 1] or outside its own interval."""
-    return ~df["mean"].between(0, 1) | (df["ci_low"] > df["mean"] + 1e-9) | (df["ci_high"] < df["mean"] - 1e-9)
-
-
-MEAN_IN_CI: Check = ("mean outside [0, 1] or outside its CI", bounded_mean)
+MEAN_IN_CI: Check = ("mean outside [0, 1] or outside its CI", lambda df: ~df["mean"].between(0, 1)
+                      | (df["ci_low"] > df["mean"] + 1e-9) | (df["ci_high"] < df["mean"] - 1e-9))
 
 
 def frame(rows: Rows) -> pd.DataFrame:
@@ -83,12 +79,6 @@ def stamp(table: Table, df: pd.DataFrame) -> pd.DataFrame:
         return df
     here = numerics.provenance()
     return df.assign(**{c: cells[c].mask(blank[c], here[c]) for c in PROVENANCE})
-
-
-def unknown_provenance(table: Table, df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` read from a file written before its table carried provenance: the missing columns read ``unknown``."""
-    missing = [c for c in PROVENANCE if c not in df.columns] if table.provenance else []
-    return df.assign(**{c: numerics.UNKNOWN for c in missing}) if missing else df
 
 
 def validate(table: Table, df: pd.DataFrame, where: str | Path = "") -> pd.DataFrame:
@@ -181,27 +171,25 @@ def empty(table: Table) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=int if kinds.get(c) is int else object) for c in table.fields})
 
 
-def check_whole(table: Table, path: Path) -> None:
-    """``ValueError`` naming ``path`` when the file is empty or its last line lacks its newline (cut short)."""
+def read(table: Table, path: Path | str) -> pd.DataFrame:
+    """The table at ``path``, validated (errors name the file), or an empty one when the file does not exist; a
+    file empty or whose last line lacks its newline (cut short) raises."""
+    if not Path(path).exists():
+        return empty(table)
     if Path(path).stat().st_size == 0:
         raise ValueError(f"{path}: the {table.name} table is empty (not even a header): the file was emptied; "
                          f"restore it (e.g. from git) or delete it to start the table again")
     if not artifacts.ends_with_newline(path):
         raise ValueError(f"{path}: the {table.name} table is cut (its last line has no newline, as every write "
                          f"gives it): restore it (e.g. from git) or delete it; a hand edit must end with a newline")
-
-
-def read(table: Table, path: Path | str) -> pd.DataFrame:
-    """The table at ``path``, validated (errors name the file), or an empty one when the file does not exist."""
-    if not Path(path).exists():
-        return empty(table)
-    check_whole(table, path)
     text = {c: str for c, kind in table.types if kind is str} | {c: str for c in table.fields[len(table.columns):]}
     try:
         df = pd.read_csv(path, dtype=text, keep_default_na=False, na_values={c: [""] for c in table.nullable})
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: the {table.name} table does not parse as CSV ({err})") from err
-    return validate(table, unknown_provenance(table, df), path)
+    # a file written before its table carried provenance: the missing columns read ``unknown``
+    missing = [c for c in PROVENANCE if c not in df.columns] if table.provenance else []
+    return validate(table, df.assign(**{c: numerics.UNKNOWN for c in missing}), path)
 
 
 def write(table: Table, rows: Rows, path: Path | str) -> Path:
