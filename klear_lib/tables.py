@@ -114,9 +114,16 @@ def check_values(table: Table, df: pd.DataFrame, where: str | Path = "") -> None
     on write, before anything casts (4.5 would be written as 4, "two" raise a bare error)."""
     kinds, limits = dict(table.types), {c: (lo, hi) for c, lo, hi in table.bounds}
     for col in [c for c in table.columns if kinds.get(c) is int or c in limits]:
-        found = _first_bad(df[col], kinds.get(col) is int, limits.get(col, (None, None)), col in table.nullable)
-        if found is not None:
-            at, why = found
+        column, (low, high), nullable = df[col], limits.get(col, (None, None)), col in table.nullable
+        values = pd.to_numeric(column.where(column.astype(str) != "", None), errors="coerce")
+        missing = values.isna() & ~(nullable & (column.isna() | (column.astype(str) == "")))
+        problems = [("not a number", missing),
+                    ("not a whole number", (values % 1 != 0) & values.notna() & (kinds.get(col) is int)),
+                    (f"below {low}", values < low if low is not None else None),
+                    (f"above {high}", values > high if high is not None else None)]
+        firsts = [(int(mask.to_numpy().argmax()), why) for why, mask in problems if mask is not None and mask.any()]
+        if firsts:
+            at, why = min(firsts)
             key = {k: _plain(df[k].iloc[at]) for k in table.key if k in df.columns}
             raise ValueError(f"{where or 'rows'}: {table.name} row {at + 1} {key}, field {col!r}: "
                              f"{_plain(df[col].iloc[at])!r} is {why}")
@@ -139,18 +146,6 @@ def check_one_config(table: Table, df: pd.DataFrame, where: str | Path = "") -> 
         run = dict(zip(table.runs, mixed.index[0] if len(table.runs) > 1 else (mixed.index[0],)))
         raise ValueError(f"{where or 'rows'}: {table.name} run {run} has rows of config_hash "
                          f"{sorted(map(str, mixed.iloc[0]))}: one run's rows come from one config")
-
-
-def _first_bad(column: pd.Series, whole: bool, bounds: tuple, nullable: bool) -> tuple[int, str] | None:
-    """(position, why) of the first value of ``column`` that is not a (whole) number within ``bounds``."""
-    values = pd.to_numeric(column.where(column.astype(str) != "", None), errors="coerce")
-    missing = values.isna() & ~(nullable & (column.isna() | (column.astype(str) == "")))
-    low, high = bounds
-    problems = [("not a number", missing), ("not a whole number", (values % 1 != 0) & values.notna() & whole),
-                (f"below {low}", values < low if low is not None else None),
-                (f"above {high}", values > high if high is not None else None)]
-    firsts = [(int(mask.to_numpy().argmax()), why) for why, mask in problems if mask is not None and mask.any()]
-    return min(firsts) if firsts else None
 
 
 def tidy(table: Table, df: pd.DataFrame) -> pd.DataFrame:
