@@ -314,7 +314,7 @@ def _cell_intervals(summary: pd.DataFrame, metric: str, runs: pd.DataFrame | Non
     return out
 
 
-def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "final held-out avg@k (%)"):
+def stability_lines(summary: pd.DataFrame, *, title: str = ""):
     """Final accuracy (mean and 95% interval over seeds, cut at 0) against the learning rate, a line per loss in its
     own colour and marker, one panel per updates-per-step setting; a cell where any seed collapsed is drawn with a
     cross. From ``aggregate`` rows (fractions, drawn in %)."""
@@ -343,7 +343,7 @@ def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "fi
         ax.set_xlabel("learning rate", fontsize=8)
         ax.set_title(f"{updates} updates / step (x: a seed collapsed)", fontsize=9)
         ax.set_ylim(bottom=0)
-    axes[0][0].set_ylabel(ylabel, fontsize=8)
+    axes[0][0].set_ylabel("final held-out avg@k (%)", fontsize=8)
     axes[0][-1].legend(fontsize=7, loc="best")
     fig.suptitle(title, fontsize=10)
     return fig
@@ -374,8 +374,13 @@ def _span(ax, lo: float, hi: float, y: float, limit: float, **style) -> None:
         ax.plot([lo_c, hi_c], [y, y], lw=5, alpha=0.55, solid_capstyle="butt", zorder=2, color=style["color"])
 
 
-def _forest_panel(ax, df: pd.DataFrame, limit: float) -> None:
-    """One paper table or figure of the forest plot: a row per claim, top to bottom."""
+def _forest_panel(ax, df: pd.DataFrame) -> None:
+    """One paper table or figure of the forest plot: a row per claim, top to bottom. The x axis reaches its
+    family-wise interval ends, seeds and paper readings, up to ``FOREST_LIMIT`` (an interval beyond gets an arrow)."""
+    cols = ("adj_ci_low_pts", "adj_ci_high_pts", "paper_diff_low_pts", "paper_diff_high_pts")
+    seeds = [abs(float(v)) for s in df.get("seed_diffs_pts", []) for v in str(s or "").split(";") if v]
+    finite = [v for v in list(pd.concat([df[c].abs() for c in cols])) + seeds if pd.notna(v) and v != float("inf")]
+    limit = min(FOREST_LIMIT, max(finite + [1.0]) * 1.08)
     for y, r in zip(range(len(df))[::-1], df.to_dict("records")):
         color = VERDICT_COLORS.get(r["verdict"], "tab:gray")
         if pd.notna(r["margin_pts"]):  # the equivalence zone, on the claimed side's scale
@@ -402,16 +407,6 @@ def _forest_panel(ax, df: pd.DataFrame, limit: float) -> None:
     ax.grid(axis="x", alpha=0.3)
 
 
-def _forest_limit(df: pd.DataFrame) -> float:
-    """The half-width of one panel's x axis: its family-wise interval ends, seeds and paper readings, up to
-    ``FOREST_LIMIT`` (an interval beyond it gets an arrow)."""
-    cols = ("adj_ci_low_pts", "adj_ci_high_pts", "paper_diff_low_pts", "paper_diff_high_pts")
-    ends = pd.concat([df[c].abs() for c in cols])
-    seeds = [abs(float(v)) for s in df.get("seed_diffs_pts", []) for v in str(s or "").split(";") if v]
-    finite = [v for v in list(ends) + seeds if pd.notna(v) and v != float("inf")]
-    return min(FOREST_LIMIT, max(finite + [1.0]) * 1.08)
-
-
 def claims_forest(claims: pd.DataFrame, title: str = ""):
     """A forest plot of claims (``klear_lib.ablations.claims`` rows run), one panel and x axis per paper table or
     figure: per claim our Δ = better − worse in points (dot) with its family-wise interval (thick, coloured by the
@@ -426,7 +421,7 @@ def claims_forest(claims: pd.DataFrame, title: str = ""):
                              squeeze=False)
     for ax, group in zip(axes[:, 0], groups):
         sub = df[df["table"] == group].reset_index(drop=True)
-        _forest_panel(ax, sub, _forest_limit(sub))
+        _forest_panel(ax, sub)
         ax.set_title(group, fontsize=8, loc="left", fontweight="bold")
     axes[-1, 0].set_xlabel("Δ = claimed better − claimed worse, points of avg@k (%)", fontsize=8)
     handles = [plt.Line2D([], [], marker="o", color="black", lw=1.0, ms=4, label="ours: mean Δ, plain 95% CI"),
