@@ -128,8 +128,9 @@ def anchor(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def table_html(df: pd.DataFrame, row_classes: list[str]) -> str:
-    """``df`` as an HTML table (cells escaped, missing ones as an em dash), row ``i`` of class ``row_classes[i]``."""
+def table_html(df: pd.DataFrame, verdicts) -> str:
+    """``df`` as an HTML table (cells escaped, missing ones as an em dash), row ``i`` classed by ``verdicts[i]``."""
+    row_classes = ["v-" + re.sub(r"\W+", "-", v) for v in verdicts]
     cells = df.astype(object).where(df.notna(), "—").astype(str).values.tolist()
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     rows = "".join(f'<tr class="{k}">' + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
@@ -151,7 +152,7 @@ def claims_html(preset: str, results: Path = RESULTS) -> str:
         return readme_claims_html()
     claims = tables.read(C.CLAIMS, path)
     counts = ", ".join(f"{n} {v}" for v, n in claims["verdict"].value_counts().sort_index().items())
-    table = table_html(C.readme_table(claims), ["v-" + re.sub(r"\W+", "-", v) for v in claims["verdict"]])
+    table = table_html(C.readme_table(claims), claims["verdict"])
     note = (f"<p>From <code>results/{html.escape(preset)}/claims.csv</code>: Δ = claimed better minus claimed worse, "
             "in points; 95% interval over seeds, paired by seed; MDE = the difference those seeds detect with 80% "
             f"power; seeds for paper Δ = seeds per arm the claimed size would need. {html.escape(counts)}.</p>")
@@ -170,9 +171,8 @@ def readme_claims_html(readme: Path = REPO / "README.md") -> str:
     if len(rows) < 2:
         return markdown2html(note)
     table = pd.DataFrame([[c.strip() for c in r] for r in rows[1:]], columns=[c.strip() for c in rows[0]])
-    classes = ["v-" + re.sub(r"\W+", "-", v) for v in table.get("verdict", [""] * len(table))]
     return (markdown2html(note + " (This copy is the README's: the report was built without the training stack.)")
-            + table_html(table, classes))
+            + table_html(table, table.get("verdict", [""] * len(table))))
 
 
 def index_html(preset: str, items: list[str], claims: str, figures: dict[str, str]) -> str:

@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-UNHASHED = ("layout", "shown")
 IF_CHANGED = "if_changed"  # metadata "hashed": the field enters the hash only off its default (``added``)
 
 
@@ -42,13 +41,9 @@ def algo(default: Any) -> Any:
 
 def layout(default: Any, kind: str = "layout") -> Any:
     """A dataclass field that lays the run out over ranks; neither hashed nor in the repr (the global batch is):
-    the identity of a run, which stored keys and printed configs show, does not depend on it."""
+    the identity of a run, which stored keys and printed configs show, does not depend on it. ``kind="shown"``: a
+    field choosing what a notebook reports beside the stage's own numbers, left out alike."""
     return dataclasses.field(default=default, metadata={"kind": kind}, repr=False)
-
-
-def shown(default: Any) -> Any:
-    """A dataclass field choosing what a notebook reports beside the stage's own numbers: unhashed, as ``layout``."""
-    return layout(default, kind="shown")
 
 
 def added(default: Any, kind: str = "scale") -> Any:
@@ -92,7 +87,8 @@ def config_hash(cfg: Any, length: int = 12) -> str:
     """A stable short hash of the config's values and class name (independent of process and field order); an
     ``added`` field at its default (compared in JSON form) is left out."""
     values = to_dict(cfg)
-    values = {f.name: values[f.name] for f in dataclasses.fields(cfg) if f.metadata.get("kind") not in UNHASHED
+    values = {f.name: values[f.name] for f in dataclasses.fields(cfg)
+              if f.metadata.get("kind") not in ("layout", "shown")
               and not (f.metadata.get("hashed") == IF_CHANGED and values[f.name] == _json(f.default))}
     payload = json.dumps({"class": type(cfg).__name__, "values": values}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:length]

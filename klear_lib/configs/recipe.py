@@ -84,9 +84,8 @@ class Recipe:
     def figure(self, what: str) -> Path:
         """Where the figure ``what`` of this preset goes: ``results/figures/<preset>_<what>.png``, under
         ``results/figures/<preset>/`` for a smoke run (``Study.smoke``), under a rehearsal's results folder."""
-        if self.scratch:
-            return self.results / f"{self.preset}_{what}.png"
-        return (paths.FIGURES / self.preset if self.study.smoke else paths.FIGURES) / f"{self.preset}_{what}.png"
+        folder = self.results if self.scratch else paths.FIGURES / self.preset if self.study.smoke else paths.FIGURES
+        return folder / f"{self.preset}_{what}.png"
 
     def check_in_process(self, what: str) -> None:
         """Raise before anything is built when ``what`` at this preset can only run under the launchers: ``full``

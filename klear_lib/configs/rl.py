@@ -179,7 +179,6 @@ PRESETS = {
 # per micro-batch. At tiny it is shorter: every rollout runs up to 16 tests in the sandbox, the slowest part of a CPU
 # step; 4 prompts a step with 1-prompt mini-batches keeps the paper's 4 updates per code step (128 / 32).
 CODE_OVERRIDES = {
-    "ci": {},
     "gpu": {"learning_rate": 5e-7,               # docs/paper.md §2.4 code stage (UNVERIFIED at gpu: math only)
             "mini_batch_prompts": 8,             # 4 updates a step, as docs/paper.md §2.4's code stage (128 / 32)
             "gradient_accumulation_steps": 64},  # UNVERIFIED: memory only, 1 rollout a micro-batch
@@ -188,4 +187,4 @@ CODE_OVERRIDES = {
              "mini_batch_prompts": 32,           # docs/paper.md §2.4 code stage: 4 updates per step
              "gradient_accumulation_steps": 256},  # UNVERIFIED: memory only, as the math stage
 }
-CODE_PRESETS = {preset: dataclasses.replace(cfg, **CODE_OVERRIDES[preset]) for preset, cfg in PRESETS.items()}
+CODE_PRESETS = {preset: dataclasses.replace(cfg, **CODE_OVERRIDES.get(preset, {})) for preset, cfg in PRESETS.items()}
