@@ -17,7 +17,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from klear_lib.paths import REPO
+from klear_lib.paths import REPO, made
 
 # What `pip install klear-lib[trl]` asks for (pyproject: the base dependencies and the `trl` extra).
 LIGHT = ("torch", "packaging", "trl")
@@ -47,8 +47,7 @@ def closure(roots=LIGHT) -> set[str]:
 def light_site(out: str | Path, roots=LIGHT) -> Path:
     """``out`` filled with links to the top-level modules and metadata of ``closure(roots)`` (nothing else of the
     environment), ready for ``command``."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = made(Path(out))
     keep = closure(roots)
     for dist in metadata.distributions():
         if canonicalize_name(dist.metadata["Name"]) not in keep or not dist.files:

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from klear_lib.configs import data, model, rl, sft, traces
-from klear_lib.configs import eval as eval_
+from klear_lib.configs import data, eval as eval_, model, rl, sft, traces
 from klear_lib.configs.base import algorithm_fields, config_hash, describe, resolve, spread, to_dict, with_overrides
 
 STAGES = {"data": data.PRESETS, "model": model.PRESETS, "sft": sft.PRESETS, "rl_math": rl.PRESETS,

@@ -220,9 +220,8 @@ def _typed_value(owner: str, name: str, hint: Any, text: str) -> Any:
         if not isinstance(value, list):
             raise OverrideError(f"{where} is a list: --set '{name}=[...]' (JSON), not {text!r}")
         return tuple(value)
-    kind = "a whole number" if base is int else "a number"
+    kind, example = ("a whole number", "8") if base is int else ("a number", "0.28 or 5e-05")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or base is int and not isinstance(value, int):
-        example = "8" if base is int else "0.28 or 5e-05"
         raise OverrideError(f"{where} is {kind} (e.g. {example}), not {text!r}")
     if not math.isfinite(value):
         raise OverrideError(f"{where} must be finite, not {text!r}")
