@@ -86,8 +86,7 @@ def title_and_summary(nb: nbformat.NotebookNode, fallback: str) -> tuple[str, st
     for cell in (c for c in nb.cells if c.cell_type == "markdown"):
         match = re.search(r"^# ([^\n]+)\n?(.*?)(?:\n\s*\n|\Z)", cell.source, re.M | re.S)
         if match:
-            summary = " ".join(match.group(2).split()).strip("*_ ")
-            return match.group(1).strip(), summary
+            return match.group(1).strip(), " ".join(match.group(2).split()).strip("*_ ")
     return fallback, ""
 
 

@@ -126,9 +126,7 @@ class RLConfig:
     @property
     def per_device_rollouts(self) -> int:
         """Rollouts per rank per micro-batch: the mini-batch over ranks x accumulation steps (1 when padded)."""
-        if self.padded:
-            return 1
-        return self.mini_batch_rollouts // (self.world_size * self.gradient_accumulation_steps)
+        return 1 if self.padded else self.mini_batch_rollouts // (self.world_size * self.gradient_accumulation_steps)
 
 
 PRESETS = {
