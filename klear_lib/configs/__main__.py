@@ -8,7 +8,7 @@ import argparse
 import json
 
 from klear_lib.configs import PRESET_NAMES, STAGES, get_config, to_dict
-from klear_lib.configs.base import OverrideError, typed_overrides, unknown_field_message
+from klear_lib.configs.base import typed_overrides, unknown_field_message
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m klear_lib.configs", description=(
