@@ -10,21 +10,17 @@ kit's data code are neither needed nor loaded.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from importlib import metadata
 from pathlib import Path
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
-from klear_lib.paths import REPO
+from klear_lib.paths import REPO, made
 
 # What `pip install klear-lib[trl]` asks for (pyproject: the base dependencies and the `trl` extra).
 LIGHT = ("torch", "packaging", "trl")
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def closure(roots=LIGHT) -> set[str]:
@@ -32,7 +28,7 @@ def closure(roots=LIGHT) -> set[str]:
     seen, todo = set(), [Requirement(r) for r in roots]
     while todo:
         req = todo.pop()
-        name = _norm(req.name)
+        name = canonicalize_name(req.name)
         if name in seen:
             continue
         try:
@@ -51,11 +47,10 @@ def closure(roots=LIGHT) -> set[str]:
 def light_site(out: str | Path, roots=LIGHT) -> Path:
     """``out`` filled with links to the top-level modules and metadata of ``closure(roots)`` (nothing else of the
     environment), ready for ``command``."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = made(Path(out))
     keep = closure(roots)
     for dist in metadata.distributions():
-        if _norm(dist.metadata["Name"]) not in keep or not dist.files:
+        if canonicalize_name(dist.metadata["Name"]) not in keep or not dist.files:
             continue
         for file in dist.files:
             top = file.parts[0]

@@ -81,10 +81,8 @@ def pinned_env() -> bool:
 def mode() -> str:
     """The mode in effect: ``pinned`` (every variable pinned, and torch on its AVX2 kernels when loaded), ``native``
     (none requested) or ``mixed`` (pinned asked for but not in effect everywhere, e.g. torch loaded first)."""
-    if os.environ.get(MODE_ENV) != "pinned" and not pinned_env():
-        return "native"
     if not pinned_env():
-        return "mixed"
+        return "mixed" if os.environ.get(MODE_ENV) == "pinned" else "native"
     torch, numpy = sys.modules.get("torch"), sys.modules.get("numpy")
     if torch is not None and (torch.backends.cpu.get_cpu_capability() != "AVX2" or torch.get_num_threads() > THREADS):
         return "mixed"

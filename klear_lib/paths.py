@@ -11,15 +11,17 @@ DATA_CARDS = REPO / "data_cards"
 DEEPSPEED_CONFIGS = REPO / "configs" / "deepspeed"
 
 
-def results_dir(preset: str) -> Path:
-    """``results/<preset>/``, created on demand."""
-    path = RESULTS / preset
+def made(path: Path) -> Path:
+    """``path``, a folder created on demand."""
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def results_dir(preset: str) -> Path:
+    """``results/<preset>/``, created on demand."""
+    return made(RESULTS / preset)
 
 
 def runs_dir(preset: str) -> Path:
     """``results/<preset>/runs/``: small CSV run records, committed."""
-    path = results_dir(preset) / "runs"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return made(results_dir(preset) / "runs")

@@ -10,7 +10,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from klear_lib.paths import FIGURES  # noqa: E402
 from klear_lib.results import STAGE_ORDER  # noqa: E402
 from klear_lib.stats import t_interval  # noqa: E402
 
@@ -68,14 +67,12 @@ def rl_seed_records(runs: Path, reward: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def rl_seed_curves(records: pd.DataFrame, columns: Sequence[str], title: str = "", smooth: int | None = None):
+def rl_seed_curves(records: pd.DataFrame, columns: Sequence[str], title: str = ""):
     """The main job's RL curves over its seeds (``rl_seed_records``): mean and 95% t-band over seeds, each seed a
-    thin line, shares in % (``PERCENT_COLUMNS``), three panels a row; ``smooth`` defaults to a rolling mean over
-    1/15 of the run (none for runs under 30 steps), and the title says which."""
-    steps = records["rl_step"].nunique()
-    smooth = max(1, steps // 15) if smooth is None else smooth
-    seeds = records["seed"].nunique()
-    return condition_curves(records, columns, by="stage", band=seeds > 1, smooth=smooth,
+    thin line, shares in % (``PERCENT_COLUMNS``), three panels a row, a rolling mean over 1/15 of the run (none for
+    runs under 30 steps), which the title says."""
+    seeds, steps = records["seed"].nunique(), records["rl_step"].nunique()
+    return condition_curves(records, columns, by="stage", band=seeds > 1, smooth=max(1, steps // 15),
                             scale={c: 100 for c in PERCENT_COLUMNS},
                             panel_titles={c: PERCENT_COLUMNS.get(c, label(c)) for c in columns},
                             title=f"{title}: mean and 95% t-band over {seeds} RL seeds (thin: one seed)")
@@ -185,23 +182,17 @@ COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:b
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 
-def smoothing_note(smooth: int, x: str = "rl_step") -> str:
-    """How a curve was smoothed, for its title: '' for none."""
-    return f"rolling mean over {smooth} {label(x)}s" if smooth > 1 else ""
-
-
 def condition_curves(df: pd.DataFrame, columns: Sequence[str], *, x: str = "rl_step", by: str = "condition",
                      title: str = "", smooth: int = 1, band: bool = False, scale: float | dict = 1.0,
-                     ylabel: str | dict | None = None, panel_titles: dict | None = None, ncols: int = 3,
-                     notes: dict | None = None):
-    """One panel per column (``ncols`` to a row), one line per ``by`` value in its own colour and marker: the mean
+                     ylabel: str | dict | None = None, panel_titles: dict | None = None, notes: dict | None = None):
+    """One panel per column (three to a row), one line per ``by`` value in its own colour and marker: the mean
     over seeds at each ``x`` (rolling mean over ``smooth`` points, said in the title), each seed as a thin line and,
     with ``band``, the 95% t-interval over seeds as a shaded band; from run records or held-out curve rows (long
     ``df`` with a ``seed`` column). Values are multiplied by ``scale`` (a number, or a dict per column: 100 draws
     fractions as %); ``ylabel`` is one label or a dict per column; ``panel_titles`` maps a column to its panel's
     title (default: its human name, ``label``); ``notes`` a column to a line written inside its panel. Few distinct
     ``x`` values (held-out checkpoints) are each ticked. One legend for the figure, under it."""
-    ncols = min(ncols, len(columns))
+    ncols = min(3, len(columns))
     nrows = -(-len(columns) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.7 * nrows + 0.5), squeeze=False,
                              layout="constrained")
@@ -225,14 +216,12 @@ def condition_curves(df: pd.DataFrame, columns: Sequence[str], *, x: str = "rl_s
                     label=str(name))
             if band:
                 floor = 0.0 if (grp[col].dropna() >= 0).all() else -float("inf")  # a share or a norm stays >= 0
-                ci = [t_interval(v.to_numpy()) for _, v in per_seed.groupby(level=0)]
-                lo, hi = ([c[j] for c in ci] for j in (1, 2))
-                lo = [max(v, floor) for v in lo]
-                finite = [abs(v) != float("inf") for v in lo]
-                if any(finite):
-                    xs = [v for v, f in zip(mean.index, finite) if f]
-                    ax.fill_between(xs, [v for v, f in zip(lo, finite) if f], [v for v, f in zip(hi, finite) if f],
-                                    color=color, alpha=0.12, lw=0)
+                cis = [(at, max(lo, floor), hi) for at, (_, lo, hi) in
+                       zip(mean.index, (t_interval(v.to_numpy()) for _, v in per_seed.groupby(level=0)))]
+                cis = [c for c in cis if abs(c[1]) != float("inf")]
+                if cis:
+                    xs, lo, hi = zip(*cis)
+                    ax.fill_between(xs, lo, hi, color=color, alpha=0.12, lw=0)
         ax.set_title((panel_titles or {}).get(col, label(col)), fontsize=9)
         ax.set_xlabel(label(x), fontsize=8)
         text = ylabel.get(col) if isinstance(ylabel, dict) else ylabel
@@ -249,8 +238,7 @@ def condition_curves(df: pd.DataFrame, columns: Sequence[str], *, x: str = "rl_s
     handles, labels_ = axes.flat[0].get_legend_handles_labels()
     if len(groups) > 1:
         fig.legend(handles, labels_, fontsize=8, loc="outside lower center", ncol=min(len(groups), 6), frameon=False)
-    how = smoothing_note(smooth, x)
-    fig.suptitle(f"{title}{f' ({how})' if how else ''}", fontsize=10)
+    fig.suptitle(f"{title} (rolling mean over {smooth} {label(x)}s)" if smooth > 1 else title, fontsize=10)
     return fig
 
 
@@ -262,26 +250,23 @@ def percent_format(values) -> str:
     return "{:.%df}%%" % digits
 
 
-def stability_map(summary: pd.DataFrame, metric: str, *, title: str = "", fmt: str | None = None,
-                  vmin: float | None = None, vmax: float | None = None, runs: pd.DataFrame | None = None):
+def stability_map(summary: pd.DataFrame, metric: str, *, title: str = "", runs: pd.DataFrame | None = None):
     """Heat map of ``metric`` per loss (rows, in order of appearance) × learning rate (columns), one panel per
     updates-per-step setting, each cell annotated with its mean over seeds and, under it, its 95% t-interval over
     seeds (cut at 0): from ``ci_low``/``ci_high`` for the held-out ``mean``, from the per-seed ``runs`` rows
     (``klear_lib.ablations.stability`` rows) for any other metric; ``collapse_share`` shows collapsed / seeds. From
     ``klear_lib.ablations.stability.aggregate`` rows. The metrics are fractions, drawn as % with ``percent_format``
-    digits unless ``fmt`` is given (applied as is)."""
+    digits."""
     settings = sorted(summary["updates_per_step"].unique())
     losses = list(dict.fromkeys(summary["loss"]))
     lrs = sorted(summary["learning_rate"].unique())
     fig, axes = plt.subplots(1, len(settings), figsize=(1.8 + 1.25 * len(lrs) * len(settings), 1.3 + 0.5 * len(losses)),
                              squeeze=False, layout="constrained")
-    scale = 1.0 if fmt else 100.0
-    fmt = fmt or percent_format(summary[metric])
+    fmt = percent_format(summary[metric])
     spread = _cell_intervals(summary, metric, runs)
-    summary = summary.assign(**{metric: summary[metric].astype(float) * scale})
-    values = summary[metric].astype(float)
-    vmin = float(values.min()) if vmin is None else vmin * scale
-    vmax = max(float(values.max()) if vmax is None else vmax * scale, vmin + 1e-6)
+    summary = summary.assign(**{metric: summary[metric].astype(float) * 100})
+    vmin = float(summary[metric].min())
+    vmax = max(float(summary[metric].max()), vmin + 1e-6)
     for ax, updates in zip(axes[0], settings):
         sub = summary[summary["updates_per_step"] == updates].pivot(index="loss", columns="learning_rate",
                                                                    values=metric).reindex(index=losses, columns=lrs)
@@ -295,16 +280,16 @@ def stability_map(summary: pd.DataFrame, metric: str, *, title: str = "", fmt: s
                 below = spread.get((loss, lr, updates), "")
                 if isinstance(below, tuple):
                     lo, hi = below
-                    below = f"[{fmt.format(max(lo, 0) * scale)}, {fmt.format(hi * scale)}]".replace("%", "")
+                    below = f"[{fmt.format(max(lo, 0) * 100)}, {fmt.format(hi * 100)}]".replace("%", "")
                 ax.text(c, r, fmt.format(v) + (f"\n{below}" if below else ""), ha="center", va="center",
                         fontsize=6.5, color="black" if bright else "white", linespacing=1.1)
         ax.set_xticks(range(len(lrs)), [f"{lr:g}" for lr in lrs], fontsize=7)
         ax.set_yticks(range(len(losses)), losses, fontsize=7)
         ax.set_xlabel("learning rate", fontsize=8)
         ax.set_title(f"{updates} updates / step", fontsize=9)
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="%" if scale == 100 else None)
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="%")
     how = "collapsed seeds / seeds" if metric == "collapse_share" else "mean over seeds [95% t-interval]"
-    fig.suptitle(f"{title or label(metric)}{' (%)' if scale == 100 else ''}: {how}", fontsize=10)
+    fig.suptitle(f"{title or label(metric)} (%): {how}", fontsize=10)
     return fig
 
 
@@ -329,7 +314,7 @@ def _cell_intervals(summary: pd.DataFrame, metric: str, runs: pd.DataFrame | Non
     return out
 
 
-def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "final held-out avg@k (%)"):
+def stability_lines(summary: pd.DataFrame, *, title: str = ""):
     """Final accuracy (mean and 95% interval over seeds, cut at 0) against the learning rate, a line per loss in its
     own colour and marker, one panel per updates-per-step setting; a cell where any seed collapsed is drawn with a
     cross. From ``aggregate`` rows (fractions, drawn in %)."""
@@ -358,12 +343,13 @@ def stability_lines(summary: pd.DataFrame, *, title: str = "", ylabel: str = "fi
         ax.set_xlabel("learning rate", fontsize=8)
         ax.set_title(f"{updates} updates / step (x: a seed collapsed)", fontsize=9)
         ax.set_ylim(bottom=0)
-    axes[0][0].set_ylabel(ylabel, fontsize=8)
+    axes[0][0].set_ylabel("final held-out avg@k (%)", fontsize=8)
     axes[0][-1].legend(fontsize=7, loc="best")
     fig.suptitle(title, fontsize=10)
     return fig
 
 
+FOREST_LIMIT = 25.0  # points: a panel's axis never reaches further; longer intervals end in an arrow
 VERDICT_COLORS = {"replicated": "tab:green", "opposite": "tab:red", "equivalent": "tab:blue",
                   "smaller than claimed": "tab:purple", "undecided": "tab:gray"}
 
@@ -388,8 +374,13 @@ def _span(ax, lo: float, hi: float, y: float, limit: float, **style) -> None:
         ax.plot([lo_c, hi_c], [y, y], lw=5, alpha=0.55, solid_capstyle="butt", zorder=2, color=style["color"])
 
 
-def _forest_panel(ax, df: pd.DataFrame, limit: float) -> None:
-    """One paper table or figure of the forest plot: a row per claim, top to bottom."""
+def _forest_panel(ax, df: pd.DataFrame) -> None:
+    """One paper table or figure of the forest plot: a row per claim, top to bottom. The x axis reaches its
+    family-wise interval ends, seeds and paper readings, up to ``FOREST_LIMIT`` (an interval beyond gets an arrow)."""
+    cols = ("adj_ci_low_pts", "adj_ci_high_pts", "paper_diff_low_pts", "paper_diff_high_pts")
+    seeds = [abs(float(v)) for s in df.get("seed_diffs_pts", []) for v in str(s or "").split(";") if v]
+    finite = [v for v in list(pd.concat([df[c].abs() for c in cols])) + seeds if pd.notna(v) and v != float("inf")]
+    limit = min(FOREST_LIMIT, max(finite + [1.0]) * 1.08)
     for y, r in zip(range(len(df))[::-1], df.to_dict("records")):
         color = VERDICT_COLORS.get(r["verdict"], "tab:gray")
         if pd.notna(r["margin_pts"]):  # the equivalence zone, on the claimed side's scale
@@ -416,20 +407,7 @@ def _forest_panel(ax, df: pd.DataFrame, limit: float) -> None:
     ax.grid(axis="x", alpha=0.3)
 
 
-def _forest_limit(df: pd.DataFrame, cap: float) -> float:
-    """The half-width of one panel's x axis: its family-wise interval ends, seeds and paper readings, up to
-    ``cap`` (an interval beyond it gets an arrow)."""
-    cols = ("adj_ci_low_pts", "adj_ci_high_pts", "paper_diff_low_pts", "paper_diff_high_pts")
-    ends = pd.concat([df[c].abs() for c in cols])
-    seeds = [abs(float(v)) for s in df.get("seed_diffs_pts", []) for v in str(s or "").split(";") if v]
-    finite = [v for v in list(ends) + seeds if pd.notna(v) and v != float("inf")]
-    return min(cap, max(finite + [1.0]) * 1.08)
-
-
-FOREST_LIMIT = 25.0  # points: a panel's axis never reaches further; longer intervals end in an arrow
-
-
-def claims_forest(claims: pd.DataFrame, title: str = "", limit: float = FOREST_LIMIT):
+def claims_forest(claims: pd.DataFrame, title: str = ""):
     """A forest plot of claims (``klear_lib.ablations.claims`` rows run), one panel and x axis per paper table or
     figure: per claim our Δ = better − worse in points (dot) with its family-wise interval (thick, coloured by the
     decision it gives) and its plain 95% interval (thin), the per-seed paired differences (grey dots), the paper's
@@ -443,7 +421,7 @@ def claims_forest(claims: pd.DataFrame, title: str = "", limit: float = FOREST_L
                              squeeze=False)
     for ax, group in zip(axes[:, 0], groups):
         sub = df[df["table"] == group].reset_index(drop=True)
-        _forest_panel(ax, sub, _forest_limit(sub, limit))
+        _forest_panel(ax, sub)
         ax.set_title(group, fontsize=8, loc="left", fontweight="bold")
     axes[-1, 0].set_xlabel("Δ = claimed better − claimed worse, points of avg@k (%)", fontsize=8)
     handles = [plt.Line2D([], [], marker="o", color="black", lw=1.0, ms=4, label="ours: mean Δ, plain 95% CI"),

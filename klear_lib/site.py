@@ -81,56 +81,13 @@ tr.v-no-effect-of-the-paper-s-size td:last-child { background: #d9e6f4; }
 tr.v-underpowered td:last-child { background: #eee; } tr.v-not-run td { color: #888; font-style: italic; }"""
 
 
-def notebooks(preset: str, results: Path = RESULTS) -> list[Path]:
-    """The executed notebooks ``results/<preset>/notebooks/NN_*.ipynb`` in run order; an error naming the folder
-    when there are none."""
-    folder = results / preset / "notebooks"
-    found = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
-    if not found:
-        raise FileNotFoundError(f"no executed notebooks (NN_*.ipynb) in {folder}: run `make reproduce "
-                                f"PRESET={preset}` (or `make ablations`) first")
-    return found
-
-
 def title_and_summary(nb: nbformat.NotebookNode, fallback: str) -> tuple[str, str]:
     """The first markdown H1 of ``nb`` and the paragraph after it (its one-line subtitle, emphasis stripped)."""
     for cell in (c for c in nb.cells if c.cell_type == "markdown"):
         match = re.search(r"^# ([^\n]+)\n?(.*?)(?:\n\s*\n|\Z)", cell.source, re.M | re.S)
         if match:
-            summary = " ".join(match.group(2).split()).strip("*_ ")
-            return match.group(1).strip(), summary
+            return match.group(1).strip(), " ".join(match.group(2).split()).strip("*_ ")
     return fallback, ""
-
-
-def exporter() -> HTMLExporter:
-    """nbconvert's ``lab`` HTML exporter with ``PAGE_TEMPLATE``: inlined CSS, no scripts, no anchor links."""
-    loader = jinja2.DictLoader({"klear_offline.html.j2": PAGE_TEMPLATE})
-    return HTMLExporter(template_name="lab", template_file="klear_offline.html.j2", extra_loaders=[loader],
-                        exclude_anchor_links=True)
-
-
-def render_notebook(nb: nbformat.NotebookNode, page: Path, title: str, exp: HTMLExporter) -> Path:
-    """``nb`` as the page ``page``, titled ``title``, its outputs as stored (the notebook is not run)."""
-    nb.metadata["title"] = title
-    for cell in nb.cells:  # nbval's markers steer the regression check, not the reader
-        if cell.cell_type == "code":
-            cell.source = "\n".join(line for line in cell.source.splitlines() if not line.startswith("# NBVAL_"))
-    nav = '<nav class="klear"><a href="../index.html">&larr; Report index</a></nav>'
-    body, _ = exp.from_notebook_node(nb, resources={"klear_css": PAGE_CSS, "klear_nav": nav})
-    page.write_text(body, encoding="utf-8")
-    return page
-
-
-def figure_files(preset: str, figures: Path = FIGURES) -> list[Path]:
-    """The study's figures ``<preset>_*.png``: in ``figures/`` or, for a smoke preset, ``figures/<preset>/``."""
-    return sorted({p.name: p for p in [*figures.glob(f"{preset}_*.png"),
-                                       *(figures / preset).glob(f"{preset}_*.png")]}.values())
-
-
-def topic(stem: str) -> str:
-    """The index section of a figure stem (after ``<preset>_``), from ``TOPICS``."""
-    matches = [(len(p), name) for name, prefixes in TOPICS for p in prefixes if stem.startswith(p)]
-    return max(matches)[1] if matches else OTHER
 
 
 def reading_order(stem: str) -> tuple[str, int, str]:
@@ -152,8 +109,9 @@ def figures_html(preset: str, copied: list[str]) -> dict[str, str]:
     stems = {name[len(preset) + 1:-4]: name for name in copied}
     groups: dict[str, list[str]] = {"key": [figure_html(stems[s], stems[s]) for s in KEY_FIGURES if s in stems]}
     for stem, name in sorted(stems.items(), key=lambda item: reading_order(item[0])):
-        if stem not in KEY_FIGURES:
-            groups.setdefault(topic(stem), []).append(figure_html(name, name))
+        if stem not in KEY_FIGURES:  # under its topic: the longest matching prefix of TOPICS
+            topics = [(len(p), topic) for topic, prefixes in TOPICS for p in prefixes if stem.startswith(p)]
+            groups.setdefault(max(topics)[1] if topics else OTHER, []).append(figure_html(name, name))
 
     def block(name, heading=True):
         title = f'<h3 id="{anchor(name)}">{html.escape(name)}</h3>' if heading else ""
@@ -169,8 +127,9 @@ def anchor(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def table_html(df: pd.DataFrame, row_classes: list[str]) -> str:
-    """``df`` as an HTML table (cells escaped, missing ones as an em dash), row ``i`` of class ``row_classes[i]``."""
+def table_html(df: pd.DataFrame, verdicts) -> str:
+    """``df`` as an HTML table (cells escaped, missing ones as an em dash), row ``i`` classed by ``verdicts[i]``."""
+    row_classes = ["v-" + re.sub(r"\W+", "-", v) for v in verdicts]
     cells = df.astype(object).where(df.notna(), "—").astype(str).values.tolist()
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     rows = "".join(f'<tr class="{k}">' + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
@@ -192,7 +151,7 @@ def claims_html(preset: str, results: Path = RESULTS) -> str:
         return readme_claims_html()
     claims = tables.read(C.CLAIMS, path)
     counts = ", ".join(f"{n} {v}" for v, n in claims["verdict"].value_counts().sort_index().items())
-    table = table_html(C.readme_table(claims), ["v-" + re.sub(r"\W+", "-", v) for v in claims["verdict"]])
+    table = table_html(C.readme_table(claims), claims["verdict"])
     note = (f"<p>From <code>results/{html.escape(preset)}/claims.csv</code>: Δ = claimed better minus claimed worse, "
             "in points; 95% interval over seeds, paired by seed; MDE = the difference those seeds detect with 80% "
             f"power; seeds for paper Δ = seeds per arm the claimed size would need. {html.escape(counts)}.</p>")
@@ -211,15 +170,8 @@ def readme_claims_html(readme: Path = REPO / "README.md") -> str:
     if len(rows) < 2:
         return markdown2html(note)
     table = pd.DataFrame([[c.strip() for c in r] for r in rows[1:]], columns=[c.strip() for c in rows[0]])
-    classes = ["v-" + re.sub(r"\W+", "-", v) for v in table.get("verdict", [""] * len(table))]
     return (markdown2html(note + " (This copy is the README's: the report was built without the training stack.)")
-            + table_html(table, classes))
-
-
-def notebook_item(page: str, title: str, summary: str) -> str:
-    """An index entry: the page's title as a link, its summary below."""
-    return (f'<li><a href="notebooks/{quote(page)}">{html.escape(title)}</a>'
-            f"{markdown2html(summary) if summary else ''}</li>")
+            + table_html(table, table.get("verdict", [""] * len(table))))
 
 
 def index_html(preset: str, items: list[str], claims: str, figures: dict[str, str]) -> str:
@@ -236,29 +188,39 @@ def index_html(preset: str, items: list[str], claims: str, figures: dict[str, st
             f"</title><style>{INDEX_CSS}</style></head><body>{body}</body></html>\n")
 
 
-def prepare(out: Path) -> Path:
-    """An empty ``out``: a previous report there is removed; any other non-empty folder is refused."""
+def build(preset: str = "tiny", out: Path | str = REPORT, results: Path = RESULTS, figures: Path = FIGURES) -> Path:
+    """The report of ``preset`` in ``out`` (emptied first: a previous report there is removed, any other non-empty
+    folder refused): ``index.html``, ``notebooks/NN_*.html``, ``figures/*.png``; returns the index's path."""
+    found = sorted((results / preset / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if not found:
+        raise FileNotFoundError(f"no executed notebooks (NN_*.ipynb) in {results / preset / 'notebooks'}: run `make "
+                                f"reproduce PRESET={preset}` (or `make ablations`) first")
+    out = Path(out)
     if out.exists() and any(out.iterdir()):
         if not (out / "index.html").exists():
             raise FileExistsError(f"{out} is not empty and holds no report (index.html): choose another --out")
         shutil.rmtree(out)
     (out / "notebooks").mkdir(parents=True)
     (out / "figures").mkdir()
-    return out
-
-
-def build(preset: str = "tiny", out: Path | str = REPORT, results: Path = RESULTS, figures: Path = FIGURES) -> Path:
-    """The report of ``preset`` in ``out``: ``index.html``, ``notebooks/NN_*.html``, ``figures/*.png``; returns
-    the index's path."""
-    found = notebooks(preset, results)
-    out = prepare(Path(out))
-    exp, items = exporter(), []
-    for path in found:
+    # nbconvert's lab exporter with PAGE_TEMPLATE: inlined CSS, no scripts, no anchor links
+    exp = HTMLExporter(template_name="lab", template_file="klear_offline.html.j2", exclude_anchor_links=True,
+                       extra_loaders=[jinja2.DictLoader({"klear_offline.html.j2": PAGE_TEMPLATE})])
+    nav = '<nav class="klear"><a href="../index.html">&larr; Report index</a></nav>'
+    items = []
+    for path in found:  # each notebook as a page, its outputs as stored (it is not run)
         nb = nbformat.read(path, as_version=4)
         title, summary = title_and_summary(nb, path.stem)
-        page = render_notebook(nb, out / "notebooks" / f"{path.stem}.html", title, exp)
-        items.append(notebook_item(page.name, title, summary))
-    copied = [shutil.copy2(p, out / "figures" / p.name) and p.name for p in figure_files(preset, figures)]
+        nb.metadata["title"] = title
+        for cell in nb.cells:  # nbval's markers steer the regression check, not the reader
+            if cell.cell_type == "code":
+                cell.source = "\n".join(line for line in cell.source.splitlines() if not line.startswith("# NBVAL_"))
+        body, _ = exp.from_notebook_node(nb, resources={"klear_css": PAGE_CSS, "klear_nav": nav})
+        (out / "notebooks" / f"{path.stem}.html").write_text(body, encoding="utf-8")
+        items.append(f'<li><a href="notebooks/{quote(path.stem + ".html")}">{html.escape(title)}</a>'
+                     f"{markdown2html(summary) if summary else ''}</li>")
+    # the study's figures <preset>_*.png: in figures/ or, for a smoke preset, figures/<preset>/
+    pngs = {p.name: p for p in [*figures.glob(f"{preset}_*.png"), *(figures / preset).glob(f"{preset}_*.png")]}
+    copied = [shutil.copy2(p, out / "figures" / p.name) and p.name for p in sorted(pngs.values())]
     index = out / "index.html"
     index.write_text(index_html(preset, items, claims_html(preset, results), figures_html(preset, copied)),
                      encoding="utf-8")

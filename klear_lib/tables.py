@@ -60,12 +60,8 @@ class Table:
         return self.run_key or self.key
 
 
-def bounded_mean(df: pd.DataFrame) -> pd.Series:
-    """Rows whose ``mean`` is outside [0, 1] or outside its own interval."""
-    return ~df["mean"].between(0, 1) | (df["ci_low"] > df["mean"] + 1e-9) | (df["ci_high"] < df["mean"] - 1e-9)
-
-
-MEAN_IN_CI: Check = ("mean outside [0, 1] or outside its CI", bounded_mean)
+MEAN_IN_CI: Check = ("mean outside [0, 1] or outside its CI", lambda df: ~df["mean"].between(0, 1)
+                      | (df["ci_low"] > df["mean"] + 1e-9) | (df["ci_high"] < df["mean"] - 1e-9))
 
 
 def frame(rows: Rows) -> pd.DataFrame:
@@ -83,12 +79,6 @@ def stamp(table: Table, df: pd.DataFrame) -> pd.DataFrame:
         return df
     here = numerics.provenance()
     return df.assign(**{c: cells[c].mask(blank[c], here[c]) for c in PROVENANCE})
-
-
-def unknown_provenance(table: Table, df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` read from a file written before its table carried provenance: the missing columns read ``unknown``."""
-    missing = [c for c in PROVENANCE if c not in df.columns] if table.provenance else []
-    return df.assign(**{c: numerics.UNKNOWN for c in missing}) if missing else df
 
 
 def validate(table: Table, df: pd.DataFrame, where: str | Path = "") -> pd.DataFrame:
@@ -124,9 +114,16 @@ def check_values(table: Table, df: pd.DataFrame, where: str | Path = "") -> None
     on write, before anything casts (4.5 would be written as 4, "two" raise a bare error)."""
     kinds, limits = dict(table.types), {c: (lo, hi) for c, lo, hi in table.bounds}
     for col in [c for c in table.columns if kinds.get(c) is int or c in limits]:
-        found = _first_bad(df[col], kinds.get(col) is int, limits.get(col, (None, None)), col in table.nullable)
-        if found is not None:
-            at, why = found
+        column, (low, high), nullable = df[col], limits.get(col, (None, None)), col in table.nullable
+        values = pd.to_numeric(column.where(column.astype(str) != "", None), errors="coerce")
+        missing = values.isna() & ~(nullable & (column.isna() | (column.astype(str) == "")))
+        problems = [("not a number", missing),
+                    ("not a whole number", (values % 1 != 0) & values.notna() & (kinds.get(col) is int)),
+                    (f"below {low}", values < low if low is not None else None),
+                    (f"above {high}", values > high if high is not None else None)]
+        firsts = [(int(mask.to_numpy().argmax()), why) for why, mask in problems if mask is not None and mask.any()]
+        if firsts:
+            at, why = min(firsts)
             key = {k: _plain(df[k].iloc[at]) for k in table.key if k in df.columns}
             raise ValueError(f"{where or 'rows'}: {table.name} row {at + 1} {key}, field {col!r}: "
                              f"{_plain(df[col].iloc[at])!r} is {why}")
@@ -151,18 +148,6 @@ def check_one_config(table: Table, df: pd.DataFrame, where: str | Path = "") -> 
                          f"{sorted(map(str, mixed.iloc[0]))}: one run's rows come from one config")
 
 
-def _first_bad(column: pd.Series, whole: bool, bounds: tuple, nullable: bool) -> tuple[int, str] | None:
-    """(position, why) of the first value of ``column`` that is not a (whole) number within ``bounds``."""
-    values = pd.to_numeric(column.where(column.astype(str) != "", None), errors="coerce")
-    missing = values.isna() & ~(nullable & (column.isna() | (column.astype(str) == "")))
-    low, high = bounds
-    problems = [("not a number", missing), ("not a whole number", (values % 1 != 0) & values.notna() & whole),
-                (f"below {low}", values < low if low is not None else None),
-                (f"above {high}", values > high if high is not None else None)]
-    firsts = [(int(mask.to_numpy().argmax()), why) for why, mask in problems if mask is not None and mask.any()]
-    return min(firsts) if firsts else None
-
-
 def tidy(table: Table, df: pd.DataFrame) -> pd.DataFrame:
     """Schema column order, typed columns cast, rows sorted by key (ranked columns by their given order)."""
     df = df[list(table.fields)].copy()
@@ -181,27 +166,25 @@ def empty(table: Table) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=int if kinds.get(c) is int else object) for c in table.fields})
 
 
-def check_whole(table: Table, path: Path) -> None:
-    """``ValueError`` naming ``path`` when the file is empty or its last line lacks its newline (cut short)."""
+def read(table: Table, path: Path | str) -> pd.DataFrame:
+    """The table at ``path``, validated (errors name the file), or an empty one when the file does not exist; a
+    file empty or whose last line lacks its newline (cut short) raises."""
+    if not Path(path).exists():
+        return empty(table)
     if Path(path).stat().st_size == 0:
         raise ValueError(f"{path}: the {table.name} table is empty (not even a header): the file was emptied; "
                          f"restore it (e.g. from git) or delete it to start the table again")
     if not artifacts.ends_with_newline(path):
         raise ValueError(f"{path}: the {table.name} table is cut (its last line has no newline, as every write "
                          f"gives it): restore it (e.g. from git) or delete it; a hand edit must end with a newline")
-
-
-def read(table: Table, path: Path | str) -> pd.DataFrame:
-    """The table at ``path``, validated (errors name the file), or an empty one when the file does not exist."""
-    if not Path(path).exists():
-        return empty(table)
-    check_whole(table, path)
     text = {c: str for c, kind in table.types if kind is str} | {c: str for c in table.fields[len(table.columns):]}
     try:
         df = pd.read_csv(path, dtype=text, keep_default_na=False, na_values={c: [""] for c in table.nullable})
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: the {table.name} table does not parse as CSV ({err})") from err
-    return validate(table, unknown_provenance(table, df), path)
+    # a file written before its table carried provenance: the missing columns read ``unknown``
+    missing = [c for c in PROVENANCE if c not in df.columns] if table.provenance else []
+    return validate(table, df.assign(**{c: numerics.UNKNOWN for c in missing}), path)
 
 
 def write(table: Table, rows: Rows, path: Path | str) -> Path:

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from klear_lib.configs import data, model, rl, sft, traces
-from klear_lib.configs import eval as eval_
+from klear_lib.configs import data, eval as eval_, model, rl, sft, traces
 from klear_lib.configs.base import algorithm_fields, config_hash, describe, resolve, spread, to_dict, with_overrides
 
 STAGES = {"data": data.PRESETS, "model": model.PRESETS, "sft": sft.PRESETS, "rl_math": rl.PRESETS,
@@ -37,18 +36,6 @@ def get_config(stage: str, preset: str, world_size: int = 1, **overrides: Any):
     return spread(cfg, world_size, f"{stage} ({preset})") if stage in TRAINING_STAGES else cfg
 
 
-LAUNCHED_PRESETS = ("full",)  # trained only through the launchers: one process per GPU, ZeRO-3, vLLM TP = 2
-
-
-def check_in_process(preset: str, what: str) -> None:
-    """Raise before anything is built when ``what`` at ``preset`` can only run under the launchers: ``full`` trains
-    on the files of ``make data-full`` (a notebook built GBs of world and then found no 'sft' split), with ZeRO-3,
-    which needs a rank per process, and vLLM TP = 2, which needs two GPUs; none of that starts in a kernel."""
-    if preset in LAUNCHED_PRESETS:
-        raise RuntimeError(f"{what} at preset {preset!r} runs through scripts/launch_*_full.sh on a cluster "
-                           f"(docs/full_scale.md); in a notebook use 'gpu' (one GPU) or 'ci'/'tiny' (CPU)")
-
-
 def rl_stage_name(reward: str) -> str:
     """The config stage of an RL run on ``reward`` ("math" or "code")."""
     if reward not in ("math", "code"):
@@ -56,8 +43,8 @@ def rl_stage_name(reward: str) -> str:
     return f"rl_{reward}"
 
 
-__all__ = ["get_config", "rl_stage_name", "check_in_process", "config_hash", "describe", "to_dict", "with_overrides",
-           "algorithm_fields", "STAGES", "PRESET_NAMES", "TRAINING_STAGES", "GPU_STAGES", "LAUNCHED_PRESETS"]
+__all__ = ["get_config", "rl_stage_name", "config_hash", "describe", "to_dict", "with_overrides", "algorithm_fields",
+           "STAGES", "PRESET_NAMES", "TRAINING_STAGES", "GPU_STAGES"]
 
 from klear_lib.configs.recipe import Recipe, recipe  # noqa: E402  (it reads the names above)
 

@@ -8,14 +8,12 @@ import argparse
 import json
 
 from klear_lib.configs import PRESET_NAMES, STAGES, get_config, to_dict
-from klear_lib.configs.base import OverrideError, typed_overrides, unknown_field_message
-
-DESCRIPTION = ("Print a stage's final config as JSON, or the fields named with --show as name=value. "
-               "Example: python -m klear_lib.configs rl_math tiny --set learning_rate=2e-5 --show learning_rate")
-
+from klear_lib.configs.base import typed_overrides, unknown_field_message
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m klear_lib.configs", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="python -m klear_lib.configs", description=(
+        "Print a stage's final config as JSON, or the fields named with --show as name=value. "
+        "Example: python -m klear_lib.configs rl_math tiny --set learning_rate=2e-5 --show learning_rate"))
     parser.add_argument("stage", choices=sorted(STAGES), help="the stage whose config to print")
     parser.add_argument("preset", choices=PRESET_NAMES, help="the scale: ci, tiny or full")
     parser.add_argument("--world-size", type=int, default=1, help="lay a training stage out over N ranks")

@@ -27,10 +27,6 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-ALGORITHM = {"kind": "algorithm"}
-LAYOUT = {"kind": "layout"}
-SHOWN = {"kind": "shown"}
-UNHASHED = ("layout", "shown")
 IF_CHANGED = "if_changed"  # metadata "hashed": the field enters the hash only off its default (``added``)
 
 
@@ -38,21 +34,16 @@ class LayoutError(ValueError):
     """A global batch that cannot be laid out over the ranks asked for (``spread``)."""
 
 
-def algo(default: Any, **kwargs: Any) -> Any:
+def algo(default: Any) -> Any:
     """A dataclass field that is part of the algorithm (identical in every preset)."""
-    return dataclasses.field(default=default, metadata=ALGORITHM, **kwargs)
+    return dataclasses.field(default=default, metadata={"kind": "algorithm"})
 
 
-def layout(default: Any) -> Any:
+def layout(default: Any, kind: str = "layout") -> Any:
     """A dataclass field that lays the run out over ranks; neither hashed nor in the repr (the global batch is):
-    the identity of a run, which stored keys and printed configs show, does not depend on it."""
-    return dataclasses.field(default=default, metadata=LAYOUT, repr=False)
-
-
-def shown(default: Any) -> Any:
-    """A dataclass field choosing what a notebook reports beside the stage's own numbers; neither hashed nor in
-    the repr, as ``layout``."""
-    return dataclasses.field(default=default, metadata=SHOWN, repr=False)
+    the identity of a run, which stored keys and printed configs show, does not depend on it. ``kind="shown"``: a
+    field choosing what a notebook reports beside the stage's own numbers, left out alike."""
+    return dataclasses.field(default=default, metadata={"kind": kind}, repr=False)
 
 
 def added(default: Any, kind: str = "scale") -> Any:
@@ -77,7 +68,7 @@ def with_overrides(cfg: T, **overrides: Any) -> T:
 
 def to_dict(cfg: Any) -> dict[str, Any]:
     """A plain, JSON-serialisable dict of the config (tuples become lists)."""
-    return json.loads(json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=list))
+    return _json(dataclasses.asdict(cfg))
 
 
 def describe(cfg: Any, width: int = 110) -> str:
@@ -93,19 +84,19 @@ def describe(cfg: Any, width: int = 110) -> str:
 
 
 def config_hash(cfg: Any, length: int = 12) -> str:
-    """A stable short hash of the config's values and class name (independent of process and field order)."""
+    """A stable short hash of the config's values and class name (independent of process and field order); an
+    ``added`` field at its default (compared in JSON form) is left out."""
     values = to_dict(cfg)
     values = {f.name: values[f.name] for f in dataclasses.fields(cfg)
-              if f.metadata.get("kind") not in UNHASHED and not _at_added_default(f, values[f.name])}
+              if f.metadata.get("kind") not in ("layout", "shown")
+              and not (f.metadata.get("hashed") == IF_CHANGED and values[f.name] == _json(f.default))}
     payload = json.dumps({"class": type(cfg).__name__, "values": values}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:length]
 
 
-def _at_added_default(field: dataclasses.Field, value: Any) -> bool:
-    """Whether ``field`` is an ``added`` one whose ``value`` (JSON form) is its default."""
-    if field.metadata.get("hashed") != IF_CHANGED:
-        return False
-    return value == json.loads(json.dumps(field.default, default=list))
+def _json(value: Any) -> Any:
+    """``value`` as it reads back from JSON (tuples become lists)."""
+    return json.loads(json.dumps(value, sort_keys=True, default=list))
 
 
 def resolve(presets: dict[str, T], preset: str, **overrides: Any) -> T:
@@ -124,15 +115,13 @@ def spread(cfg: T, world_size: int, name: str | None = None) -> T:
     name = name or type(cfg).__name__
     if world_size < 1:
         raise LayoutError(f"{name}: world_size must be >= 1 (got {world_size})")
-    if getattr(cfg, "world_size", 1) != 1:
+    if cfg.world_size != 1:
         raise LayoutError(f"{name} is already laid out over {cfg.world_size} ranks")
     accumulation = cfg.gradient_accumulation_steps
     taken = math.gcd(accumulation, world_size)
-    changes = {"gradient_accumulation_steps": accumulation // taken}
-    if "world_size" in {f.name for f in dataclasses.fields(cfg)}:
-        changes["world_size"] = world_size
-    if hasattr(cfg, "per_device_batch_size") and world_size // taken > 1:  # SFT: the per-rank batch is a field
-        rest = world_size // taken
+    changes = {"gradient_accumulation_steps": accumulation // taken, "world_size": world_size}
+    rest = world_size // taken
+    if hasattr(cfg, "per_device_batch_size") and rest > 1:  # SFT: the per-rank batch is a field
         if cfg.per_device_batch_size % rest:
             batch = cfg.per_device_batch_size * accumulation
             raise LayoutError(f"{name}: a global batch of {batch} rows does not split over {world_size} ranks "
@@ -147,13 +136,15 @@ def spread(cfg: T, world_size: int, name: str | None = None) -> T:
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     """Command-line ``key=value`` words as overrides, each value JSON when it parses (``10``, ``null``, ``true``)."""
-    out = {}
-    for key, _, text in (pair.partition("=") for pair in pairs):
-        try:
-            out[key] = json.loads(text)
-        except json.JSONDecodeError:
-            out[key] = text
-    return out
+    return {key: _loads(text) for key, _, text in (pair.partition("=") for pair in pairs)}
+
+
+def _loads(text: str) -> Any:
+    """``text`` read as JSON, or as itself when it does not parse."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 # The range a command-line value (``--set``) must fall in, by field name; every other number must be >= 0 (and
@@ -189,16 +180,13 @@ def typed_overrides(cls: type, pairs: list[str]) -> dict[str, Any]:
     {'learning_rate': 2e-05, 'dual_clip': None, 'loss_type': 'cispo'}
     """
     hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
     out = {}
     for pair in pairs:
         name, eq, text = pair.partition("=")
         if not eq or not name:
             raise OverrideError(f"--set {pair!r}: write NAME=VALUE (e.g. --set learning_rate=5e-5)")
-        if name not in names:
-            close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-            hint = f"; did you mean {' or '.join(close)}?" if close else f"; known: {', '.join(sorted(names))}"
-            raise OverrideError(f"{cls.__name__} has no field {name!r}{hint}")
+        if name not in hints:
+            raise OverrideError(unknown_field_message(cls, name))
         out[name] = _typed_value(cls.__name__, name, hints[name], text)
     return out
 
@@ -227,21 +215,13 @@ def _typed_value(owner: str, name: str, hint: Any, text: str) -> Any:
         if text.strip().lower() not in ("true", "false", "1", "0"):
             raise OverrideError(f"{where} is true or false, not {text!r}")
         return text.strip().lower() in ("true", "1")
+    value = _loads(text)
     if typing.get_origin(base) is tuple or base is tuple:
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            value = None
         if not isinstance(value, list):
             raise OverrideError(f"{where} is a list: --set '{name}=[...]' (JSON), not {text!r}")
         return tuple(value)
-    kind = "a whole number" if base is int else "a number"
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        value = None
+    kind, example = ("a whole number", "8") if base is int else ("a number", "0.28 or 5e-05")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or base is int and not isinstance(value, int):
-        example = "8" if base is int else "0.28 or 5e-05"
         raise OverrideError(f"{where} is {kind} (e.g. {example}), not {text!r}")
     if not math.isfinite(value):
         raise OverrideError(f"{where} must be finite, not {text!r}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from klear_lib.configs.base import algo, resolve, shown
+from klear_lib.configs.base import algo, layout, resolve
 
 # The 64K setting: YaRN factor 2.5 over Qwen3's 32768 trained positions (docs/paper.md §4).
 YARN_FACTOR, YARN_ORIGINAL = 2.5, 32768
@@ -34,8 +34,9 @@ class EvalConfig:
     code_max_tests: int | None = None     # benchmark verdict runs every test (LiveCodeBench convention)
     judge_workers: int = 2                # sandboxes at a time
     benchmarks: tuple[str, ...] = ("tiny_aime", "tiny_lcb")
-    heldout_benchmarks: tuple[str, ...] = shown(())  # notebook 02 also reads SFT on these (tiny: two easier
-                                          # held-out tiers of the miniature, to see it learn the world, not just AIME)
+    heldout_benchmarks: tuple[str, ...] = layout((), kind="shown")  # notebook 02 also reads SFT on these (tiny:
+                                          # two easier held-out tiers of the miniature, to see it learn the world, not
+                                          # just AIME)
     models: tuple[str, ...] = ()          # hub ids to evaluate (full); tiny stages come from the artifacts
     model_revisions: tuple[str, ...] = ()
     dtype: str = "float32"

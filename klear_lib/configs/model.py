@@ -25,8 +25,7 @@ class ModelConfig:
 
 
 PRESETS = {
-    "ci": ModelConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, head_dim=8,
-                      max_position_embeddings=512),
+    "ci": ModelConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, head_dim=8),
     "tiny": ModelConfig(),  # 0.8 M parameters; docs/stack.md §7: learns the miniature world in minutes
     "gpu": ModelConfig(  # one GPU (docs/full_scale.md §8): a reasoning model of the paper's family, 1.7 B
         hub_id="Qwen/Qwen3-1.7B",  # UNVERIFIED: our choice (docs/full_scale.md §8 says why not R1-Distill-1.5B)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from klear_lib import artifacts, paths
-from klear_lib.configs import STAGES, TRAINING_STAGES, check_in_process, get_config, rl_stage_name
+from klear_lib.configs import STAGES, TRAINING_STAGES, get_config, rl_stage_name
 from klear_lib.configs import study as study_
 from klear_lib.configs.base import resolve, with_overrides
 from klear_lib.configs.data import DataConfig
@@ -69,40 +69,35 @@ class Recipe:
     @property
     def results(self) -> Path:
         """``results/<preset>/`` (committed tables), created on demand; a rehearsal's under its artifacts."""
-        if self.scratch:
-            path = self.artifacts / "results"
-            path.mkdir(parents=True, exist_ok=True)
-            return path
-        return paths.results_dir(self.preset)
+        return paths.made(self.artifacts / "results") if self.scratch else paths.results_dir(self.preset)
 
     @property
     def runs(self) -> Path:
         """``results/<preset>/runs/``: per-step run records."""
-        if self.scratch:
-            path = self.results / "runs"
-            path.mkdir(parents=True, exist_ok=True)
-            return path
-        return paths.runs_dir(self.preset)
+        return paths.made(self.results / "runs") if self.scratch else paths.runs_dir(self.preset)
 
     @property
     def artifacts(self) -> Path:
         """``<artifacts>/<preset>/``: checkpoints, samples and caches outside git."""
-        path = artifacts.root() / self.preset
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return paths.made(artifacts.root() / self.preset)
 
     def figure(self, what: str) -> Path:
         """Where the figure ``what`` of this preset goes: ``results/figures/<preset>_<what>.png``, under
         ``results/figures/<preset>/`` for a smoke run (``Study.smoke``), under a rehearsal's results folder."""
-        if self.scratch:
-            return self.results / f"{self.preset}_{what}.png"
-        return (paths.FIGURES / self.preset if self.study.smoke else paths.FIGURES) / f"{self.preset}_{what}.png"
+        folder = self.results if self.scratch else paths.FIGURES / self.preset if self.study.smoke else paths.FIGURES
+        return folder / f"{self.preset}_{what}.png"
 
     def check_in_process(self, what: str) -> None:
-        """Raise when ``what`` at this preset can only run under the cluster launchers (``configs.check_in_process``)."""
-        check_in_process(self.preset, what)
+        """Raise before anything is built when ``what`` at this preset can only run under the launchers: ``full``
+        trains on the files of ``make data-full`` (a notebook built GBs of world and then found no 'sft' split), with
+        ZeRO-3, which needs a rank per process, and vLLM TP = 2, which needs two GPUs; none of that starts in a
+        kernel."""
+        if self.preset in LAUNCHED_PRESETS:
+            raise RuntimeError(f"{what} at preset {self.preset!r} runs through scripts/launch_*_full.sh on a cluster "
+                               f"(docs/full_scale.md); in a notebook use 'gpu' (one GPU) or 'ci'/'tiny' (CPU)")
 
 
+LAUNCHED_PRESETS = ("full",)  # trained only through the launchers: one process per GPU, ZeRO-3, vLLM TP = 2
 REHEARSAL_ENV = "KLEAR_REHEARSAL"
 STAGE_PROCESS_PRESETS = ("gpu",)  # one GPU: a colocated vLLM engine keeps its memory until its process ends
 
@@ -117,14 +112,13 @@ def rehearse(r: Recipe) -> Recipe:
     random Qwen3 (the ci model: the architecture of Qwen3-1.7B at 2 layers, the kit's tokenizer) in float32 for the
     hub model; the miniature ci world's RL splits and benchmarks for the real files; no bf16, CUDA or vLLM; one RL
     step of ci's sizes, gpu's layout of one rollout a micro-batch kept (notebook 06's arms too, read on the ci
-    benchmarks); real files from a mirror only. Labelled
-    ``gpu_rehearsal``: everything it writes is under ``<artifacts>/gpu_rehearsal``."""
-    ci_rl = get_config("rl_math", "ci")
-    scale = {f: getattr(ci_rl, f) for f in ("prompts_per_step", "mini_batch_prompts", "warmup_steps",
-                                             "max_prompt_length", "max_completion_length", "save_steps")}
-    rl = {**scale, "max_steps": 1, "gradient_accumulation_steps": ci_rl.mini_batch_rollouts,  # gpu: 1 rollout each
-          "bf16": False, "use_cpu": True, "use_vllm": False}
-    ci_eval = get_config("eval", "ci")
+    benchmarks); real files from a mirror only. Labelled ``gpu_rehearsal``: everything it writes is under
+    ``<artifacts>/gpu_rehearsal``."""
+    ci_rl, ci_eval = get_config("rl_math", "ci"), get_config("eval", "ci")
+    rl = {f: getattr(ci_rl, f) for f in ("prompts_per_step", "mini_batch_prompts", "warmup_steps",
+                                          "max_prompt_length", "max_completion_length", "save_steps")}
+    rl |= {"max_steps": 1, "gradient_accumulation_steps": ci_rl.mini_batch_rollouts,  # gpu: 1 rollout each
+           "bf16": False, "use_cpu": True, "use_vllm": False}
     eval_ = {f: getattr(ci_eval, f) for f in ("benchmarks", "k_math", "k_code", "max_new_tokens", "max_model_len",
                                                "max_problems", "chunk_problems", "judge_workers", "backend", "models",
                                                "model_revisions", "dtype")}
@@ -138,7 +132,8 @@ def rehearse(r: Recipe) -> Recipe:
 def recipe(preset: str, world_size: int = 1, seed: int | None = None, **stages: dict[str, Any]) -> Recipe:
     """The ``Recipe`` of ``preset``: each stage's config with ``stages[stage]`` overrides (``study`` for the
     study's settings), training stages laid out over ``world_size`` ranks; ``seed`` sets the seed of every stage
-    that has one (the data world's included; the model's ``init_seed`` is its own). Unknown presets, stages or fields raise ``KeyError``."""
+    that has one (the data world's included; the model's ``init_seed`` is its own). Unknown presets, stages or
+    fields raise ``KeyError``."""
     unknown = sorted(set(stages) - set(STAGES) - {"study"})
     if unknown:
         raise KeyError(f"unknown stage(s) {unknown}; choose from {sorted(STAGES) + ['study']}")
@@ -147,7 +142,7 @@ def recipe(preset: str, world_size: int = 1, seed: int | None = None, **stages: 
         if preset not in presets:
             continue
         overrides = dict(stages.get(stage, {}))
-        if seed is not None and "seed" in {f.name for f in dataclasses.fields(presets[preset])}:
+        if seed is not None and hasattr(presets[preset], "seed"):
             overrides.setdefault("seed", seed)
         configs[stage] = get_config(stage, preset, world_size if stage in TRAINING_STAGES else 1, **overrides)
     study = resolve(study_.PRESETS, preset, **stages.get("study", {}))

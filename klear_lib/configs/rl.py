@@ -82,39 +82,26 @@ class RLConfig:
                              f"mini_batch_prompts={self.mini_batch_prompts}")
         if self.long_prompts not in LONG_PROMPTS:
             raise ValueError(f"long_prompts={self.long_prompts!r}; choose one of {LONG_PROMPTS}")
-        problem = self._layout_problem() or self._group_problem()
-        if problem:
-            raise ValueError(problem)
-
-    def _layout_problem(self) -> str | None:
-        """Why the mini-batch cannot keep its size over ``world_size`` ranks x accumulation steps, or None."""
         rollouts, slots = self.mini_batch_rollouts, self.world_size * self.gradient_accumulation_steps
-        if rollouts % slots == 0 or self.padded and self._pads_cleanly():
-            return None
-        ok = f"the world size must divide {rollouts}"
-        if self.oversample > 1 and self.updates_per_step % self.num_generations == 0:
-            ok += f" or be {rollouts * self.oversample} (padded updates, RLConfig.padded)"
-        return (f"a mini-batch of {rollouts} rollouts ({self.mini_batch_prompts} prompts x {self.num_generations} "
-                f"of a {self.prompts_per_step}-prompt RL step) does not split over {self.world_size} ranks x "
-                f"{self.gradient_accumulation_steps} accumulation steps (a rank takes at least one rollout an "
-                f"update); {ok}")
-
-    def _group_problem(self) -> str | None:
-        """Why a rank's rollouts of a step are not whole groups, or None: the zero-advantage filter keeps groups on
-        each rank (``GPPOTrainer._check_whole_groups`` on the TRL arguments; the padded layout's are whole)."""
-        if self.padded or not (self.filter_zero_adv or self.oversample > 1):
-            return None
+        # a padded layout holds when each rank generates whole groups of the oversampled batch, one slot a step
+        pads_cleanly = (self.padded and self.gradient_accumulation_steps == 1
+                        and self.updates_per_step % self.num_generations == 0
+                        and self.world_size == rollouts * self.oversample)
+        if rollouts % slots and not pads_cleanly:
+            ok = f"the world size must divide {rollouts}"
+            if self.oversample > 1 and self.updates_per_step % self.num_generations == 0:
+                ok += f" or be {rollouts * self.oversample} (padded updates, RLConfig.padded)"
+            raise ValueError(f"a mini-batch of {rollouts} rollouts ({self.mini_batch_prompts} prompts x "
+                             f"{self.num_generations} of a {self.prompts_per_step}-prompt RL step) does not split over "
+                             f"{self.world_size} ranks x {self.gradient_accumulation_steps} accumulation steps (a rank "
+                             f"takes at least one rollout an update); {ok}")
+        # the zero-advantage filter keeps groups on each rank (GPPOTrainer._check_whole_groups on the TRL arguments;
+        # the padded layout's are whole)
         local = self.per_device_rollouts * self.updates_per_step * self.gradient_accumulation_steps
-        if local % self.num_generations == 0:
-            return None
-        return (f"{self.world_size} ranks give {local} rollouts a rank a step, not whole groups of "
-                f"{self.num_generations} rollouts, which the group filter needs; the world size must divide "
-                f"{self.prompts_per_step} (prompts a step)")
-
-    def _pads_cleanly(self) -> bool:
-        """A padded layout holds when each rank generates whole groups of the oversampled batch, one slot a step."""
-        return (self.gradient_accumulation_steps == 1 and self.updates_per_step % self.num_generations == 0
-                and self.world_size == self.mini_batch_rollouts * self.oversample)
+        if not self.padded and (self.filter_zero_adv or self.oversample > 1) and local % self.num_generations:
+            raise ValueError(f"{self.world_size} ranks give {local} rollouts a rank a step, not whole groups of "
+                             f"{self.num_generations} rollouts, which the group filter needs; the world size must "
+                             f"divide {self.prompts_per_step} (prompts a step)")
 
     @property
     def updates_per_step(self) -> int:
@@ -139,9 +126,7 @@ class RLConfig:
     @property
     def per_device_rollouts(self) -> int:
         """Rollouts per rank per micro-batch: the mini-batch over ranks x accumulation steps (1 when padded)."""
-        if self.padded:
-            return 1
-        return self.mini_batch_rollouts // (self.world_size * self.gradient_accumulation_steps)
+        return 1 if self.padded else self.mini_batch_rollouts // (self.world_size * self.gradient_accumulation_steps)
 
 
 PRESETS = {
@@ -192,7 +177,6 @@ PRESETS = {
 # per micro-batch. At tiny it is shorter: every rollout runs up to 16 tests in the sandbox, the slowest part of a CPU
 # step; 4 prompts a step with 1-prompt mini-batches keeps the paper's 4 updates per code step (128 / 32).
 CODE_OVERRIDES = {
-    "ci": {},
     "gpu": {"learning_rate": 5e-7,               # docs/paper.md §2.4 code stage (UNVERIFIED at gpu: math only)
             "mini_batch_prompts": 8,             # 4 updates a step, as docs/paper.md §2.4's code stage (128 / 32)
             "gradient_accumulation_steps": 64},  # UNVERIFIED: memory only, 1 rollout a micro-batch
@@ -201,4 +185,4 @@ CODE_OVERRIDES = {
              "mini_batch_prompts": 32,           # docs/paper.md §2.4 code stage: 4 updates per step
              "gradient_accumulation_steps": 256},  # UNVERIFIED: memory only, as the math stage
 }
-CODE_PRESETS = {preset: dataclasses.replace(cfg, **CODE_OVERRIDES[preset]) for preset, cfg in PRESETS.items()}
+CODE_PRESETS = {preset: dataclasses.replace(cfg, **CODE_OVERRIDES.get(preset, {})) for preset, cfg in PRESETS.items()}

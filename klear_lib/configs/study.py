@@ -77,12 +77,6 @@ class Study:
     stability: Grid | None = None
 
 
-def _steps(math: int, code: int, code_extra: dict | None = None) -> dict:
-    """Per-experiment RL overrides: ``math`` steps for the math-RL figures, ``code`` (+ ``code_extra``) for code."""
-    return {e: ({"max_steps": code, **(code_extra or {})} if e in ("fig3", "fig4") else {"max_steps": math})
-            for e in ("fig2", "fig3", "fig4", "fig5", "table6")}
-
-
 SFT_ABLATIONS = {
     # ci: a smoke test of the whole path; one seed, two conditions per experiment, the ci world's tiny pool.
     "ci": SFTScale(budget={"table2": 32, "table4": 96, "table5": 96}, prompts={"math": 12, "code": 6}, seeds=1,
@@ -118,7 +112,9 @@ RL_ABLATIONS = {
     # tiny_lcb keeps 100 problems at k=4. Fig. 2 reads tiny_aime only: at one thread a tiny_lcb point (generation
     # plus sandboxed tests) was ~100 s of a ~480 s run, and 50 runs (5 arms x 10 seeds) are the sweep's bulk; held-
     # out code after math RL is read by the main job (notebook 03, rl_math on tiny_lcb).
-    "tiny": RLScale(seeds=3, per_experiment=_steps(math=30, code=10, code_extra={"save_steps": 5}), curve_every=15,
+    "tiny": RLScale(seeds=3, per_experiment={"fig2": {"max_steps": 30}, "fig3": {"max_steps": 10, "save_steps": 5},
+                                             "fig4": {"max_steps": 10, "save_steps": 5}, "fig5": {"max_steps": 30},
+                                             "table6": {"max_steps": 30}}, curve_every=15,
                     curve_primary_only=True, primary_only=("fig2",),
                     eval={"k_math": 4, "k_code": 4, "backend": "transformers"},
                     eval_per_benchmark={"tiny_lcb": {"max_problems": 100}},
@@ -176,11 +172,7 @@ STABILITY = {
 }
 
 
-
-
 def _ablations(preset: str) -> dict:
-    if preset == "gpu":  # no data world to draw SFT subsets from; the stability map is tiny's question
-        return {"rl_ablations": RL_ABLATIONS["gpu"]}
     return {"sft_ablations": SFT_ABLATIONS[preset], "rl_ablations": RL_ABLATIONS[preset],
             "stability": STABILITY[preset]}
 
@@ -189,5 +181,6 @@ PRESETS = {
     "ci": Study(main_rl_seeds=2, real_data="mirror", reference_code_problems=24, smoke=True, **_ablations("ci")),
     "tiny": Study(main_rl_seeds=3, real_data="mirror", reference_code_problems=300, **_ablations("tiny")),
     "full": Study(main_rl_seeds=1, real_data="auto", **_ablations("full")),
-    "gpu": Study(main_rl_seeds=1, real_data="auto", **_ablations("gpu")),  # Fig. 2's arena only (RL_ABLATIONS)
+    # Fig. 2's arena only: no data world to draw SFT subsets from; the stability map is tiny's question
+    "gpu": Study(main_rl_seeds=1, real_data="auto", rl_ablations=RL_ABLATIONS["gpu"]),
 }
