@@ -7,7 +7,7 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from klear_lib.data.curation import Funnel, item_of, ngram_index, prompt_text
+from klear_lib.data.curation import Funnel, item_of, ngram_index, prompt_text, tier_of
 from klear_lib.data.sources import BENCHMARKS, get_source, try_load_benchmark
 
 
@@ -16,16 +16,12 @@ def funnel_frame(funnel: Funnel) -> pd.DataFrame:
     return pd.DataFrame(funnel.records())
 
 
-def _tier(row: dict):
-    return row.get("tier") if "messages" in row else row["extra_info"].get("tier")
-
-
 def split_counts(splits: dict[str, list[dict]]) -> pd.DataFrame:
     """Per split: rows, distinct items, rows per ability and per tier."""
     recs = []
     for name in sorted(splits):
         rows = splits[name]
-        ab, tiers = Counter(r["ability"] for r in rows), Counter(_tier(r) for r in rows)
+        ab, tiers = Counter(r["ability"] for r in rows), Counter(tier_of(r) for r in rows)
         rec = {"split": name, "rows": len(rows), "items": len({item_of(r) for r in rows}),
                "math": ab.get("math", 0), "code": ab.get("code", 0)}
         rec.update({f"t{k}": tiers.get(k, 0) for k in range(1, 6)})

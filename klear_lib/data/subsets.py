@@ -42,10 +42,6 @@ def select_budget(rows: Sequence[dict], budget: int, *, seed: int = 0) -> list[d
     return [r for r in rows if r["id"] in chosen]
 
 
-def _top_k_reason(k: int):
-    return lambda r: None if r["teacher_rank"] <= k else f"rank>{k}"
-
-
 def sft_subset(pool: Sequence[dict], *, difficulty: str | None = None, correctness: str = "all",
                teachers: Sequence[str] | None = None, top_k: int | None = None, budget: int | None = None,
                seed: int = 0, ability: str | None = None, funnel: Funnel | None = None) -> list[dict]:
@@ -57,19 +53,17 @@ def sft_subset(pool: Sequence[dict], *, difficulty: str | None = None, correctne
     ``budget``: K-Center Greedy down to that many rows, stratified by ability; ``ability``: "math" | "code".
     """
     funnel = funnel if funnel is not None else Funnel()
-    rows = list(pool)
     steps = [
         ("ability", ability is not None, lambda r: None if r["ability"] == ability else "other_ability"),
         ("teachers", teachers is not None, lambda r: None if r["teacher"] in set(teachers or ()) else "teacher"),
-        ("top_k", top_k is not None, _top_k_reason(top_k or 0)),
+        ("top_k", top_k is not None, lambda r: None if r["teacher_rank"] <= top_k else f"rank>{top_k}"),
         ("difficulty", difficulty is not None, lambda r: None if r["difficulty"] == difficulty else "difficulty"),
     ]
+    rows = list(pool)
     for name, active, reason in steps:
         if active:
-            rows, step = keep_where(rows, name, reason)
-            funnel.add("sft_subset", step)
-    rows, step = filter_correctness(rows, correctness)
-    funnel.add("sft_subset", step)
+            rows = funnel.run("sft_subset", rows, lambda r: keep_where(r, name, reason))
+    rows = funnel.run("sft_subset", rows, lambda r: filter_correctness(r, correctness))
     if budget is not None:
         if budget > len(rows):
             log.warning("budget %d exceeds the %d rows left; keeping all", budget, len(rows))

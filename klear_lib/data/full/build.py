@@ -34,7 +34,7 @@ from klear_lib.configs.base import parse_overrides
 from klear_lib.data import curation as cu
 from klear_lib.data.fetch import SourceUnavailable, locate, sha256_file
 from klear_lib.data.full import card
-from klear_lib.data.realworld import LOAD_MODE, TRAIN, _benchmarks, build_real_world
+from klear_lib.data.realworld import LOAD_MODE, TRAIN, _benchmarks, benchmark_index, build_real_world
 from klear_lib.data.schema import dumps_rows
 from klear_lib.data.sources import BENCHMARKS, SOURCES, decontam_text, load_source
 from klear_lib.data.store import funnel_csv
@@ -102,11 +102,10 @@ def sft_prompts(source: str, cfg, index: cu.NgramIndex, funnel: cu.Funnel) -> li
         part, f = load_source(name, LOAD_MODE[source], on_error="drop")
         funnel.steps += [(f"sft_prompts:{p}", s) for p, s in f.steps]
         rows += part
-    rows, step = cu.exact_dedup(tqdm(rows, desc="sft_prompts: exact dedup", unit="row"))
-    funnel.add("sft_prompts", step)
-    rows, step = cu.decontaminate(tqdm(rows, desc="sft_prompts: decontaminate", unit="row"), (), index=index,
-                                  text=decontam_text)
-    funnel.add("sft_prompts", step)
+    rows = funnel.run("sft_prompts", rows,
+                      lambda r: cu.exact_dedup(tqdm(r, desc="sft_prompts: exact dedup", unit="row")),
+                      lambda r: cu.decontaminate(tqdm(r, desc="sft_prompts: decontaminate", unit="row"), (),
+                                                 index=index, text=decontam_text))
     funnel.add("sft_prompts", cu.Step("teacher_and_selection", len(rows), len(rows), {}, note=NOT_RUN_SFT))
     return rows
 
@@ -123,10 +122,8 @@ def build(parts, source: str, cfg) -> tuple[dict[str, list[dict]], cu.Funnel]:
     else:
         funnel, splits = cu.Funnel(), {}
         evals = _benchmarks(source, funnel)
-    if "sft" in parts:  # the same index build_real_world builds (realworld.py)
-        index = cu.ngram_index((decontam_text(r) for rows in evals.values() for r in rows), cfg.ngram_decontam,
-                               cfg.ngram_boilerplate_df)
-        splits["sft_prompts"] = sft_prompts(source, cfg, index, funnel)
+    if "sft" in parts:
+        splits["sft_prompts"] = sft_prompts(source, cfg, benchmark_index(evals, cfg), funnel)
     return splits, funnel
 
 
