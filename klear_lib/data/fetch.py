@@ -111,16 +111,6 @@ def _network_reason(url: str) -> str | None:
     return None if reachable(url) else "no network"
 
 
-def _utf8(path: Path) -> str:
-    """The file's text; bytes that are not UTF-8 raise ``ValueError`` naming the file and line."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise ValueError(f"{path}: line {line}: not UTF-8 ({err.reason} at byte {err.start})") from None
-
-
 def _json(text: str, path: Path, line: int | None = None):
     """``text`` parsed; invalid JSON, or JSON nested deeper than Python parses, raises ``ValueError`` naming the
     file and line (``line`` or where it fails)."""
@@ -144,8 +134,14 @@ def _deep_line(text: str, depth: int = 500) -> int:
 
 def read_records(path: Path) -> list[tuple[str, object]]:
     """``(place, record)`` for each record of a ``.json`` array or ``.jsonl`` file; ``place`` is
-    ``<path>: line N`` (JSONL) or ``<path>: record N`` (the array's N-th item), both 1-based."""
-    text = _utf8(path)
+    ``<path>: line N`` (JSONL) or ``<path>: record N`` (the array's N-th item), both 1-based. Bytes that are not
+    UTF-8, invalid JSON and JSON nested too deep raise ``ValueError`` naming the file and line."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{path}: line {line}: not UTF-8 ({err.reason} at byte {err.start})") from None
     if path.suffix == ".json":
         records = _json(text, path)
         if not isinstance(records, list):

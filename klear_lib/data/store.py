@@ -22,8 +22,8 @@ from klear_lib.tables import Table
 log = logging.getLogger(__name__)
 FUNNEL_COLUMNS = ("pool", "order", "stage", "rows_in", "rows_out", "dropped", "dropped_by", "note")
 # ``results/<preset>/data_funnel.csv``: one row per (pool, step), in pipeline order
-FUNNEL = Table("data funnel", FUNNEL_COLUMNS, ("pool", "order"), sort=False,
-               types=tuple((c, int if c in ("order", "rows_in", "rows_out", "dropped") else str) for c in FUNNEL_COLUMNS))
+FUNNEL = Table("data funnel", FUNNEL_COLUMNS, ("pool", "order"), sort=False, types=tuple(
+    (c, int if c in ("order", "rows_in", "rows_out", "dropped") else str) for c in FUNNEL_COLUMNS))
 
 
 def code_version() -> str:
@@ -66,17 +66,7 @@ def save_world(world, path: Path) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """Rows of a JSON-lines file."""
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line]
-
-
-def read_funnel(path: Path) -> Funnel:
-    """A ``Funnel`` back from ``funnel.csv``."""
-    funnel = Funnel()
-    for rec in csv.DictReader(io.StringIO(Path(path).read_text())):
-        dropped = {k: int(v) for k, v in (kv.rsplit("=", 1) for kv in rec["dropped_by"].split(";") if kv)}
-        funnel.add(rec["pool"], Step(rec["stage"], int(rec["rows_in"]), int(rec["rows_out"]), dropped, rec["note"]))
-    return funnel
 
 
 def ensure_world(recipe: Recipe) -> Path:
@@ -104,9 +94,13 @@ def load_split(name: str, recipe: Recipe) -> list[dict]:
 def load_world(recipe: Recipe):
     """The recipe's whole cached data world (built on first use)."""
     path = ensure_world(recipe)
+    funnel = Funnel()
+    for rec in csv.DictReader(io.StringIO((path / "funnel.csv").read_text())):
+        dropped = {k: int(v) for k, v in (kv.rsplit("=", 1) for kv in rec["dropped_by"].split(";") if kv)}
+        funnel.add(rec["pool"], Step(rec["stage"], int(rec["rows_in"]), int(rec["rows_out"]), dropped, rec["note"]))
     splits = {p.stem: read_jsonl(p) for p in sorted(path.glob("*.jsonl"))}
     manifest = json.loads((path / "manifest.json").read_text())
-    return World(splits=splits, funnel=read_funnel(path / "funnel.csv"), config_hash=manifest["config_hash"])
+    return World(splits=splits, funnel=funnel, config_hash=manifest["config_hash"])
 
 
 def write_funnel(world, results: Path) -> Path:

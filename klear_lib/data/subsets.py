@@ -11,11 +11,6 @@ from klear_lib.data.kcenter import kcenter_select
 log = logging.getLogger(__name__)
 
 
-def sft_text(row: dict) -> str:
-    """The text K-Center Greedy sees: user prompt + assistant response."""
-    return row["messages"][0]["content"] + "\n" + row["messages"][1]["content"]
-
-
 def stratified_budget(counts: dict[str, int], budget: int) -> dict[str, int]:
     """Split ``budget`` over strata proportionally to ``counts`` (largest remainder; ties by name)."""
     total = sum(counts.values())
@@ -37,7 +32,8 @@ def select_budget(rows: Sequence[dict], budget: int, *, seed: int = 0) -> list[d
     shares = stratified_budget({k: len(v) for k, v in by_ability.items()}, budget)
     chosen = set()
     for ability, group in sorted(by_ability.items()):
-        picked = kcenter_select(group, shares[ability], text=sft_text, seed=seed)
+        picked = kcenter_select(group, shares[ability], seed=seed,  # K-Center Greedy sees prompt + response
+                                text=lambda r: r["messages"][0]["content"] + "\n" + r["messages"][1]["content"])
         chosen.update(r["id"] for r in picked)
     return [r for r in rows if r["id"] in chosen]
 

@@ -31,7 +31,6 @@ class MathItem:
 
     @property
     def tier(self) -> int:
-        """Number of operations."""
         return len(self.ops)
 
     @property
@@ -52,12 +51,10 @@ class MathItem:
 
     @property
     def answer(self) -> int:
-        """The true final value."""
         return self.values()[-1]
 
 
 def apply(a: int, op: str, b: int) -> int:
-    """``a op b`` for op in + - *."""
     return a + b if op == "+" else a - b if op == "-" else a * b
 
 

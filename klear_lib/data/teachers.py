@@ -39,7 +39,6 @@ class MathTeacher:
     ability: str = "math"
 
     def error_rate(self, decompose: bool, tier: int) -> float:
-        """Per-step error probability at ``tier``."""
         return (self.err_decompose if decompose else self.err_direct) * (1 + self.growth * (tier - 1))
 
 
@@ -60,7 +59,6 @@ class CodeTeacher:
     ability: str = "code"
 
     def error_rate(self, tier: int) -> float:
-        """Per-op probability of a semantic slip at ``tier``."""
         return self.err_op * (1 + self.growth * (tier - 1))
 
 
@@ -200,15 +198,11 @@ def code_response(t: CodeTeacher, item: tc.CodeItem, rng: random.Random) -> str:
     return "<think>\n" + "\n".join(think) + "\n</think>\n```python\n" + program + "\n```"
 
 
-def teacher_rng(seed: int, concern: str, teacher: str, item: str, sample: int) -> random.Random:
-    """The generator of one response: stable in (seed, concern, teacher, item id, sample index)."""
-    return py_rng(seed, "teacher", concern, teacher, item, sample)
-
-
 def respond(teacher: str, item, item_key: str, sample: int, *, seed: int = 0, concern: str = "sft") -> str:
-    """Response ``sample`` (0..15) of ``teacher`` to a ``MathItem``/``CodeItem`` keyed by its id."""
+    """Response ``sample`` (0..15) of ``teacher`` to a ``MathItem``/``CodeItem`` keyed by its id; stable in
+    (seed, concern, teacher, item id, sample index)."""
     t = get_teacher(teacher)
-    rng = teacher_rng(seed, concern, teacher, item_key, sample)
+    rng = py_rng(seed, "teacher", concern, teacher, item_key, sample)
     return math_response(t, item, rng) if t.ability == "math" else code_response(t, item, rng)
 
 

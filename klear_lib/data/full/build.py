@@ -87,10 +87,8 @@ def dry_run(parts, source: str, cfg, out: Path) -> str:
               % (cfg.ngram_decontam, f" -> code >= {cfg.min_code_tests} tests" if "rl" in parts else ""),
               "not run: the DeepSeek-R1 teacher filters of RL (docs/paper.md §2.3)" if "rl" in parts else ""]
     lines += [NOT_RUN_SFT] if "sft" in parts else []
-    files = [FILES[s] for s in ("math_rl", "code_rl") if "rl" in parts] + (["sft_prompts.jsonl"] if "sft" in parts
-                                                                           else [])
-    lines.append("writes: " + ", ".join(str(out / f) for f in files + ["funnel.csv", "manifest.json",
-                                                                        "README.md"]))
+    files = [FILES[s] for s in part_sources(parts, source) if s in FILES] + ["funnel.csv", "manifest.json", "README.md"]
+    lines.append("writes: " + ", ".join(str(out / f) for f in files))
     return "\n".join(ln for ln in lines if ln)
 
 
@@ -168,9 +166,8 @@ def run(out: Path, source: str = "hub", parts=None, **overrides) -> dict:
     (out / "manifest.json").write_text(json.dumps(info, indent=1, sort_keys=True))
     (out / "README.md").write_text(card.data_card(splits, funnel, info))
     if empty := [name for name, rows in splits.items() if not rows]:
-        card_path = out / "README.md"
-        raise ValueError(f"{', '.join(empty)}: every row was dropped (drops by reason in the data card {card_path}); "
-                         "no file written for it")
+        raise ValueError(f"{', '.join(empty)}: every row was dropped (drops by reason in the data card "
+                         f"{out / 'README.md'}); no file written for it")
     return info
 
 

@@ -18,8 +18,8 @@ ROLE = {"math_rl": "math RL prompts with reference answers (the math RL stage, d
 
 def drops(funnel: Funnel) -> pd.DataFrame:
     """Every drop of the build, one row per (pool, stage, reason), in pipeline order."""
-    recs = [{"pool": r["pool"], "stage": r["stage"], "reason": reason, "rows": int(n)}
-            for r in funnel.records() for reason, n in (kv.rsplit("=", 1) for kv in r["dropped_by"].split(";") if kv)]
+    recs = [{"pool": pool, "stage": s.stage, "reason": reason, "rows": n}
+            for pool, s in funnel.steps for reason, n in sorted(s.dropped.items())]
     return pd.DataFrame(recs, columns=["pool", "stage", "reason", "rows"])
 
 
@@ -38,7 +38,6 @@ def _files(info: dict) -> str:
 
 
 def data_card(splits: dict[str, list[dict]], funnel: Funnel, info: dict) -> str:
-    """The card's markdown text."""
     counts, cfg = split_counts(splits)[["rows", "items", "math", "code"]], info["data_config"]
     licenses = sorted({SOURCES[n].license for n, s in info["sources"].items() if s["group"] != "benchmarks"})
     hub_ids = sorted({s["hub_id"] for s in info["sources"].values() if s["hub_id"] and s["group"] != "benchmarks"})

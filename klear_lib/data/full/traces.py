@@ -39,13 +39,6 @@ TEACHERS = {"deepseek-r1-0528": "deepseek-ai/DeepSeek-R1-0528", "deepseek-r1-012
             "qwq-32b": "Qwen/QwQ-32B"}
 
 
-def teacher_of(recipe: Recipe) -> str:
-    """The teacher to load: a ``TEACHERS`` name, a hub id or folder, or the recipe's base model when unset."""
-    if not recipe.traces.teacher:
-        return load_or_build(recipe)
-    return TEACHERS.get(recipe.traces.teacher, recipe.traces.teacher)
-
-
 def read_prompts(path: Path, limit: int | None = None) -> list[dict]:
     """Prompt rows (``prompt[0].content``, ``ability``, ``extra_info.id``); a line that is not one raises naming
     the file, the line and the field."""
@@ -86,10 +79,6 @@ def shard_of(text: str | None) -> tuple[int, int]:
     if not 0 <= i < n:
         raise ValueError(f"--shard {text}: need 0 <= I < N")
     return i, n
-
-
-def out_path(out: Path, shard: tuple[int, int]) -> Path:
-    return out if shard[1] == 1 else out.with_name(f"{out.stem}.shard-{shard[0]}-of-{shard[1]}{out.suffix}")
 
 
 def sft_rows(rows: list[dict], prompts: list[str], outs: list[list[str]], teacher: str) -> list[dict]:
@@ -135,8 +124,9 @@ def teacher_label(recipe: Recipe) -> str:
 
 def sample(rows: list[dict], recipe: Recipe, path: Path, shard=(0, 1), generate_fn=generate) -> Path:
     """Generate every missing response of this shard into ``path`` (config ``recipe.traces``); returns it."""
-    cfg, label = recipe.traces, teacher_label(recipe)
-    teacher, done = teacher_of(recipe), stored(path)
+    cfg, label, done = recipe.traces, teacher_label(recipe), stored(path)
+    # a TEACHERS name, a hub id or folder, or the recipe's base model when unset
+    teacher = TEACHERS.get(cfg.teacher, cfg.teacher) if cfg.teacher else load_or_build(recipe)
     chunks, todo = todo_chunks(rows, cfg, shard, done)
     if not todo:
         return path
@@ -155,17 +145,15 @@ def sample(rows: list[dict], recipe: Recipe, path: Path, shard=(0, 1), generate_
 def summary(traces: list[dict], recipe: Recipe) -> dict:
     """The manifest: config and hash, and per ability the prompts, responses, mean length and the share of
     responses that never close ``</think>`` (cut by max_new_tokens, or a teacher that does not think)."""
-    by: dict[str, dict] = {}
+    by: dict[str, list[dict]] = {}
     for r in traces:
-        s = by.setdefault(r["ability"] or "unknown", {"prompts": set(), "responses": 0, "chars": 0, "unclosed": 0})
-        text = r["messages"][1]["content"]
-        s["prompts"].add(r["item_id"])
-        s["responses"] += 1
-        s["chars"] += len(text)
-        s["unclosed"] += "</think>" not in text
-    counts = {a: {"prompts": len(s["prompts"]), "responses": s["responses"],
-                  "mean_chars": round(s["chars"] / s["responses"], 1),
-                  "share_without_close_think": round(s["unclosed"] / s["responses"], 4)} for a, s in sorted(by.items())}
+        by.setdefault(r["ability"] or "unknown", []).append(r)
+    counts = {}
+    for ability, rows in sorted(by.items()):
+        texts = [r["messages"][1]["content"] for r in rows]
+        counts[ability] = {"prompts": len({r["item_id"] for r in rows}), "responses": len(texts),
+                           "mean_chars": round(sum(map(len, texts)) / len(texts), 1),
+                           "share_without_close_think": round(sum("</think>" not in t for t in texts) / len(texts), 4)}
     cfg = recipe.traces
     return {"preset": recipe.preset, "config": to_dict(cfg), "config_hash": config_hash(cfg), "counts": counts}
 
@@ -207,7 +195,8 @@ def main(argv: list[str] | None = None) -> None:
         rows = read_prompts(Path(args.prompts), args.max_prompts)
     except (KeyError, ValueError, FileNotFoundError) as err:
         parser.exit(2, f"{parser.prog}: {err}\n")
-    path = out_path(Path(args.out), shard)
+    path, (i, n) = Path(args.out), shard
+    path = path if n == 1 else path.with_name(f"{path.stem}.shard-{i}-of-{n}{path.suffix}")
     if args.dry_run:
         return print(dry_run(rows, run, path, shard))
     sample(rows, run, path, shard)
