@@ -61,17 +61,6 @@ def apply(a: int, op: str, b: int) -> int:
 DEFAULT_MAX_OPERAND = 29
 
 
-def _next_op(rng: random.Random, cur: int, max_operand: int) -> tuple[str, int]:
-    allowed = [(op, w) for op, w in _OP_WEIGHTS
-               if (op != "*" or 2 <= cur <= max_operand) and (op != "-" or cur >= 2)]
-    op = rng.choices([o for o, _ in allowed], weights=[w for _, w in allowed])[0]
-    if op == "*":
-        return op, rng.randint(2, 9)
-    if op == "-":
-        return op, rng.randint(1, min(cur, max_operand))
-    return op, rng.randint(1, max_operand)
-
-
 def sample_item(rng: random.Random, tier: int, max_operand: int = DEFAULT_MAX_OPERAND) -> MathItem:
     """A random problem with ``tier`` operations (start 2..``max_operand``)."""
     if max_operand < 2:
@@ -79,7 +68,10 @@ def sample_item(rng: random.Random, tier: int, max_operand: int = DEFAULT_MAX_OP
     start = rng.randint(2, max_operand)
     ops, cur = [], start
     for _ in range(tier):
-        op, b = _next_op(rng, cur, max_operand)
+        allowed = [(op, w) for op, w in _OP_WEIGHTS
+                   if (op != "*" or 2 <= cur <= max_operand) and (op != "-" or cur >= 2)]
+        op = rng.choices([o for o, _ in allowed], weights=[w for _, w in allowed])[0]
+        b = rng.randint(2, 9) if op == "*" else rng.randint(1, min(cur, max_operand) if op == "-" else max_operand)
         ops.append((op, b))
         cur = apply(cur, op, b)
     return MathItem(start, tuple(ops))

@@ -64,13 +64,14 @@ def _item(row: dict):
     return TASKS[row["ability"]].item_from_row(row)
 
 
-def pass_rates(rows: list[dict], teacher: str, n: int, *, seed: int, concern: str, desc: str = "") -> dict[str, float]:
-    """Per item: the fraction of ``n`` samples of ``teacher`` that the miniature judge accepts."""
-    out = {}
-    for row in tqdm(rows, desc=desc or f"{concern}:{teacher}", leave=False, mininterval=2):
+def pass_rates(cfg, rows: list[dict], teacher: str, concern: str) -> dict[str, float]:
+    """Per item: the fraction of ``cfg.responses_per_prompt`` samples of ``teacher`` that the miniature judge
+    accepts."""
+    out, n = {}, cfg.responses_per_prompt
+    for row in tqdm(rows, desc=f"{concern}:{teacher}", leave=False, mininterval=2):
         gt, rid, item = row["reward_model"]["ground_truth"], cu.item_of(row), _item(row)
         judge = TASKS[row["ability"]].judge
-        out[rid] = sum(judge(respond(teacher, item, rid, k, seed=seed, concern=concern), gt) for k in range(n)) / n
+        out[rid] = sum(judge(respond(teacher, item, rid, k, seed=cfg.seed, concern=concern), gt) for k in range(n)) / n
     return out
 
 
@@ -92,8 +93,7 @@ def _sft_rows(row: dict, samples: int, seed: int) -> list[dict]:
 def sft_pool(cfg, prompts: list[dict], ability: str, funnel: cu.Funnel) -> list[dict]:
     """Label prompt difficulty with the reference teacher, then expand each prompt into teacher responses."""
     pool = f"sft_pool:{ability}"
-    ref = getattr(cfg, f"reference_teacher_{ability}")
-    rates = pass_rates(prompts, ref, cfg.responses_per_prompt, seed=cfg.seed, concern="reference")
+    rates = pass_rates(cfg, prompts, getattr(cfg, f"reference_teacher_{ability}"), "reference")
     prompts = funnel.run(pool, prompts, lambda r: cu.label_difficulty(r, rates, threshold=cfg.difficulty_threshold,
                                                                       hard_tier_min=cfg.hard_tier_min))
     samples = getattr(cfg, f"{ability}_samples_per_teacher")
@@ -151,8 +151,7 @@ def rl_split(cfg, ability: str, heldout: set[str], index: cu.NgramIndex,
     funnel.add(name, cu.Step("inject_noise", len(rows), len(noisy), {},
                              ";".join(f"{k}={v}" for k, v in sorted(kinds.items()))))
     unfiltered = sorted(noisy[:n], key=cu.item_of)
-    rates = pass_rates(noisy, getattr(cfg, f"filter_teacher_{ability}"), cfg.responses_per_prompt, seed=cfg.seed,
-                       concern="filter")
+    rates = pass_rates(cfg, noisy, getattr(cfg, f"filter_teacher_{ability}"), "filter")
     if is_math:
         rows, step = cu.filter_math_majority(noisy, rates, majority=cfg.math_majority)
     else:
@@ -164,15 +163,6 @@ def rl_split(cfg, ability: str, heldout: set[str], index: cu.NgramIndex,
     return sorted(rows, key=cu.item_of), unfiltered
 
 
-def heldout_texts(cfg, evals: dict[str, list[dict]]) -> list[str]:
-    """Prompts of every evaluation set: the miniature splits, plus the real benchmarks that load here when
-    configured (``sources.benchmark_texts``: the miniature world shares no 9-gram with them either way)."""
-    texts = [r["prompt"][0]["content"] for rows in evals.values() for r in rows]
-    if cfg.decontam_real:
-        texts += list(benchmark_texts("mirror"))  # the miniature world never downloads
-    return texts
-
-
 def build_world(cfg) -> World:
     """Build every split of the world described by ``cfg`` (miniature, or real sources for local/hub)."""
     if cfg.source != "miniature":
@@ -180,7 +170,11 @@ def build_world(cfg) -> World:
     funnel = cu.Funnel()
     evals = eval_splits(cfg, funnel)
     heldout = {cu.item_of(r) for rows in evals.values() for r in rows}
-    index = cu.ngram_index(heldout_texts(cfg, evals), cfg.ngram_decontam, cfg.ngram_boilerplate_df)
+    # held-out texts: the miniature eval prompts, plus the real benchmarks that load here when configured
+    # (``sources.benchmark_texts``: the miniature world shares no 9-gram with them either way, and never downloads)
+    texts = [r["prompt"][0]["content"] for rows in evals.values() for r in rows]
+    texts += list(benchmark_texts("mirror")) if cfg.decontam_real else []
+    index = cu.ngram_index(texts, cfg.ngram_decontam, cfg.ngram_boilerplate_df)
     pool = []
     for ability in ("math", "code"):
         n = getattr(cfg, f"n_{ability}_sft_prompts")

@@ -33,12 +33,9 @@ def provenance(info: dict) -> pd.DataFrame:
     return pd.DataFrame(recs)
 
 
-def _files(info: dict) -> str:
-    return "\n".join(f"* `{name}`: {f['rows']:,} rows, sha256 `{f['sha256']}`" for name, f in info["files"].items())
-
-
 def data_card(splits: dict[str, list[dict]], funnel: Funnel, info: dict) -> str:
     counts, cfg = split_counts(splits)[["rows", "items", "math", "code"]], info["data_config"]
+    files = "\n".join(f"* `{name}`: {f['rows']:,} rows, sha256 `{f['sha256']}`" for name, f in info["files"].items())
     licenses = sorted({SOURCES[n].license for n, s in info["sources"].items() if s["group"] != "benchmarks"})
     hub_ids = sorted({s["hub_id"] for s in info["sources"].values() if s["hub_id"] and s["group"] != "benchmarks"})
     head = front_matter("Klear-Reasoner full-recipe training files", "other", sum(map(len, splits.values())),
@@ -46,7 +43,7 @@ def data_card(splits: dict[str, list[dict]], funnel: Funnel, info: dict) -> str:
     sections = {
         "Motivation": "The files a run of the paper's recipe trains on, built from released data only: "
                       + "; ".join(f"`{n}`: {ROLE[n]}" for n in splits) + ".",
-        "Composition": f"Generated counts:\n\n{markdown_table(counts)}\n\nFiles:\n\n{_files(info)}",
+        "Composition": f"Generated counts:\n\n{markdown_table(counts)}\n\nFiles:\n\n{files}",
         "Collection process": f"Read by `python -m klear_lib.data.full.build --source {info['source']}` from the "
                               "sources below at their pinned revisions (`klear_lib/data/sources.py`).",
         "Preprocessing, cleaning and labelling":

@@ -50,22 +50,17 @@ def read_prompts(path: Path, limit: int | None = None) -> list[dict]:
             row = json.loads(line)
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}: line {k}: invalid JSON ({err.msg})") from None
-        for field, ok in (("prompt", _has_prompt(row)), ("extra_info.id", _has_id(row))):
+        turns = row.get("prompt") if isinstance(row, dict) else None
+        has_prompt = isinstance(turns, list) and bool(turns) and isinstance(turns[0], dict) and bool(
+            turns[0].get("content"))
+        has_id = isinstance(row.get("extra_info"), dict) and bool(row["extra_info"].get("id"))
+        for field, ok in (("prompt", has_prompt), ("extra_info.id", has_id)):
             if not ok:
                 raise ValueError(f"{path}: line {k}: field {field!r}: missing or empty")
         rows.append(row)
         if limit and len(rows) == limit:
             break
     return rows
-
-
-def _has_prompt(row) -> bool:
-    turns = row.get("prompt") if isinstance(row, dict) else None
-    return isinstance(turns, list) and bool(turns) and isinstance(turns[0], dict) and bool(turns[0].get("content"))
-
-
-def _has_id(row) -> bool:
-    return isinstance(row.get("extra_info"), dict) and bool(row["extra_info"].get("id"))
 
 
 def shard_of(text: str | None) -> tuple[int, int]:
