@@ -49,10 +49,20 @@ def funnel_csv(funnel: Funnel) -> str:
     return buf.getvalue()
 
 
-def save_world(world, path: Path) -> None:
-    """Write ``<split>.jsonl`` per split and ``funnel.csv`` into ``path`` atomically, then mark it complete."""
-    path = Path(path)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=path.name + ".tmp"))
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line]
+
+
+def ensure_world(recipe: Recipe) -> Path:
+    """Build and cache the recipe's data world if it is not cached yet; return its folder. The world is written
+    atomically: ``<split>.jsonl`` per split, ``funnel.csv`` and ``manifest.json``, marked complete."""
+    if recipe.data is None:
+        raise KeyError(f"preset {recipe.preset!r} has no data world (its RL data and benchmarks are real files)")
+    path = world_dir(recipe)
+    if is_complete(path):
+        return path
+    log.info("building the %s data world (seed %d) into %s", recipe.preset, recipe.data.seed, path)
+    world, tmp = build_world(recipe.data), Path(tempfile.mkdtemp(dir=path.parent, prefix=path.name + ".tmp"))
     for name, rows in world.splits.items():
         (tmp / f"{name}.jsonl").write_text(dumps_rows(rows))
     (tmp / "funnel.csv").write_text(funnel_csv(world.funnel))
@@ -63,20 +73,6 @@ def save_world(world, path: Path) -> None:
     if path.exists():
         shutil.rmtree(path)
     os.replace(tmp, path)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line]
-
-
-def ensure_world(recipe: Recipe) -> Path:
-    """Build and cache the recipe's data world if it is not cached yet; return its folder."""
-    if recipe.data is None:
-        raise KeyError(f"preset {recipe.preset!r} has no data world (its RL data and benchmarks are real files)")
-    path = world_dir(recipe)
-    if not is_complete(path):
-        log.info("building the %s data world (seed %d) into %s", recipe.preset, recipe.data.seed, path)
-        save_world(build_world(recipe.data), path)
     return path
 
 

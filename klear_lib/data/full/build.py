@@ -56,7 +56,7 @@ def part_sources(parts, source: str) -> dict[str, tuple[str, ...]]:
     """The sources each part reads; every part reads the benchmarks (decontamination)."""
     out = {"benchmarks": tuple(n for n in BENCHMARKS if source == "hub" or SOURCES[n].mirror_files)}
     if "rl" in parts:
-        out.update({split: names for split, names in TRAIN[source].items()})
+        out.update(TRAIN[source])
     if "sft" in parts:
         out["sft_prompts"] = SFT_SOURCES
     return out
