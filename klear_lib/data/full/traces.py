@@ -108,8 +108,10 @@ def todo_chunks(rows: list[dict], cfg, shard: tuple[int, int], done: list[dict])
 
 
 def options(cfg) -> dict:
-    return {"backend": cfg.backend, "max_model_len": cfg.max_model_len, "dtype": cfg.dtype,
-            "revision": cfg.teacher_revision, "tensor_parallel_size": cfg.tensor_parallel_size}
+    """The arguments of every generation call but the model, the prompts and the seed."""
+    return {"n": cfg.responses_per_prompt, "temperature": cfg.temperature, "top_p": cfg.top_p,
+            "max_new_tokens": cfg.max_new_tokens, "backend": cfg.backend, "max_model_len": cfg.max_model_len,
+            "dtype": cfg.dtype, "revision": cfg.teacher_revision, "tensor_parallel_size": cfg.tensor_parallel_size}
 
 
 def teacher_label(recipe: Recipe) -> str:
@@ -130,9 +132,8 @@ def sample(rows: list[dict], recipe: Recipe, path: Path, shard=(0, 1), generate_
     prompts = chat_prompts(AutoTokenizer.from_pretrained(teacher, revision=cfg.teacher_revision), rows)
     for c in tqdm(todo, desc=f"traces {Path(teacher).name}", unit="chunk"):
         idx = list(chunks[c])
-        outs = generate_fn(teacher, [prompts[i] for i in idx], n=cfg.responses_per_prompt,
-                           temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
-                           seed=stable_seed(cfg.seed, "traces", label, c), **options(cfg))
+        outs = generate_fn(teacher, [prompts[i] for i in idx], seed=stable_seed(cfg.seed, "traces", label, c),
+                           **options(cfg))
         append_samples(path, sft_rows([rows[i] for i in idx], [prompts[i] for i in idx], outs, label))
     return path
 
@@ -158,8 +159,7 @@ def dry_run(rows: list[dict], recipe: Recipe, path: Path, shard) -> str:
     cfg, preset = recipe.traces, recipe.preset
     teacher = TEACHERS.get(cfg.teacher, cfg.teacher) if cfg.teacher else f"the {preset} base model (built if missing)"
     chunks, todo = todo_chunks(rows, cfg, shard, stored(path))
-    request = {"model": teacher, "n": cfg.responses_per_prompt, "temperature": cfg.temperature, "top_p": cfg.top_p,
-               "max_new_tokens": cfg.max_new_tokens, **options(cfg),
+    request = {"model": teacher, **options(cfg),
                "seed": stable_seed(cfg.seed, "traces", teacher_label(recipe), todo[0] if todo else 0)}
     engine = ([f"vLLM LLM(...) on GPU: {json.dumps(engine_kwargs(request, on_cpu=False), sort_keys=True)}",
                f"vLLM SamplingParams(...): {json.dumps(sampling_kwargs(request), sort_keys=True)}"]
