@@ -34,8 +34,14 @@ class Funnel:
     steps: list[tuple[str, Step]] = dataclasses.field(default_factory=list)
 
     def add(self, pool: str, step: Step) -> None:
-        """Append ``step`` under ``pool``."""
         self.steps.append((pool, step))
+
+    def run(self, pool: str, rows: Sequence[dict], *filters: Callable) -> list[dict]:
+        """Apply each ``filter(rows) -> (rows, Step)`` in turn, adding its ``Step`` under ``pool``; the rows kept."""
+        for fn in filters:
+            rows, step = fn(rows)
+            self.add(pool, step)
+        return rows
 
     def records(self) -> list[dict]:
         """One dict per (pool, stage): pool, order, stage, rows_in, rows_out, dropped, dropped_by, note.
@@ -61,10 +67,6 @@ class World:
     config_hash: str
 
 
-def _step(stage: str, rows_in: int, kept: list, dropped: Counter, note: str = "") -> Step:
-    return Step(stage, rows_in, len(kept), dict(sorted(dropped.items())), note)
-
-
 def keep_where(rows: Sequence[dict], stage: str, reason_of: Callable[[dict], str | None],
                note: str = "") -> tuple[list[dict], Step]:
     """Keep rows whose ``reason_of(row)`` is None; count the others by the reason returned."""
@@ -75,7 +77,7 @@ def keep_where(rows: Sequence[dict], stage: str, reason_of: Callable[[dict], str
             kept.append(row)
         else:
             dropped[reason] += 1
-    return kept, _step(stage, len(rows), kept, dropped, note)
+    return kept, Step(stage, len(rows), len(kept), dict(sorted(dropped.items())), note)
 
 
 def validate_rows(rows: Sequence, *, kind: str = "rl", on_error: str = "drop", **kwargs) -> tuple[list[dict], Step]:
@@ -180,6 +182,11 @@ def item_of(row: dict) -> str:
     return row.get("item_id") or row_id(row)
 
 
+def tier_of(row: dict) -> int | None:
+    """The tier of an SFT row (``tier``) or an RL row (``extra_info.tier``)."""
+    return row.get("tier") if "messages" in row else row["extra_info"].get("tier")
+
+
 def label_difficulty(rows: Sequence[dict], pass_rates: Mapping[str, float], *, threshold: float = 0.5,
                      hard_tier_min: int = 3) -> tuple[list[dict], Step]:
     """Set ``difficulty``: reference pass rate < ``threshold`` -> hard; tier >= ``hard_tier_min`` as fallback.
@@ -189,21 +196,15 @@ def label_difficulty(rows: Sequence[dict], pass_rates: Mapping[str, float], *, t
     out, counts = [], Counter()
     for row in rows:
         rate = pass_rates.get(item_of(row))
-        tier = row.get("tier") if "messages" in row else row["extra_info"].get("tier")
         if rate is None:
-            label, how = ("hard" if (tier or 0) >= hard_tier_min else "easy"), "tier_fallback"
+            label, how = ("hard" if (tier_of(row) or 0) >= hard_tier_min else "easy"), "tier_fallback"
         else:
             label, how = ("hard" if rate < threshold else "easy"), "reference_model"
         counts[f"{label}:{how}"] += 1
-        out.append(_with_difficulty(row, label))
+        out.append({**row, "difficulty": label} if "messages" in row
+                   else {**row, "extra_info": {**row["extra_info"], "difficulty": label}})
     note = ";".join(f"{k}={v}" for k, v in sorted(counts.items()))
     return out, Step("label_difficulty", len(rows), len(out), {}, note)
-
-
-def _with_difficulty(row: dict, label: str) -> dict:
-    if "messages" in row:
-        return {**row, "difficulty": label}
-    return {**row, "extra_info": {**row["extra_info"], "difficulty": label}}
 
 
 def filter_correctness(rows: Sequence[dict], policy: str = "by_difficulty") -> tuple[list[dict], Step]:
@@ -248,5 +249,4 @@ def filter_math_majority(rows: Sequence[dict], pass_rates: Mapping[str, float], 
 def take_first(rows: Sequence[dict], n: int, stage: str = "truncate_to_size") -> tuple[list[dict], Step]:
     """Keep the first ``n`` rows (the target size); the rest are ``over_budget``."""
     kept = list(rows[:n])
-    return kept, _step(stage, len(rows), kept, Counter({"over_budget": len(rows) - len(kept)}) if len(rows) > n
-                       else Counter())
+    return kept, Step(stage, len(rows), len(kept), {"over_budget": len(rows) - n} if len(rows) > n else {})

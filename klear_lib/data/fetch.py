@@ -76,19 +76,6 @@ def mirror_dir() -> Path | None:
     return path
 
 
-def mirror_paths(src) -> list[Path] | None:
-    """The source's files in the mirror, or None when there is no mirror or it lacks any of them."""
-    root = mirror_dir()
-    if root is None or not src.mirror_files:
-        return None
-    paths = [root / f.path for f in src.mirror_files]
-    missing = [str(p.relative_to(root)) for p in paths if not p.is_file()]
-    if missing:
-        log.warning("%s: the mirror %s lacks %s", src.name, root, ", ".join(missing))
-        return None
-    return paths
-
-
 def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
 
@@ -109,16 +96,6 @@ def _network_reason(url: str) -> str | None:
     if _offline():
         return "HF_HUB_OFFLINE is set"
     return None if reachable(url) else "no network"
-
-
-def _utf8(path: Path) -> str:
-    """The file's text; bytes that are not UTF-8 raise ``ValueError`` naming the file and line."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise ValueError(f"{path}: line {line}: not UTF-8 ({err.reason} at byte {err.start})") from None
 
 
 def _json(text: str, path: Path, line: int | None = None):
@@ -144,8 +121,14 @@ def _deep_line(text: str, depth: int = 500) -> int:
 
 def read_records(path: Path) -> list[tuple[str, object]]:
     """``(place, record)`` for each record of a ``.json`` array or ``.jsonl`` file; ``place`` is
-    ``<path>: line N`` (JSONL) or ``<path>: record N`` (the array's N-th item), both 1-based."""
-    text = _utf8(path)
+    ``<path>: line N`` (JSONL) or ``<path>: record N`` (the array's N-th item), both 1-based. Bytes that are not
+    UTF-8, invalid JSON and JSON nested too deep raise ``ValueError`` naming the file and line."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{path}: line {line}: not UTF-8 ({err.reason} at byte {err.start})") from None
     if path.suffix == ".json":
         records = _json(text, path)
         if not isinstance(records, list):
@@ -206,10 +189,13 @@ def locate(src, mode: str = "auto") -> tuple[str, list[Path] | None]:
     """
     if mode not in ("auto", "mirror", "hub"):
         raise ValueError(f"mode must be auto, mirror or hub, not {mode!r}")
-    paths = mirror_paths(src) if mode != "hub" else None
-    if paths is not None:
-        return "mirror", paths
+    root = mirror_dir() if mode != "hub" else None
+    if root is not None and src.mirror_files:
+        paths = [root / f.path for f in src.mirror_files]
+        if not (missing := [str(p.relative_to(root)) for p in paths if not p.is_file()]):
+            return "mirror", paths
+        log.warning("%s: the mirror %s lacks %s", src.name, root, ", ".join(missing))
     if mode == "mirror":
-        why = f"{MIRROR_ENV} is unset" if mirror_dir() is None else "the mirror lacks its files"
+        why = f"{MIRROR_ENV} is unset" if root is None else "the mirror lacks its files"
         raise SourceUnavailable(src, why if src.mirror_files else "no mirror layout: hub only")
     return ("hub", None) if src.hub_id else ("git", None)

@@ -56,11 +56,15 @@ def _date(r: dict) -> str:
     return _text(r.get("contest_date"), "contest_date")[:10]
 
 
+def _row(src, i: int, prompt, truth, ability: str, extra: dict | None = None) -> dict:
+    """The schema row of record ``i``; a prompt that is not a non-empty string raises ``FieldError``."""
+    return make_rl_row(_text(prompt, "prompt"), truth, ability=ability, data_source=src.name, split=src.kind,
+                       tier=None, extra={"index": i, **(extra or {})})
+
+
 def _math(src, i: int, problem, answer, extra: dict | None = None) -> dict:
     gt = answer if isinstance(answer, str) else (str(answer) if isinstance(answer, int) else None)
-    row = make_rl_row(_text(problem, "prompt"), gt, ability="math", data_source=src.name, split=src.kind,
-                      tier=None, extra={"index": i, **(extra or {})})
-    return row
+    return _row(src, i, problem, gt, "math", extra)
 
 
 def map_klear_eval(src, i, r):
@@ -80,10 +84,8 @@ def map_verl(src, i, r):
     """Rows already in the verl schema (Klear's released RL subsets; UNVERIFIED field layout)."""
     content = _at(r, "prompt.0.content") if isinstance(r.get("prompt"), list) else r.get("prompt")
     reward = r.get("reward_model") if isinstance(r.get("reward_model"), dict) else {}
-    row = make_rl_row(_text(content, "prompt"), reward.get("ground_truth"),
-                      ability=r.get("ability", src.ability), data_source=src.name, split=src.kind, tier=None,
-                      extra={"index": i, "orig_data_source": r.get("data_source")})
-    return row
+    return _row(src, i, content, reward.get("ground_truth"), r.get("ability", src.ability),
+                {"orig_data_source": r.get("data_source")})
 
 
 def _tests_truth(tests: list[dict], starter: str = "", field: str = "tests") -> str:
@@ -100,21 +102,16 @@ def _tests_truth(tests: list[dict], starter: str = "", field: str = "tests") -> 
     return json.dumps(out)
 
 
-def _code(src, i, prompt, truth, extra):
-    return make_rl_row(_text(prompt, "prompt"), truth, ability="code", data_source=src.name, split=src.kind,
-                       tier=None, extra={"index": i, **extra})
-
-
 def map_rllm_tests(src, i, r):
     """rLLM/DeepCoder files: ``problem``, ``starter_code``, ``tests`` [{input, output, testtype}]."""
-    return _code(src, i, CODE_PREFIX + _text(r.get("problem"), "prompt"),
-                 _tests_truth(r.get("tests"), r.get("starter_code", "")), {"question": r["problem"]})
+    return _row(src, i, CODE_PREFIX + _text(r.get("problem"), "prompt"),
+                _tests_truth(r.get("tests"), r.get("starter_code", "")), "code", {"question": r["problem"]})
 
 
 def map_rllm_leetcode(src, i, r):
     """rLLM LeetCode: ``problem`` and assert-based ``tests.functional`` (kept in that functional format)."""
-    return _code(src, i, r.get("problem"), json.dumps({"functional": _at(r, "tests.functional")}),
-                 {"question": r.get("problem")})
+    return _row(src, i, r.get("problem"), json.dumps({"functional": _at(r, "tests.functional")}), "code",
+                {"question": r.get("problem")})
 
 
 def map_lcb_hub(src, i, r):
@@ -125,19 +122,16 @@ def map_lcb_hub(src, i, r):
         raise FieldError("metadata", "not a JSON object")
     truth = json.loads(_tests_truth(tests, r.get("starter_code", ""), "public_test_cases"))
     truth["fn_name"] = meta.get("func_name", truth.get("fn_name"))
-    return _code(src, i, CODE_PREFIX + _text(r.get("question_content"), "prompt"), json.dumps(truth),
-                 {"question": r["question_content"], "question_id": _at(r, "question_id"), "contest_date": _date(r),
-                  "platform": r.get("platform")})
+    return _row(src, i, CODE_PREFIX + _text(r.get("question_content"), "prompt"), json.dumps(truth), "code",
+                {"question": r["question_content"], "question_id": _at(r, "question_id"), "contest_date": _date(r),
+                 "platform": r.get("platform")})
 
 
 def map_prompt_only(field: str, ability: str, ability_field: str | None = None) -> Callable:
     """SFT prompt sources: a prompt (``field``; ``a.0.b`` walks nested keys), no reference answer; the ability
     is fixed or read from ``ability_field`` (rows of other domains then fail validation and are counted)."""
     def mapper(src, i, r):
-        v = _at(r, field)
-        kind = r.get(ability_field, ability) if ability_field else ability
-        row = make_rl_row(_text(v, "prompt"), "", ability=kind, data_source=src.name, split=src.kind, tier=None,
-                          extra={"index": i})
+        row = _row(src, i, _at(r, field), "", r.get(ability_field, ability) if ability_field else ability)
         row["reward_model"]["style"] = "none"
         return row
     return mapper
@@ -145,11 +139,9 @@ def map_prompt_only(field: str, ability: str, ability_field: str | None = None) 
 
 def map_lcb_local(src, i, r):
     """A joined local LCB v5 record: QwQ's full prompt, rLLM's public tests."""
-    return _code(src, i, r.get("prompt"), _tests_truth(r.get("tests"), r.get("starter_code")),
-                 {"question": _text(r.get("problem"), "problem"), "question_id": _at(r, "question_id"),
-                  "contest_date": _date(r)})
-
-
+    return _row(src, i, r.get("prompt"), _tests_truth(r.get("tests"), r.get("starter_code")), "code",
+                {"question": _text(r.get("problem"), "problem"), "question_id": _at(r, "question_id"),
+                 "contest_date": _date(r)})
 
 MAPPERS = {"klear_eval": map_klear_eval, "problem_answer": map_problem_answer, "verl": map_verl,
            "rllm_tests": map_rllm_tests, "rllm_leetcode": map_rllm_leetcode, "lcb_hub": map_lcb_hub,

@@ -37,16 +37,19 @@ def _train_split(split: str, names: tuple[str, ...], mode: str, cfg, index: cu.N
         part, f = load_source(name, LOAD_MODE[mode], on_error="drop")
         funnel.steps += [(f"{split}:{p}", s) for p, s in f.steps]
         rows += part
-    for fn in (cu.exact_dedup, lambda r: cu.decontaminate(r, (), index=index, text=decontam_text)):
-        rows, step = fn(rows)
-        funnel.add(split, step)
+    rows = funnel.run(split, rows, cu.exact_dedup, lambda r: cu.decontaminate(r, (), index=index, text=decontam_text))
     if split == "code_rl":
-        rows, step = cu.keep_where(rows, "min_tests", lambda r: None if n_code_tests(
-            r["reward_model"]["ground_truth"]) >= cfg.min_code_tests else "too_few_tests")
-        funnel.add(split, step)
+        rows = funnel.run(split, rows, lambda r: cu.keep_where(r, "min_tests", lambda row: None if n_code_tests(
+            row["reward_model"]["ground_truth"]) >= cfg.min_code_tests else "too_few_tests"))
     funnel.add(split, cu.Step("teacher_filters", len(rows), len(rows), {},
                               note="not run: needs 16 DeepSeek-R1 samples per prompt (docs/paper.md §2.3)"))
     return rows
+
+
+def benchmark_index(evals: dict[str, list[dict]], cfg) -> cu.NgramIndex:
+    """The n-gram index of every benchmark question that training pools are decontaminated against."""
+    return cu.ngram_index((decontam_text(r) for rows in evals.values() for r in rows), cfg.ngram_decontam,
+                          cfg.ngram_boilerplate_df)
 
 
 def build_real_world(cfg):
@@ -56,8 +59,7 @@ def build_real_world(cfg):
     if mode not in TRAIN:
         raise ValueError(f"data config source={mode!r}: the real world needs 'hub' or 'mirror'")
     evals = _benchmarks(mode, funnel)
-    index = cu.ngram_index((decontam_text(r) for rows in evals.values() for r in rows), cfg.ngram_decontam,
-                           cfg.ngram_boilerplate_df)
+    index = benchmark_index(evals, cfg)
     splits = {split: _train_split(split, names, mode, cfg, index, funnel) for split, names in TRAIN[mode].items()}
     splits.update(evals)
     return World(splits=splits, funnel=funnel, config_hash=config_hash(cfg))

@@ -7,17 +7,12 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from klear_lib.data.curation import Funnel, item_of, ngram_index, prompt_text
+from klear_lib.data.curation import Funnel, item_of, ngram_index, prompt_text, tier_of
 from klear_lib.data.sources import BENCHMARKS, get_source, try_load_benchmark
 
 
 def funnel_frame(funnel: Funnel) -> pd.DataFrame:
-    """The funnel as a long table (one row per pool and stage)."""
     return pd.DataFrame(funnel.records())
-
-
-def _tier(row: dict):
-    return row.get("tier") if "messages" in row else row["extra_info"].get("tier")
 
 
 def split_counts(splits: dict[str, list[dict]]) -> pd.DataFrame:
@@ -25,7 +20,7 @@ def split_counts(splits: dict[str, list[dict]]) -> pd.DataFrame:
     recs = []
     for name in sorted(splits):
         rows = splits[name]
-        ab, tiers = Counter(r["ability"] for r in rows), Counter(_tier(r) for r in rows)
+        ab, tiers = Counter(r["ability"] for r in rows), Counter(tier_of(r) for r in rows)
         rec = {"split": name, "rows": len(rows), "items": len({item_of(r) for r in rows}),
                "math": ab.get("math", 0), "code": ab.get("code", 0)}
         rec.update({f"t{k}": tiers.get(k, 0) for k in range(1, 6)})
@@ -35,10 +30,8 @@ def split_counts(splits: dict[str, list[dict]]) -> pd.DataFrame:
 
 def teacher_table(pool: Sequence[dict]) -> pd.DataFrame:
     """Per teacher: rank, rows, accuracy overall and per tier, mean response length (characters)."""
-    df = pd.DataFrame({"teacher": [r["teacher"] for r in pool], "rank": [r["teacher_rank"] for r in pool],
-                       "ability": [r["ability"] for r in pool], "tier": [r["tier"] for r in pool],
-                       "correct": [r["correct"] for r in pool],
-                       "chars": [len(r["messages"][1]["content"]) for r in pool]})
+    df = pd.DataFrame(pool, columns=["teacher", "teacher_rank", "ability", "tier", "correct"]).rename(
+        columns={"teacher_rank": "rank"}).assign(chars=[len(r["messages"][1]["content"]) for r in pool])
     out = df.groupby(["ability", "rank", "teacher"]).agg(rows=("correct", "size"), accuracy=("correct", "mean"),
                                                          mean_chars=("chars", "mean"))
     by_tier = df.pivot_table(index=["ability", "rank", "teacher"], columns="tier", values="correct", aggfunc="mean")
@@ -48,8 +41,7 @@ def teacher_table(pool: Sequence[dict]) -> pd.DataFrame:
 
 def difficulty_table(pool: Sequence[dict]) -> pd.DataFrame:
     """Per ability and difficulty label: prompts, rows and the share of correct responses."""
-    df = pd.DataFrame({"ability": [r["ability"] for r in pool], "difficulty": [r["difficulty"] for r in pool],
-                       "item": [r["item_id"] for r in pool], "correct": [r["correct"] for r in pool]})
+    df = pd.DataFrame(pool, columns=["ability", "difficulty", "item_id", "correct"]).rename(columns={"item_id": "item"})
     return df.groupby(["ability", "difficulty"]).agg(prompts=("item", "nunique"), rows=("correct", "size"),
                                                     correct_share=("correct", "mean")).round(3)
 
@@ -110,8 +102,7 @@ def leakage_table(splits: dict[str, list[dict]], heldout: Sequence[str], extra_t
 
 def ablation_sizes(pool: Sequence[dict]) -> pd.DataFrame:
     """Rows available to each Table-2 cell (difficulty x correctness) per ability."""
-    df = pd.DataFrame({"ability": [r["ability"] for r in pool], "difficulty": [r["difficulty"] for r in pool],
-                       "correct": [r["correct"] for r in pool]})
+    df = pd.DataFrame(pool, columns=["ability", "difficulty", "correct"])
     out = df.groupby(["ability", "difficulty"]).agg(mixed=("correct", "size"), only_correct=("correct", "sum"))
     return out.astype(int)
 

@@ -52,7 +52,6 @@ class Source:
 
     @property
     def rows(self) -> int | None:
-        """The real row count: the hub split's, else the mirror's."""
         return self.hub_rows or self.mirror_rows
 
 
@@ -214,15 +213,6 @@ def lcb_local_records(files: list) -> list[tuple[str, object]]:
     return [(f"{mp} and {tp}", _join_lcb(m, t)) for (mp, m), (tp, t) in zip(meta, tests)]
 
 
-
-
-def file_records(src: Source, files: list) -> list[tuple[str, object]]:
-    """``(place, record)`` of a source's files (mirror or pinned git commit), in registry order."""
-    if src.mirror_mapper == "lcb_local":
-        return lcb_local_records(files)
-    return [pair for f in files for pair in read_records(f)]
-
-
 def located_records(src: Source, mode: str = "auto") -> tuple[list[tuple[str, object]], str, str, str]:
     """``(pairs, mapper name, where, origin)``: ``(place, record)`` pairs, where they load from (mirror | hub | git,
     ``fetch.locate``) and what that is (files, or the hub dataset at its revision) for error messages."""
@@ -232,7 +222,9 @@ def located_records(src: Source, mode: str = "auto") -> tuple[list[tuple[str, ob
         return [(f"{origin}: row {k}", rec) for k, rec in enumerate(hub_records(src), 1)], src.hub_mapper, where, origin
     if where == "git":
         paths = [git_file(src, f) for f in src.mirror_files]
-    return file_records(src, paths), src.mirror_mapper, where, ", ".join(map(str, paths))
+    pairs = (lcb_local_records(paths) if src.mirror_mapper == "lcb_local"
+             else [pair for f in paths for pair in read_records(f)])
+    return pairs, src.mirror_mapper, where, ", ".join(map(str, paths))
 
 
 def raw_records(src: Source, mode: str = "auto") -> tuple[list, str, str]:
@@ -256,16 +248,6 @@ def map_records(src: Source, records: list, mapper_name: str,
     return rows, cu.Step("map_to_schema", len(records), len(rows), dict(sorted(dropped.items())))
 
 
-def _validate_strict(rows: list[dict], places: dict[int, str], require_answer: bool) -> cu.Step:
-    """Validate every row or raise ``RecordError`` naming the file and line it came from."""
-    for row in rows:
-        try:
-            validate_rl_row(row, require_answer=require_answer)
-        except RowError as err:
-            raise RecordError(places[id(row)], err.field, err.why, err.row_id) from None
-    return cu.Step("validate", len(rows), len(rows), {}, note="policy=raise")
-
-
 def in_window(row: dict, window: tuple[str, str] | None, *, undated: str) -> bool:
     """Whether ``extra_info.contest_date`` (its first 10 characters, YYYY-MM-DD) lies in ``[start, end)``; always
     True without a window. A row without a date is outside the window (``undated="outside"``: the loaders' date
@@ -276,17 +258,6 @@ def in_window(row: dict, window: tuple[str, str] | None, *, undated: str) -> boo
     if date is None and undated == "raise":
         raise ValueError(f"row {(row.get('extra_info') or {}).get('id')}: field extra_info.contest_date missing")
     return bool(date) and window[0] <= str(date)[:10] < window[1]
-
-
-def check_size(src: Source, rows: list, origin: str) -> None:
-    """A benchmark must load with its registered number of problems (``Source.problems``); UNVERIFIED sizes warn."""
-    if src.problems is None:
-        log.warning("%s: size UNVERIFIED (no copy could be counted here); %d problems loaded from %s",
-                    src.name, len(rows), origin)
-    elif len(rows) != src.problems:
-        raise ValueError(f"{src.name}: {len(rows)} problems in {origin}, expected {src.problems} "
-                         "(Source.problems in klear_lib/data/sources.py): the files are incomplete or not the "
-                         "registered ones")
 
 
 def load_source(name: str, mode: str = "auto", on_error: str = "drop") -> tuple[list[dict], cu.Funnel]:
@@ -311,10 +282,20 @@ def load_source(name: str, mode: str = "auto", on_error: str = "drop") -> tuple[
             log.info("%s: %d of %d records lie outside [%s, %s) and are left out", name,
                      step.rows_in - step.rows_out, step.rows_in, *window)
     require_answer = src.kind != "sft_prompts"
-    if strict:
-        funnel.add(name, _validate_strict(rows, places, require_answer))
-        if src.kind == "benchmark":
-            check_size(src, rows, origin)
+    if strict:  # every row valid, or a RecordError naming the file and line it came from
+        for row in rows:
+            try:
+                validate_rl_row(row, require_answer=require_answer)
+            except RowError as err:
+                raise RecordError(places[id(row)], err.field, err.why, err.row_id) from None
+        funnel.add(name, cu.Step("validate", len(rows), len(rows), {}, note="policy=raise"))
+        if src.kind == "benchmark" and src.problems is None:  # a benchmark loads with its registered size
+            log.warning("%s: size UNVERIFIED (no copy could be counted here); %d problems loaded from %s",
+                        src.name, len(rows), origin)
+        elif src.kind == "benchmark" and len(rows) != src.problems:
+            raise ValueError(f"{src.name}: {len(rows)} problems in {origin}, expected {src.problems} "
+                             "(Source.problems in klear_lib/data/sources.py): the files are incomplete or not the "
+                             "registered ones")
     else:
         rows, step = cu.validate_rows(rows, on_error=on_error, require_answer=require_answer)
         funnel.add(name, step)

@@ -22,8 +22,8 @@ from klear_lib.tables import Table
 log = logging.getLogger(__name__)
 FUNNEL_COLUMNS = ("pool", "order", "stage", "rows_in", "rows_out", "dropped", "dropped_by", "note")
 # ``results/<preset>/data_funnel.csv``: one row per (pool, step), in pipeline order
-FUNNEL = Table("data funnel", FUNNEL_COLUMNS, ("pool", "order"), sort=False,
-               types=tuple((c, int if c in ("order", "rows_in", "rows_out", "dropped") else str) for c in FUNNEL_COLUMNS))
+FUNNEL = Table("data funnel", FUNNEL_COLUMNS, ("pool", "order"), sort=False, types=tuple(
+    (c, int if c in ("order", "rows_in", "rows_out", "dropped") else str) for c in FUNNEL_COLUMNS))
 
 
 def code_version() -> str:
@@ -49,10 +49,20 @@ def funnel_csv(funnel: Funnel) -> str:
     return buf.getvalue()
 
 
-def save_world(world, path: Path) -> None:
-    """Write ``<split>.jsonl`` per split and ``funnel.csv`` into ``path`` atomically, then mark it complete."""
-    path = Path(path)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=path.name + ".tmp"))
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line]
+
+
+def ensure_world(recipe: Recipe) -> Path:
+    """Build and cache the recipe's data world if it is not cached yet; return its folder. The world is written
+    atomically: ``<split>.jsonl`` per split, ``funnel.csv`` and ``manifest.json``, marked complete."""
+    if recipe.data is None:
+        raise KeyError(f"preset {recipe.preset!r} has no data world (its RL data and benchmarks are real files)")
+    path = world_dir(recipe)
+    if is_complete(path):
+        return path
+    log.info("building the %s data world (seed %d) into %s", recipe.preset, recipe.data.seed, path)
+    world, tmp = build_world(recipe.data), Path(tempfile.mkdtemp(dir=path.parent, prefix=path.name + ".tmp"))
     for name, rows in world.splits.items():
         (tmp / f"{name}.jsonl").write_text(dumps_rows(rows))
     (tmp / "funnel.csv").write_text(funnel_csv(world.funnel))
@@ -63,30 +73,6 @@ def save_world(world, path: Path) -> None:
     if path.exists():
         shutil.rmtree(path)
     os.replace(tmp, path)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """Rows of a JSON-lines file."""
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line]
-
-
-def read_funnel(path: Path) -> Funnel:
-    """A ``Funnel`` back from ``funnel.csv``."""
-    funnel = Funnel()
-    for rec in csv.DictReader(io.StringIO(Path(path).read_text())):
-        dropped = {k: int(v) for k, v in (kv.rsplit("=", 1) for kv in rec["dropped_by"].split(";") if kv)}
-        funnel.add(rec["pool"], Step(rec["stage"], int(rec["rows_in"]), int(rec["rows_out"]), dropped, rec["note"]))
-    return funnel
-
-
-def ensure_world(recipe: Recipe) -> Path:
-    """Build and cache the recipe's data world if it is not cached yet; return its folder."""
-    if recipe.data is None:
-        raise KeyError(f"preset {recipe.preset!r} has no data world (its RL data and benchmarks are real files)")
-    path = world_dir(recipe)
-    if not is_complete(path):
-        log.info("building the %s data world (seed %d) into %s", recipe.preset, recipe.data.seed, path)
-        save_world(build_world(recipe.data), path)
     return path
 
 
@@ -104,9 +90,13 @@ def load_split(name: str, recipe: Recipe) -> list[dict]:
 def load_world(recipe: Recipe):
     """The recipe's whole cached data world (built on first use)."""
     path = ensure_world(recipe)
+    funnel = Funnel()
+    for rec in csv.DictReader(io.StringIO((path / "funnel.csv").read_text())):
+        dropped = {k: int(v) for k, v in (kv.rsplit("=", 1) for kv in rec["dropped_by"].split(";") if kv)}
+        funnel.add(rec["pool"], Step(rec["stage"], int(rec["rows_in"]), int(rec["rows_out"]), dropped, rec["note"]))
     splits = {p.stem: read_jsonl(p) for p in sorted(path.glob("*.jsonl"))}
     manifest = json.loads((path / "manifest.json").read_text())
-    return World(splits=splits, funnel=read_funnel(path / "funnel.csv"), config_hash=manifest["config_hash"])
+    return World(splits=splits, funnel=funnel, config_hash=manifest["config_hash"])
 
 
 def write_funnel(world, results: Path) -> Path:

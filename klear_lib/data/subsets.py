@@ -11,11 +11,6 @@ from klear_lib.data.kcenter import kcenter_select
 log = logging.getLogger(__name__)
 
 
-def sft_text(row: dict) -> str:
-    """The text K-Center Greedy sees: user prompt + assistant response."""
-    return row["messages"][0]["content"] + "\n" + row["messages"][1]["content"]
-
-
 def stratified_budget(counts: dict[str, int], budget: int) -> dict[str, int]:
     """Split ``budget`` over strata proportionally to ``counts`` (largest remainder; ties by name)."""
     total = sum(counts.values())
@@ -37,13 +32,10 @@ def select_budget(rows: Sequence[dict], budget: int, *, seed: int = 0) -> list[d
     shares = stratified_budget({k: len(v) for k, v in by_ability.items()}, budget)
     chosen = set()
     for ability, group in sorted(by_ability.items()):
-        picked = kcenter_select(group, shares[ability], text=sft_text, seed=seed)
+        picked = kcenter_select(group, shares[ability], seed=seed,  # K-Center Greedy sees prompt + response
+                                text=lambda r: r["messages"][0]["content"] + "\n" + r["messages"][1]["content"])
         chosen.update(r["id"] for r in picked)
     return [r for r in rows if r["id"] in chosen]
-
-
-def _top_k_reason(k: int):
-    return lambda r: None if r["teacher_rank"] <= k else f"rank>{k}"
 
 
 def sft_subset(pool: Sequence[dict], *, difficulty: str | None = None, correctness: str = "all",
@@ -57,19 +49,17 @@ def sft_subset(pool: Sequence[dict], *, difficulty: str | None = None, correctne
     ``budget``: K-Center Greedy down to that many rows, stratified by ability; ``ability``: "math" | "code".
     """
     funnel = funnel if funnel is not None else Funnel()
-    rows = list(pool)
     steps = [
         ("ability", ability is not None, lambda r: None if r["ability"] == ability else "other_ability"),
         ("teachers", teachers is not None, lambda r: None if r["teacher"] in set(teachers or ()) else "teacher"),
-        ("top_k", top_k is not None, _top_k_reason(top_k or 0)),
+        ("top_k", top_k is not None, lambda r: None if r["teacher_rank"] <= top_k else f"rank>{top_k}"),
         ("difficulty", difficulty is not None, lambda r: None if r["difficulty"] == difficulty else "difficulty"),
     ]
+    rows = list(pool)
     for name, active, reason in steps:
         if active:
-            rows, step = keep_where(rows, name, reason)
-            funnel.add("sft_subset", step)
-    rows, step = filter_correctness(rows, correctness)
-    funnel.add("sft_subset", step)
+            rows = funnel.run("sft_subset", rows, lambda r: keep_where(r, name, reason))
+    rows = funnel.run("sft_subset", rows, lambda r: filter_correctness(r, correctness))
     if budget is not None:
         if budget > len(rows):
             log.warning("budget %d exceeds the %d rows left; keeping all", budget, len(rows))

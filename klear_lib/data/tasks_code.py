@@ -19,19 +19,19 @@ from klear_lib.rewards.code import extract_program  # the judge's extraction, so
 TIERS = (1, 2, 3, 4)
 DATA_SOURCE = "tiny_code"
 
-# name -> (phrase, statement, precedence of the one-liner result, constant range)
+# name -> (phrase, statement, precedence of the one-liner result, constant range, the op in pure Python)
 OPS = {
-    "add": ("add {c}", "x=x+{c}", 1, (1, 9)),
-    "sub": ("subtract {c}", "x=x-{c}", 1, (1, 9)),
-    "mul": ("multiply by {c}", "x=x*{c}", 2, (3, 9)),
-    "double": ("double it", "x=x*2", 2, None),
-    "square": ("square it", "x=x*x", 5, None),
-    "neg": ("negate it", "x=-x", 3, None),
-    "abs": ("take abs", "x=abs(x)", 6, None),
-    "max": ("take max with {c}", "x=max(x,{c})", 6, (-5, 9)),
-    "min": ("take min with {c}", "x=min(x,{c})", 6, (-5, 9)),
-    "mod": ("take mod {c}", "x=x%{c}", 2, (2, 9)),
-    "div": ("floor-divide by {c}", "x=x//{c}", 2, (2, 5)),
+    "add": ("add {c}", "x=x+{c}", 1, (1, 9), lambda x, c: x + c),
+    "sub": ("subtract {c}", "x=x-{c}", 1, (1, 9), lambda x, c: x - c),
+    "mul": ("multiply by {c}", "x=x*{c}", 2, (3, 9), lambda x, c: x * c),
+    "double": ("double it", "x=x*2", 2, None, lambda x, c: x * 2),
+    "square": ("square it", "x=x*x", 5, None, lambda x, c: x * x),
+    "neg": ("negate it", "x=-x", 3, None, lambda x, c: -x),
+    "abs": ("take abs", "x=abs(x)", 6, None, lambda x, c: abs(x)),
+    "max": ("take max with {c}", "x=max(x,{c})", 6, (-5, 9), max),
+    "min": ("take min with {c}", "x=min(x,{c})", 6, (-5, 9), min),
+    "mod": ("take mod {c}", "x=x%{c}", 2, (2, 9), lambda x, c: x % c),
+    "div": ("floor-divide by {c}", "x=x//{c}", 2, (2, 5), lambda x, c: x // c),  # floor division as in Python
 }
 _NEEDS = {"add": 1, "sub": 1, "mul": 2, "double": 2, "mod": 2, "div": 2, "neg": 3, "square": 6}
 
@@ -45,7 +45,6 @@ class CodeItem:
 
     @property
     def tier(self) -> int:
-        """Number of operations."""
         return len(self.ops)
 
     @property
@@ -56,19 +55,14 @@ class CodeItem:
         return f"Read x. {body[0].upper()}{body[1:]}. Print it."
 
     def outputs(self) -> list[int]:
-        """The expected output for each input."""
         return [run_ops(self.ops, x) for x in self.inputs]
 
 
 def apply_op(name: str, c: int | None, x: int) -> int:
-    """One op on ``x`` (pure Python; floor division and modulo as in Python)."""
-    return {"add": lambda: x + c, "sub": lambda: x - c, "mul": lambda: x * c, "double": lambda: x * 2,
-            "square": lambda: x * x, "neg": lambda: -x, "abs": lambda: abs(x), "max": lambda: max(x, c),
-            "min": lambda: min(x, c), "mod": lambda: x % c, "div": lambda: x // c}[name]()
+    return OPS[name][4](x, c)
 
 
 def run_ops(ops, x: int) -> int:
-    """Apply an op list to ``x``."""
     for name, c in ops:
         x = apply_op(name, c, x)
     return x
@@ -108,13 +102,11 @@ def to_row(item: CodeItem, split: str, *, outputs: list[int] | None = None, inpu
 
 
 def item_from_row(row: dict) -> CodeItem:
-    """Rebuild the ``CodeItem`` of a miniature code row."""
     info = row["extra_info"]
     return CodeItem(tuple((n, c) for n, c in info["ops"]), tuple(info["true_inputs"]))
 
 
 def stepwise_program(ops) -> str:
-    """One statement per op."""
     body = [OPS[n][1].format(c=c) for n, c in ops]
     return "\n".join(["x=int(input())", *body, "print(x)"])
 
@@ -148,21 +140,15 @@ def _eval(node, env: dict, stdin: int) -> int:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         v = _eval(node.operand, env, stdin)
         return -v if isinstance(node.op, ast.USub) else v
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        return _call(node, env, stdin)
-    raise ValueError(f"unsupported expression {ast.dump(node)[:60]}")
-
-
-def _call(node: ast.Call, env: dict, stdin: int) -> int:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        raise ValueError(f"unsupported expression {ast.dump(node)[:60]}")
     name, args = node.func.id, node.args
     reads_stdin = len(args) == 1 and isinstance(args[0], ast.Call) and getattr(args[0].func, "id", "") == "input"
     if name == "int" and reads_stdin:
         return stdin
     vals = [_eval(a, env, stdin) for a in args]
-    if name == "abs" and len(vals) == 1:
-        return abs(vals[0])
-    if name in ("max", "min") and len(vals) == 2:
-        return max(vals) if name == "max" else min(vals)
+    if (name, len(vals)) in (("abs", 1), ("max", 2), ("min", 2)):
+        return {"abs": abs, "max": max, "min": min}[name](*vals)
     raise ValueError(f"unsupported call {name}")
 
 

@@ -31,7 +31,6 @@ class MathItem:
 
     @property
     def tier(self) -> int:
-        """Number of operations."""
         return len(self.ops)
 
     @property
@@ -52,27 +51,14 @@ class MathItem:
 
     @property
     def answer(self) -> int:
-        """The true final value."""
         return self.values()[-1]
 
 
 def apply(a: int, op: str, b: int) -> int:
-    """``a op b`` for op in + - *."""
     return a + b if op == "+" else a - b if op == "-" else a * b
 
 
 DEFAULT_MAX_OPERAND = 29
-
-
-def _next_op(rng: random.Random, cur: int, max_operand: int) -> tuple[str, int]:
-    allowed = [(op, w) for op, w in _OP_WEIGHTS
-               if (op != "*" or 2 <= cur <= max_operand) and (op != "-" or cur >= 2)]
-    op = rng.choices([o for o, _ in allowed], weights=[w for _, w in allowed])[0]
-    if op == "*":
-        return op, rng.randint(2, 9)
-    if op == "-":
-        return op, rng.randint(1, min(cur, max_operand))
-    return op, rng.randint(1, max_operand)
 
 
 def sample_item(rng: random.Random, tier: int, max_operand: int = DEFAULT_MAX_OPERAND) -> MathItem:
@@ -82,7 +68,10 @@ def sample_item(rng: random.Random, tier: int, max_operand: int = DEFAULT_MAX_OP
     start = rng.randint(2, max_operand)
     ops, cur = [], start
     for _ in range(tier):
-        op, b = _next_op(rng, cur, max_operand)
+        allowed = [(op, w) for op, w in _OP_WEIGHTS
+                   if (op != "*" or 2 <= cur <= max_operand) and (op != "-" or cur >= 2)]
+        op = rng.choices([o for o, _ in allowed], weights=[w for _, w in allowed])[0]
+        b = rng.randint(2, 9) if op == "*" else rng.randint(1, min(cur, max_operand) if op == "-" else max_operand)
         ops.append((op, b))
         cur = apply(cur, op, b)
     return MathItem(start, tuple(ops))

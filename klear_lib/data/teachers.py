@@ -39,7 +39,6 @@ class MathTeacher:
     ability: str = "math"
 
     def error_rate(self, decompose: bool, tier: int) -> float:
-        """Per-step error probability at ``tier``."""
         return (self.err_decompose if decompose else self.err_direct) * (1 + self.growth * (tier - 1))
 
 
@@ -60,7 +59,6 @@ class CodeTeacher:
     ability: str = "code"
 
     def error_rate(self, tier: int) -> float:
-        """Per-op probability of a semantic slip at ``tier``."""
         return self.err_op * (1 + self.growth * (tier - 1))
 
 
@@ -120,28 +118,22 @@ def _math_lines(t: MathTeacher, item: tm.MathItem, rng: random.Random, wrong_op_
         if i == wrong_op_at:
             got, wrong = max(0, tm.apply(cur, "+" if op != "+" else "*", b)), True
         lines.append(("step", tm.decomposed(cur, op, b, got) if dec else f"{cur}{op}{b}={got}"))
-        if rng.random() < t.p_check:
-            got = _check(lines, cur, op, b, got, true, wrong, rng.random() < t.p_detect)
+        if rng.random() < t.p_check:  # a check confirms a right step; a detected wrong one is corrected
+            detect = rng.random() < t.p_detect
+            if not wrong:
+                lines.append(("check", tm.check_line(cur, op, b, got)))
+            elif detect:
+                lines.append(("check", f"{tm.check_line(cur, op, b, got)}, not {cur if op != '*' else got}"))
+                lines.append(("fix", f"wait, {cur}{op}{b} is not {got}, so {cur}{op}{b}={true}"))
+                got = true
         cur = got
     return lines, cur
 
 
-def _check(lines: list, a: int, op: str, b: int, got: int, true: int, wrong: bool, detect: bool) -> int:
-    if not wrong:
-        lines.append(("check", tm.check_line(a, op, b, got)))
-        return got
-    if not detect:
-        return got
-    expect = a if op != "*" else got
-    lines.append(("check", f"{tm.check_line(a, op, b, got)}, not {expect}"))
-    lines.append(("fix", f"wait, {a}{op}{b} is not {got}, so {a}{op}{b}={true}"))
-    return true
-
-
-def _fit(lines: list, tail: str, head: str = "<think>\n") -> str:
+def _fit(lines: list, tail: str) -> str:
     for drop in (None, "filler", "check"):
         lines = [ln for ln in lines if ln[0] != drop]
-        text = head + "\n".join(s for _, s in lines) + tail
+        text = "<think>\n" + "\n".join(s for _, s in lines) + tail
         if len(text) <= MAX_RESPONSE_CHARS:
             return text
     return text[:MAX_RESPONSE_CHARS]
@@ -169,17 +161,6 @@ def _mutate(op: tuple, rng: random.Random) -> tuple | None:
     return name, c + 1 if name in ("mod", "div") or c == -1 else c + rng.choice((-1, 1))
 
 
-def _code_check(item: tc.CodeItem, program: str, rng: random.Random) -> tuple[str, bool]:
-    x0 = rng.randint(1, 5)
-    trace, x = [], x0
-    for name, c in item.ops:
-        x = tc.apply_op(name, c, x)
-        trace.append(str(x))
-    got = tc.interpret(program, x0)
-    got = got.strip() if got is not None else "an error"
-    return f"x={x0}: {' -> '.join(trace)}; program gives {got}", got == str(x)
-
-
 def code_response(t: CodeTeacher, item: tc.CodeItem, rng: random.Random) -> str:
     """One response of teacher ``t`` to ``item``."""
     rate = t.error_rate(item.tier)
@@ -188,10 +169,14 @@ def code_response(t: CodeTeacher, item: tc.CodeItem, rng: random.Random) -> str:
     stepwise = rng.random() < t.p_stepwise
     program = tc.stepwise_program(ops) if stepwise else tc.oneliner(ops, lambda: rng.random() < t.p_precedence)
     think = ["one statement per step" if stepwise else "write it as one expression"]
-    if rng.random() < t.p_check:
-        line, ok = _code_check(item, program, rng)
+    if rng.random() < t.p_check:  # the program on an example input, beside the ops worked by hand
+        trace = [rng.randint(1, 5)]
+        for name, c in item.ops:
+            trace.append(tc.apply_op(name, c, trace[-1]))
+        got = (tc.interpret(program, trace[0]) or "an error").strip()
+        ok = got == str(trace[-1])
         if ok or rng.random() < t.p_detect:
-            think.append("check " + line)
+            think.append(f"check x={trace[0]}: {' -> '.join(map(str, trace[1:]))}; program gives {got}")
         if not ok and len(think) == 2:
             think.append("wait, that is wrong, so one statement per step")
             program = tc.stepwise_program(item.ops)
@@ -200,15 +185,11 @@ def code_response(t: CodeTeacher, item: tc.CodeItem, rng: random.Random) -> str:
     return "<think>\n" + "\n".join(think) + "\n</think>\n```python\n" + program + "\n```"
 
 
-def teacher_rng(seed: int, concern: str, teacher: str, item: str, sample: int) -> random.Random:
-    """The generator of one response: stable in (seed, concern, teacher, item id, sample index)."""
-    return py_rng(seed, "teacher", concern, teacher, item, sample)
-
-
 def respond(teacher: str, item, item_key: str, sample: int, *, seed: int = 0, concern: str = "sft") -> str:
-    """Response ``sample`` (0..15) of ``teacher`` to a ``MathItem``/``CodeItem`` keyed by its id."""
+    """Response ``sample`` (0..15) of ``teacher`` to a ``MathItem``/``CodeItem`` keyed by its id; stable in
+    (seed, concern, teacher, item id, sample index)."""
     t = get_teacher(teacher)
-    rng = teacher_rng(seed, concern, teacher, item_key, sample)
+    rng = py_rng(seed, "teacher", concern, teacher, item_key, sample)
     return math_response(t, item, rng) if t.ability == "math" else code_response(t, item, rng)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Callable
+from collections import Counter
 
 from tqdm.auto import tqdm
 
@@ -31,61 +31,47 @@ TRAIN_SPLITS = ("sft_pool", "sft", "math_rl", "code_rl", "math_rl_unfiltered", "
 TASKS = {"math": tm, "code": tc}
 
 
-def _math_rows(cfg, concern: str, n: int, weights, split: str, tiers=tm.TIERS) -> list[dict]:
-    rng = py_rng(cfg.seed, "world", concern)
-    chosen = rng.choices(tiers, weights=weights, k=n)
-    return [tm.to_row(tm.sample_item(rng, k, cfg.math_max_operand), split) for k in chosen]
-
-
-def _code_rows(cfg, concern: str, n: int, split: str) -> list[dict]:
-    rng = py_rng(cfg.seed, "world", concern)
-    chosen = rng.choices(tc.TIERS, weights=cfg.code_tier_weights, k=n)
-    return [tc.to_row(tc.sample_item(rng, k, cfg.code_tests), split) for k in chosen]
-
-
-def _n_candidates(n: int, factor: float) -> int:
-    return int(math.ceil(n * factor))
+def _candidates(cfg, ability: str, concern: str, n: int, split: str, weights, tiers=None) -> list[dict]:
+    task, rng = TASKS[ability], py_rng(cfg.seed, "world", concern)
+    size = cfg.math_max_operand if ability == "math" else cfg.code_tests
+    return [task.to_row(task.sample_item(rng, k, size), split)
+            for k in rng.choices(tiers or task.TIERS, weights=weights, k=n)]
 
 
 def eval_splits(cfg, funnel: cu.Funnel) -> dict[str, list[dict]]:
     """The held-out splits: ``tiny_aime`` (tier 5), ``tiny_lcb`` (code), ``math_eval_t1..t5``; ids disjoint."""
-    n_cand, out, seen = _n_candidates(cfg.n_eval, 1 + cfg.candidate_margin), {}, set()
+    n_cand, out, seen = math.ceil(cfg.n_eval * (1 + cfg.candidate_margin)), {}, set()
     for name in EVAL_SPLITS:
         if name == "tiny_lcb":
-            rows = _code_rows(cfg, f"eval:{name}", n_cand, name)
+            rows = _candidates(cfg, "code", f"eval:{name}", n_cand, name, cfg.code_tier_weights)
         else:
             tier = 5 if name == "tiny_aime" else int(name[-1])
-            rows = _math_rows(cfg, f"eval:{name}", n_cand, [1.0], name, tiers=(tier,))
-        for step_fn in (cu.exact_dedup, lambda r: cu.exclude_ids(r, seen, "exclude_other_eval_ids"),
-                        lambda r: cu.take_first(r, cfg.n_eval)):
-            rows, step = step_fn(rows)
-            funnel.add(f"eval:{name}", step)
+            rows = _candidates(cfg, "math", f"eval:{name}", n_cand, name, [1.0], tiers=(tier,))
+        rows = funnel.run(f"eval:{name}", rows, cu.exact_dedup,
+                          lambda r: cu.exclude_ids(r, seen, "exclude_other_eval_ids"),
+                          lambda r: cu.take_first(r, cfg.n_eval))
         seen |= {cu.item_of(r) for r in rows}
         out[name] = sorted(rows, key=cu.item_of)
     return out
 
 
-def _clean(rows: list[dict], pool: str, heldout: set[str], index: cu.NgramIndex, n: int,
-           funnel: cu.Funnel) -> list[dict]:
-    steps: list[Callable] = [lambda r: cu.validate_rows(r, on_error="raise"), cu.exact_dedup,
-                             lambda r: cu.exclude_ids(r, heldout), lambda r: cu.decontaminate(r, (), n, index)]
-    for step_fn in steps:
-        rows, step = step_fn(rows)
-        funnel.add(pool, step)
-    return rows
+def _clean(rows: list[dict], pool: str, heldout: set[str], index: cu.NgramIndex, funnel: cu.Funnel) -> list[dict]:
+    return funnel.run(pool, rows, lambda r: cu.validate_rows(r, on_error="raise"), cu.exact_dedup,
+                      lambda r: cu.exclude_ids(r, heldout), lambda r: cu.decontaminate(r, (), index=index))
 
 
 def _item(row: dict):
     return TASKS[row["ability"]].item_from_row(row)
 
 
-def pass_rates(rows: list[dict], teacher: str, n: int, *, seed: int, concern: str, desc: str = "") -> dict[str, float]:
-    """Per item: the fraction of ``n`` samples of ``teacher`` that the miniature judge accepts."""
-    out = {}
-    for row in tqdm(rows, desc=desc or f"{concern}:{teacher}", leave=False, mininterval=2):
+def pass_rates(cfg, rows: list[dict], teacher: str, concern: str) -> dict[str, float]:
+    """Per item: the fraction of ``cfg.responses_per_prompt`` samples of ``teacher`` that the miniature judge
+    accepts."""
+    out, n = {}, cfg.responses_per_prompt
+    for row in tqdm(rows, desc=f"{concern}:{teacher}", leave=False, mininterval=2):
         gt, rid, item = row["reward_model"]["ground_truth"], cu.item_of(row), _item(row)
         judge = TASKS[row["ability"]].judge
-        out[rid] = sum(judge(respond(teacher, item, rid, k, seed=seed, concern=concern), gt) for k in range(n)) / n
+        out[rid] = sum(judge(respond(teacher, item, rid, k, seed=cfg.seed, concern=concern), gt) for k in range(n)) / n
     return out
 
 
@@ -107,17 +93,14 @@ def _sft_rows(row: dict, samples: int, seed: int) -> list[dict]:
 def sft_pool(cfg, prompts: list[dict], ability: str, funnel: cu.Funnel) -> list[dict]:
     """Label prompt difficulty with the reference teacher, then expand each prompt into teacher responses."""
     pool = f"sft_pool:{ability}"
-    ref = cfg.reference_teacher_math if ability == "math" else cfg.reference_teacher_code
-    rates = pass_rates(prompts, ref, cfg.responses_per_prompt, seed=cfg.seed, concern="reference")
-    prompts, step = cu.label_difficulty(prompts, rates, threshold=cfg.difficulty_threshold,
-                                        hard_tier_min=cfg.hard_tier_min)
-    funnel.add(pool, step)
-    samples = cfg.math_samples_per_teacher if ability == "math" else cfg.code_samples_per_teacher
+    rates = pass_rates(cfg, prompts, getattr(cfg, f"reference_teacher_{ability}"), "reference")
+    prompts = funnel.run(pool, prompts, lambda r: cu.label_difficulty(r, rates, threshold=cfg.difficulty_threshold,
+                                                                      hard_tier_min=cfg.hard_tier_min))
+    samples = getattr(cfg, f"{ability}_samples_per_teacher")
     rows = [r for p in tqdm(prompts, desc=pool, leave=False, mininterval=2) for r in _sft_rows(p, samples, cfg.seed)]
     funnel.add(pool, cu.Step("teacher_responses", len(prompts), len(rows), {},
                              note=f"{len(ranked(ability))} teachers x {samples} samples"))
-    rows, step = cu.validate_rows(rows, kind="sft", on_error="raise")
-    funnel.add(pool, step)
+    rows = funnel.run(pool, rows, lambda r: cu.validate_rows(r, kind="sft", on_error="raise"))
     return sorted(rows, key=lambda r: r["id"])
 
 
@@ -154,49 +137,30 @@ def inject_code_noise(cfg, rows: list[dict]) -> list[dict]:
     return out
 
 
-def _noise_step(before: list[dict], after: list[dict]) -> cu.Step:
-    kinds: dict[str, int] = {}
-    for r in after:
-        if r["extra_info"]["noise"]:
-            kinds[r["extra_info"]["noise"]] = kinds.get(r["extra_info"]["noise"], 0) + 1
-    return cu.Step("inject_noise", len(before), len(after), {}, ";".join(f"{k}={v}" for k, v in sorted(kinds.items())))
-
-
 def rl_split(cfg, ability: str, heldout: set[str], index: cu.NgramIndex,
              funnel: cu.Funnel) -> tuple[list[dict], list[dict]]:
     """``math_rl`` / ``code_rl``: candidates -> clean -> inject noise -> the paper's RL filters -> target size; and
     ``<ability>_rl_unfiltered``: the same noisy candidates without the filters, cut to the same size (Fig. 4)."""
-    name, n = f"{ability}_rl", cfg.n_math_rl if ability == "math" else cfg.n_code_rl
-    n_cand = _n_candidates(n, cfg.rl_candidate_factor[ability == "code"])
-    if ability == "math":
-        rows = _math_rows(cfg, "rl:math", n_cand, cfg.rl_tier_weights, name)
-    else:
-        rows = _code_rows(cfg, "rl:code", n_cand, name)
-    rows = _clean(rows, name, heldout, index, cfg.ngram_decontam, funnel)
-    noisy = inject_math_noise(cfg, rows) if ability == "math" else inject_code_noise(cfg, rows)
-    funnel.add(name, _noise_step(rows, noisy))
+    name, n, is_math = f"{ability}_rl", getattr(cfg, f"n_{ability}_rl"), ability == "math"
+    n_cand = math.ceil(n * cfg.rl_candidate_factor[not is_math])
+    rows = _candidates(cfg, ability, f"rl:{ability}", n_cand, name, cfg.rl_tier_weights if is_math
+                       else cfg.code_tier_weights)
+    rows = _clean(rows, name, heldout, index, funnel)
+    noisy = inject_math_noise(cfg, rows) if is_math else inject_code_noise(cfg, rows)
+    kinds = Counter(r["extra_info"]["noise"] for r in noisy if r["extra_info"]["noise"])
+    funnel.add(name, cu.Step("inject_noise", len(rows), len(noisy), {},
+                             ";".join(f"{k}={v}" for k, v in sorted(kinds.items()))))
     unfiltered = sorted(noisy[:n], key=cu.item_of)
-    teacher = cfg.filter_teacher_math if ability == "math" else cfg.filter_teacher_code
-    rates = pass_rates(noisy, teacher, cfg.responses_per_prompt, seed=cfg.seed, concern="filter")
-    if ability == "math":
+    rates = pass_rates(cfg, noisy, getattr(cfg, f"filter_teacher_{ability}"), "filter")
+    if is_math:
         rows, step = cu.filter_math_majority(noisy, rates, majority=cfg.math_majority)
     else:
         rows, step = cu.filter_code_tests(noisy, rates, lambda r: n_code_tests(r["reward_model"]["ground_truth"]),
                                           min_tests=cfg.min_code_tests, min_pass_rate=cfg.code_pass_rate_min)
     funnel.add(name, step)
     rows = [{**r, "extra_info": {**r["extra_info"], "filter_pass_rate": rates[cu.item_of(r)]}} for r in rows]
-    rows, step = cu.take_first(rows, n)
-    funnel.add(name, step)
+    rows = funnel.run(name, rows, lambda r: cu.take_first(r, n))
     return sorted(rows, key=cu.item_of), unfiltered
-
-
-def heldout_texts(cfg, evals: dict[str, list[dict]]) -> list[str]:
-    """Prompts of every evaluation set: the miniature splits, plus the real benchmarks that load here when
-    configured (``sources.benchmark_texts``: the miniature world shares no 9-gram with them either way)."""
-    texts = [r["prompt"][0]["content"] for rows in evals.values() for r in rows]
-    if cfg.decontam_real:
-        texts += list(benchmark_texts("mirror"))  # the miniature world never downloads
-    return texts
 
 
 def build_world(cfg) -> World:
@@ -206,18 +170,21 @@ def build_world(cfg) -> World:
     funnel = cu.Funnel()
     evals = eval_splits(cfg, funnel)
     heldout = {cu.item_of(r) for rows in evals.values() for r in rows}
-    index = cu.ngram_index(heldout_texts(cfg, evals), cfg.ngram_decontam, cfg.ngram_boilerplate_df)
-    splits: dict[str, list[dict]] = {}
+    # held-out texts: the miniature eval prompts, plus the real benchmarks that load here when configured
+    # (``sources.benchmark_texts``: the miniature world shares no 9-gram with them either way, and never downloads)
+    texts = [r["prompt"][0]["content"] for rows in evals.values() for r in rows]
+    texts += list(benchmark_texts("mirror")) if cfg.decontam_real else []
+    index = cu.ngram_index(texts, cfg.ngram_decontam, cfg.ngram_boilerplate_df)
     pool = []
-    for ability, n in (("math", cfg.n_math_sft_prompts), ("code", cfg.n_code_sft_prompts)):
-        n_cand = _n_candidates(n, cfg.sft_candidate_factor[ability == "code"])
-        cand = (_math_rows(cfg, "sft:math", n_cand, cfg.sft_tier_weights, "sft") if ability == "math"
-                else _code_rows(cfg, "sft:code", n_cand, "sft"))
-        prompts = _clean(cand, f"sft_pool:{ability}", heldout, index, cfg.ngram_decontam, funnel)
-        prompts, step = cu.take_first(prompts, n)
-        funnel.add(f"sft_pool:{ability}", step)
+    for ability in ("math", "code"):
+        n = getattr(cfg, f"n_{ability}_sft_prompts")
+        n_cand = math.ceil(n * cfg.sft_candidate_factor[ability == "code"])
+        cand = _candidates(cfg, ability, f"sft:{ability}", n_cand, "sft",
+                           cfg.sft_tier_weights if ability == "math" else cfg.code_tier_weights)
+        prompts = _clean(cand, f"sft_pool:{ability}", heldout, index, funnel)
+        prompts = funnel.run(f"sft_pool:{ability}", prompts, lambda r: cu.take_first(r, n))
         pool += sft_pool(cfg, prompts, ability, funnel)
-    splits["sft_pool"] = sorted(pool, key=lambda r: r["id"])
+    splits = {"sft_pool": sorted(pool, key=lambda r: r["id"])}
     sub = cu.Funnel()
     splits["sft"] = sft_subset(splits["sft_pool"], correctness=cfg.sft_correctness, top_k=cfg.sft_top_k,
                                budget=cfg.sft_budget, seed=cfg.seed, funnel=sub)

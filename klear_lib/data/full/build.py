@@ -34,7 +34,7 @@ from klear_lib.configs.base import parse_overrides
 from klear_lib.data import curation as cu
 from klear_lib.data.fetch import SourceUnavailable, locate, sha256_file
 from klear_lib.data.full import card
-from klear_lib.data.realworld import LOAD_MODE, TRAIN, _benchmarks, build_real_world
+from klear_lib.data.realworld import LOAD_MODE, TRAIN, _benchmarks, benchmark_index, build_real_world
 from klear_lib.data.schema import dumps_rows
 from klear_lib.data.sources import BENCHMARKS, SOURCES, decontam_text, load_source
 from klear_lib.data.store import funnel_csv
@@ -56,7 +56,7 @@ def part_sources(parts, source: str) -> dict[str, tuple[str, ...]]:
     """The sources each part reads; every part reads the benchmarks (decontamination)."""
     out = {"benchmarks": tuple(n for n in BENCHMARKS if source == "hub" or SOURCES[n].mirror_files)}
     if "rl" in parts:
-        out.update({split: names for split, names in TRAIN[source].items()})
+        out.update(TRAIN[source])
     if "sft" in parts:
         out["sft_prompts"] = SFT_SOURCES
     return out
@@ -87,10 +87,8 @@ def dry_run(parts, source: str, cfg, out: Path) -> str:
               % (cfg.ngram_decontam, f" -> code >= {cfg.min_code_tests} tests" if "rl" in parts else ""),
               "not run: the DeepSeek-R1 teacher filters of RL (docs/paper.md §2.3)" if "rl" in parts else ""]
     lines += [NOT_RUN_SFT] if "sft" in parts else []
-    files = [FILES[s] for s in ("math_rl", "code_rl") if "rl" in parts] + (["sft_prompts.jsonl"] if "sft" in parts
-                                                                           else [])
-    lines.append("writes: " + ", ".join(str(out / f) for f in files + ["funnel.csv", "manifest.json",
-                                                                        "README.md"]))
+    files = [FILES[s] for s in part_sources(parts, source) if s in FILES] + ["funnel.csv", "manifest.json", "README.md"]
+    lines.append("writes: " + ", ".join(str(out / f) for f in files))
     return "\n".join(ln for ln in lines if ln)
 
 
@@ -102,11 +100,10 @@ def sft_prompts(source: str, cfg, index: cu.NgramIndex, funnel: cu.Funnel) -> li
         part, f = load_source(name, LOAD_MODE[source], on_error="drop")
         funnel.steps += [(f"sft_prompts:{p}", s) for p, s in f.steps]
         rows += part
-    rows, step = cu.exact_dedup(tqdm(rows, desc="sft_prompts: exact dedup", unit="row"))
-    funnel.add("sft_prompts", step)
-    rows, step = cu.decontaminate(tqdm(rows, desc="sft_prompts: decontaminate", unit="row"), (), index=index,
-                                  text=decontam_text)
-    funnel.add("sft_prompts", step)
+    rows = funnel.run("sft_prompts", rows,
+                      lambda r: cu.exact_dedup(tqdm(r, desc="sft_prompts: exact dedup", unit="row")),
+                      lambda r: cu.decontaminate(tqdm(r, desc="sft_prompts: decontaminate", unit="row"), (),
+                                                 index=index, text=decontam_text))
     funnel.add("sft_prompts", cu.Step("teacher_and_selection", len(rows), len(rows), {}, note=NOT_RUN_SFT))
     return rows
 
@@ -123,10 +120,8 @@ def build(parts, source: str, cfg) -> tuple[dict[str, list[dict]], cu.Funnel]:
     else:
         funnel, splits = cu.Funnel(), {}
         evals = _benchmarks(source, funnel)
-    if "sft" in parts:  # the same index build_real_world builds (realworld.py)
-        index = cu.ngram_index((decontam_text(r) for rows in evals.values() for r in rows), cfg.ngram_decontam,
-                               cfg.ngram_boilerplate_df)
-        splits["sft_prompts"] = sft_prompts(source, cfg, index, funnel)
+    if "sft" in parts:
+        splits["sft_prompts"] = sft_prompts(source, cfg, benchmark_index(evals, cfg), funnel)
     return splits, funnel
 
 
@@ -171,9 +166,8 @@ def run(out: Path, source: str = "hub", parts=None, **overrides) -> dict:
     (out / "manifest.json").write_text(json.dumps(info, indent=1, sort_keys=True))
     (out / "README.md").write_text(card.data_card(splits, funnel, info))
     if empty := [name for name, rows in splits.items() if not rows]:
-        card_path = out / "README.md"
-        raise ValueError(f"{', '.join(empty)}: every row was dropped (drops by reason in the data card {card_path}); "
-                         "no file written for it")
+        raise ValueError(f"{', '.join(empty)}: every row was dropped (drops by reason in the data card "
+                         f"{out / 'README.md'}); no file written for it")
     return info
 
 

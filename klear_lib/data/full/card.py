@@ -18,8 +18,8 @@ ROLE = {"math_rl": "math RL prompts with reference answers (the math RL stage, d
 
 def drops(funnel: Funnel) -> pd.DataFrame:
     """Every drop of the build, one row per (pool, stage, reason), in pipeline order."""
-    recs = [{"pool": r["pool"], "stage": r["stage"], "reason": reason, "rows": int(n)}
-            for r in funnel.records() for reason, n in (kv.rsplit("=", 1) for kv in r["dropped_by"].split(";") if kv)]
+    recs = [{"pool": pool, "stage": s.stage, "reason": reason, "rows": n}
+            for pool, s in funnel.steps for reason, n in sorted(s.dropped.items())]
     return pd.DataFrame(recs, columns=["pool", "stage", "reason", "rows"])
 
 
@@ -33,13 +33,9 @@ def provenance(info: dict) -> pd.DataFrame:
     return pd.DataFrame(recs)
 
 
-def _files(info: dict) -> str:
-    return "\n".join(f"* `{name}`: {f['rows']:,} rows, sha256 `{f['sha256']}`" for name, f in info["files"].items())
-
-
 def data_card(splits: dict[str, list[dict]], funnel: Funnel, info: dict) -> str:
-    """The card's markdown text."""
     counts, cfg = split_counts(splits)[["rows", "items", "math", "code"]], info["data_config"]
+    files = "\n".join(f"* `{name}`: {f['rows']:,} rows, sha256 `{f['sha256']}`" for name, f in info["files"].items())
     licenses = sorted({SOURCES[n].license for n, s in info["sources"].items() if s["group"] != "benchmarks"})
     hub_ids = sorted({s["hub_id"] for s in info["sources"].values() if s["hub_id"] and s["group"] != "benchmarks"})
     head = front_matter("Klear-Reasoner full-recipe training files", "other", sum(map(len, splits.values())),
@@ -47,7 +43,7 @@ def data_card(splits: dict[str, list[dict]], funnel: Funnel, info: dict) -> str:
     sections = {
         "Motivation": "The files a run of the paper's recipe trains on, built from released data only: "
                       + "; ".join(f"`{n}`: {ROLE[n]}" for n in splits) + ".",
-        "Composition": f"Generated counts:\n\n{markdown_table(counts)}\n\nFiles:\n\n{_files(info)}",
+        "Composition": f"Generated counts:\n\n{markdown_table(counts)}\n\nFiles:\n\n{files}",
         "Collection process": f"Read by `python -m klear_lib.data.full.build --source {info['source']}` from the "
                               "sources below at their pinned revisions (`klear_lib/data/sources.py`).",
         "Preprocessing, cleaning and labelling":

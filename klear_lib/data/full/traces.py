@@ -39,13 +39,6 @@ TEACHERS = {"deepseek-r1-0528": "deepseek-ai/DeepSeek-R1-0528", "deepseek-r1-012
             "qwq-32b": "Qwen/QwQ-32B"}
 
 
-def teacher_of(recipe: Recipe) -> str:
-    """The teacher to load: a ``TEACHERS`` name, a hub id or folder, or the recipe's base model when unset."""
-    if not recipe.traces.teacher:
-        return load_or_build(recipe)
-    return TEACHERS.get(recipe.traces.teacher, recipe.traces.teacher)
-
-
 def read_prompts(path: Path, limit: int | None = None) -> list[dict]:
     """Prompt rows (``prompt[0].content``, ``ability``, ``extra_info.id``); a line that is not one raises naming
     the file, the line and the field."""
@@ -57,22 +50,17 @@ def read_prompts(path: Path, limit: int | None = None) -> list[dict]:
             row = json.loads(line)
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}: line {k}: invalid JSON ({err.msg})") from None
-        for field, ok in (("prompt", _has_prompt(row)), ("extra_info.id", _has_id(row))):
+        turns = row.get("prompt") if isinstance(row, dict) else None
+        has_prompt = isinstance(turns, list) and bool(turns) and isinstance(turns[0], dict) and bool(
+            turns[0].get("content"))
+        has_id = isinstance(row.get("extra_info"), dict) and bool(row["extra_info"].get("id"))
+        for field, ok in (("prompt", has_prompt), ("extra_info.id", has_id)):
             if not ok:
                 raise ValueError(f"{path}: line {k}: field {field!r}: missing or empty")
         rows.append(row)
         if limit and len(rows) == limit:
             break
     return rows
-
-
-def _has_prompt(row) -> bool:
-    turns = row.get("prompt") if isinstance(row, dict) else None
-    return isinstance(turns, list) and bool(turns) and isinstance(turns[0], dict) and bool(turns[0].get("content"))
-
-
-def _has_id(row) -> bool:
-    return isinstance(row.get("extra_info"), dict) and bool(row["extra_info"].get("id"))
 
 
 def shard_of(text: str | None) -> tuple[int, int]:
@@ -86,10 +74,6 @@ def shard_of(text: str | None) -> tuple[int, int]:
     if not 0 <= i < n:
         raise ValueError(f"--shard {text}: need 0 <= I < N")
     return i, n
-
-
-def out_path(out: Path, shard: tuple[int, int]) -> Path:
-    return out if shard[1] == 1 else out.with_name(f"{out.stem}.shard-{shard[0]}-of-{shard[1]}{out.suffix}")
 
 
 def sft_rows(rows: list[dict], prompts: list[str], outs: list[list[str]], teacher: str) -> list[dict]:
@@ -124,8 +108,10 @@ def todo_chunks(rows: list[dict], cfg, shard: tuple[int, int], done: list[dict])
 
 
 def options(cfg) -> dict:
-    return {"backend": cfg.backend, "max_model_len": cfg.max_model_len, "dtype": cfg.dtype,
-            "revision": cfg.teacher_revision, "tensor_parallel_size": cfg.tensor_parallel_size}
+    """The arguments of every generation call but the model, the prompts and the seed."""
+    return {"n": cfg.responses_per_prompt, "temperature": cfg.temperature, "top_p": cfg.top_p,
+            "max_new_tokens": cfg.max_new_tokens, "backend": cfg.backend, "max_model_len": cfg.max_model_len,
+            "dtype": cfg.dtype, "revision": cfg.teacher_revision, "tensor_parallel_size": cfg.tensor_parallel_size}
 
 
 def teacher_label(recipe: Recipe) -> str:
@@ -135,8 +121,9 @@ def teacher_label(recipe: Recipe) -> str:
 
 def sample(rows: list[dict], recipe: Recipe, path: Path, shard=(0, 1), generate_fn=generate) -> Path:
     """Generate every missing response of this shard into ``path`` (config ``recipe.traces``); returns it."""
-    cfg, label = recipe.traces, teacher_label(recipe)
-    teacher, done = teacher_of(recipe), stored(path)
+    cfg, label, done = recipe.traces, teacher_label(recipe), stored(path)
+    # a TEACHERS name, a hub id or folder, or the recipe's base model when unset
+    teacher = TEACHERS.get(cfg.teacher, cfg.teacher) if cfg.teacher else load_or_build(recipe)
     chunks, todo = todo_chunks(rows, cfg, shard, done)
     if not todo:
         return path
@@ -145,9 +132,8 @@ def sample(rows: list[dict], recipe: Recipe, path: Path, shard=(0, 1), generate_
     prompts = chat_prompts(AutoTokenizer.from_pretrained(teacher, revision=cfg.teacher_revision), rows)
     for c in tqdm(todo, desc=f"traces {Path(teacher).name}", unit="chunk"):
         idx = list(chunks[c])
-        outs = generate_fn(teacher, [prompts[i] for i in idx], n=cfg.responses_per_prompt,
-                           temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
-                           seed=stable_seed(cfg.seed, "traces", label, c), **options(cfg))
+        outs = generate_fn(teacher, [prompts[i] for i in idx], seed=stable_seed(cfg.seed, "traces", label, c),
+                           **options(cfg))
         append_samples(path, sft_rows([rows[i] for i in idx], [prompts[i] for i in idx], outs, label))
     return path
 
@@ -155,17 +141,15 @@ def sample(rows: list[dict], recipe: Recipe, path: Path, shard=(0, 1), generate_
 def summary(traces: list[dict], recipe: Recipe) -> dict:
     """The manifest: config and hash, and per ability the prompts, responses, mean length and the share of
     responses that never close ``</think>`` (cut by max_new_tokens, or a teacher that does not think)."""
-    by: dict[str, dict] = {}
+    by: dict[str, list[dict]] = {}
     for r in traces:
-        s = by.setdefault(r["ability"] or "unknown", {"prompts": set(), "responses": 0, "chars": 0, "unclosed": 0})
-        text = r["messages"][1]["content"]
-        s["prompts"].add(r["item_id"])
-        s["responses"] += 1
-        s["chars"] += len(text)
-        s["unclosed"] += "</think>" not in text
-    counts = {a: {"prompts": len(s["prompts"]), "responses": s["responses"],
-                  "mean_chars": round(s["chars"] / s["responses"], 1),
-                  "share_without_close_think": round(s["unclosed"] / s["responses"], 4)} for a, s in sorted(by.items())}
+        by.setdefault(r["ability"] or "unknown", []).append(r)
+    counts = {}
+    for ability, rows in sorted(by.items()):
+        texts = [r["messages"][1]["content"] for r in rows]
+        counts[ability] = {"prompts": len({r["item_id"] for r in rows}), "responses": len(texts),
+                           "mean_chars": round(sum(map(len, texts)) / len(texts), 1),
+                           "share_without_close_think": round(sum("</think>" not in t for t in texts) / len(texts), 4)}
     cfg = recipe.traces
     return {"preset": recipe.preset, "config": to_dict(cfg), "config_hash": config_hash(cfg), "counts": counts}
 
@@ -175,8 +159,7 @@ def dry_run(rows: list[dict], recipe: Recipe, path: Path, shard) -> str:
     cfg, preset = recipe.traces, recipe.preset
     teacher = TEACHERS.get(cfg.teacher, cfg.teacher) if cfg.teacher else f"the {preset} base model (built if missing)"
     chunks, todo = todo_chunks(rows, cfg, shard, stored(path))
-    request = {"model": teacher, "n": cfg.responses_per_prompt, "temperature": cfg.temperature, "top_p": cfg.top_p,
-               "max_new_tokens": cfg.max_new_tokens, **options(cfg),
+    request = {"model": teacher, **options(cfg),
                "seed": stable_seed(cfg.seed, "traces", teacher_label(recipe), todo[0] if todo else 0)}
     engine = ([f"vLLM LLM(...) on GPU: {json.dumps(engine_kwargs(request, on_cpu=False), sort_keys=True)}",
                f"vLLM SamplingParams(...): {json.dumps(sampling_kwargs(request), sort_keys=True)}"]
@@ -207,7 +190,8 @@ def main(argv: list[str] | None = None) -> None:
         rows = read_prompts(Path(args.prompts), args.max_prompts)
     except (KeyError, ValueError, FileNotFoundError) as err:
         parser.exit(2, f"{parser.prog}: {err}\n")
-    path = out_path(Path(args.out), shard)
+    path, (i, n) = Path(args.out), shard
+    path = path if n == 1 else path.with_name(f"{path.stem}.shard-{i}-of-{n}{path.suffix}")
     if args.dry_run:
         return print(dry_run(rows, run, path, shard))
     sample(rows, run, path, shard)
