@@ -16,6 +16,7 @@ from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from klear_lib.configs import config_hash, get_config, recipe
+from klear_lib.losses import loss_names
 from klear_lib.losses.policy import sft_nll_loss
 from klear_lib.tables import PROVENANCE
 from klear_lib.training import RECORD_COLUMNS, GPPOConfig, GPPOTrainer, build_rl_trainer, gppo_args, select_groups
@@ -98,7 +99,7 @@ def trl_dapo(ci_model_path, tmp_path):
     return _trainer(GRPOTrainer, GRPOConfig, ci_model_path, tmp_path, loss_type="dapo")
 
 
-@pytest.mark.parametrize("policy_loss", ["gppo", "clip_higher", "cispo"])
+@pytest.mark.parametrize("policy_loss", loss_names())
 def test_on_policy_equals_trl_dapo(trl_dapo, ci_model_path, tmp_path, policy_loss):
     """Ratio ≡ 1: every loss gives TRL's dapo loss and gradients (docs/stack.md §1.5 regression test)."""
     ours = _trainer(GPPOTrainer, GPPOConfig, ci_model_path, tmp_path, loss_type=policy_loss, sft_alpha=0.0,

@@ -160,7 +160,7 @@ UNIT_INTERVAL = frozenset({
     "clip_low", "top_p", "min_lr_ratio", "warmup_ratio", "vllm_gpu_memory_utilization", "code_pass_rate_min",
     "math_majority", "difficulty_threshold", "candidate_margin", "math_wrong_answer_share",
     "code_faulty_tests_share", "code_few_tests_share"})
-POSITIVE = frozenset({"learning_rate", "code_timeout_s", "num_epochs"})
+POSITIVE = frozenset({"learning_rate", "code_timeout_s", "num_epochs", "dgpo_m"})
 ALLOWED_MIN = {"top_k": -1}  # -1: no top-k cut (vLLM's convention)
 
 

@@ -25,6 +25,9 @@ class RLConfig:
                                           # zeroes the gradient of tokens with A<0 and ratio > 10 (docs/paper.md §1.4)
     beta_low: float = algo(1.0)           # general form, beta1 (docs/paper.md §1.5); 1 for Klear-Reasoner-8B
     beta_high: float = algo(1.0)          # beta2 (docs/paper.md §1.5)
+    dgpo_n: float = added(1.0, kind="algorithm")  # DGPO (arXiv 2603.14389), the dispute's own loss: F on clipped-low
+    dgpo_m: float = added(2.0, kind="algorithm")  # tokens decays as π^n, on clipped-high ones as π^(-1/m); n = 1,
+                                          # m = 2 are its authors' scripts (klear_lib/losses/dgpo.py)
     sft_alpha: float = algo(0.1)          # SFT loss on correct rollouts (docs/paper.md §2.4, Table 6)
     correct_reward: float = algo(1.0)     # a rollout is "correct" iff its reward == 1.0 (docs/paper.md §2.4)
     num_generations: int = algo(8)        # rollouts per prompt (docs/paper.md §2.4)

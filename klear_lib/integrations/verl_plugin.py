@@ -1,6 +1,6 @@
 """The kit's policy losses in verl's policy-loss registry: each loss of ``klear_lib.losses`` whose name verl does not
-use already (``gppo``, ``gppo_only_high``, ``clip_higher``; verl keeps its own ``cispo``), and ``gppo_general``
-(docs/verl.md).
+use already (``gppo``, ``gppo_only_high``, ``clip_higher``, ``dgpo``; verl keeps its own ``cispo``), and
+``gppo_general`` (docs/verl.md).
 
 With klear-lib installed, verl imports this module through the ``verl.plugins`` entry point in every process that
 imports verl (the driver and each Ray worker), which registers the losses; ``import

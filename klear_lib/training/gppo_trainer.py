@@ -79,6 +79,8 @@ class GPPOConfig(GRPOConfig):
     dual_clip: float | None = _rl("dual_clip", "verl dual clip c (official scripts: 10)")
     beta_low: float = _rl("beta_low", "β1 of the general form (docs/paper.md §1.5)")
     beta_high: float = _rl("beta_high", "β2 of the general form (docs/paper.md §1.5)")
+    dgpo_n: float = _rl("dgpo_n", "DGPO's n: F on clipped-low tokens decays as π^n (klear_lib/losses/dgpo.py)")
+    dgpo_m: float = _rl("dgpo_m", "DGPO's m: F on clipped-high tokens decays as π^(-1/m)")
     sft_alpha: float = _rl("sft_alpha", "α of the SFT loss on correct rollouts")
     correct_reward: float = _rl("correct_reward", "reward of a correct rollout")
     filter_zero_adv: bool = _rl("filter_zero_adv", "drop groups with zero reward std")
