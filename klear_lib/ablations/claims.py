@@ -14,7 +14,6 @@ the current config is "not run" (no number).
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np

@@ -47,6 +47,7 @@ def deepspeed_file(name: str | None) -> str | None:
 # The policy loss and every hyperparameter a registered loss may read (klear_lib.losses; its test checks the list).
 LOSS_FIELDS = ("loss_type", "clip_low", "clip_high", "dual_clip", "beta_low", "beta_high", "dgpo_n", "dgpo_m")
 
+
 def unchanged(*names: str) -> dict[str, Value]:
     """TRL arguments that are our config fields of the same name, passed as they are."""
     return {name: same(name) for name in names}
