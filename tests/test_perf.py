@@ -117,6 +117,14 @@ def test_update_readme_renders_a_table_per_machine(tmp_path):
     assert "No benchmark has been recorded yet." in perf.render([])
 
 
+def test_committed_perf_page_shows_every_committed_row():
+    """docs/perf.md is rendered from results/perf.csv; a row recorded without re-rendering it leaves the page stale
+    (it went 14 rows behind once). The fix: ``python benchmarks/perf.py``."""
+    page = perf.README.read_text()
+    assert perf.splice(page, perf.render(perf.read(perf.PERF_CSV))) == page, \
+        "docs/perf.md is older than results/perf.csv: run `python benchmarks/perf.py`"
+
+
 def test_full_gpu_bench_skips_cleanly_without_cuda(capsys):
     import torch
 
