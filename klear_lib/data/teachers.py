@@ -77,12 +77,6 @@ def ranked(ability: str) -> list[str]:
     return sorted((n for n, t in TEACHERS.items() if t.ability == ability), key=lambda n: TEACHERS[n].rank)
 
 
-def _slip(rng: random.Random, true: int, op: str, b: int) -> int:
-    deltas = [-10, -1, 1, 10] + ([-b, b] if op == "*" else [])
-    got = true + rng.choice(deltas)
-    return got if got >= 0 and got != true else true + abs(rng.choice([1, 10]))
-
-
 def _math_lines(t: Teacher, item: tm.MathItem, rng: random.Random, wrong_op_at: int) -> tuple[list, int]:
     lines, cur = [], item.start
     if t.p_filler:
@@ -93,7 +87,9 @@ def _math_lines(t: Teacher, item: tm.MathItem, rng: random.Random, wrong_op_at: 
         dec = rng.random() < t.p_reliable
         true = tm.apply(cur, op, b)
         wrong = rng.random() < t.error_rate(dec, item.tier)
-        got = _slip(rng, true, op, b) if wrong else true
+        got = true + rng.choice([-10, -1, 1, 10] + ([-b, b] if op == "*" else [])) if wrong else true
+        if wrong and (got < 0 or got == true):  # a slip never goes negative or lands on the truth
+            got = true + abs(rng.choice([1, 10]))
         if i == wrong_op_at:
             got, wrong = max(0, tm.apply(cur, "+" if op != "+" else "*", b)), True
         lines.append(("step", tm.decomposed(cur, op, b, got) if dec else f"{cur}{op}{b}={got}"))
