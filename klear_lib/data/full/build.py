@@ -105,15 +105,6 @@ def build(parts, source: str, cfg) -> tuple[dict[str, list[dict]], cu.Funnel]:
     return splits, funnel
 
 
-def write_rows(rows: list[dict], path: Path) -> None:
-    """Parquet (verl's format, read by the trainers' ``load_dataset``) or JSON lines, written atomically."""
-    with artifacts.replacing(path) as tmp:
-        if path.suffix == ".parquet":
-            Dataset.from_list(rows).to_parquet(str(tmp))
-        else:
-            tmp.write_text(dumps_rows(rows))
-
-
 def manifest(parts, source: str, cfg, splits: dict, out: Path) -> dict:
     """Config, sources with where they loaded from and their pins, and each file's rows and sha256."""
     sources = {}
@@ -141,8 +132,12 @@ def run(out: Path, source: str = "hub", parts=None, dry_run: bool = False, **ove
     splits, funnel = build(parts, source, cfg)
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in splits.items():
-        if rows:
-            write_rows(rows, out / FILES[name])
+        if rows:  # verl's parquet (read by the trainers' load_dataset) or JSON lines, written atomically
+            with artifacts.replacing(out / FILES[name]) as tmp:
+                if FILES[name].endswith(".parquet"):
+                    Dataset.from_list(rows).to_parquet(str(tmp))
+                else:
+                    tmp.write_text(dumps_rows(rows))
     (out / "funnel.csv").write_text(funnel_csv(funnel))
     info = manifest(parts, source, cfg, splits, out)
     (out / "manifest.json").write_text(json.dumps(info, indent=1, sort_keys=True))
