@@ -63,9 +63,7 @@ def apply_op(name: str, c: int | None, x: int) -> int:
 
 
 def run_ops(ops, x: int) -> int:
-    for name, c in ops:
-        x = apply_op(name, c, x)
-    return x
+    return functools.reduce(lambda v, op: apply_op(*op, v), ops, x)
 
 
 def sample_item(rng: random.Random, tier: int, n_tests: int = 16) -> CodeItem:

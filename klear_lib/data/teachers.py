@@ -9,6 +9,7 @@ accuracy follows it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 import re
 
@@ -145,9 +146,7 @@ def code_response(t: Teacher, item: tc.CodeItem, rng: random.Random) -> str:
     program = tc.stepwise_program(ops) if stepwise else tc.oneliner(ops, lambda: rng.random() < t.p_precedence)
     think = ["one statement per step" if stepwise else "write it as one expression"]
     if rng.random() < t.p_check:  # the program on an example input, beside the ops worked by hand
-        trace = [rng.randint(1, 5)]
-        for name, c in item.ops:
-            trace.append(tc.apply_op(name, c, trace[-1]))
+        trace = list(itertools.accumulate(item.ops, lambda x, op: tc.apply_op(*op, x), initial=rng.randint(1, 5)))
         got = (tc.interpret(program, trace[0]) or "an error").strip()
         ok = got == str(trace[-1])
         if ok or rng.random() < t.p_detect:
