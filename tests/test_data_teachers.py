@@ -8,7 +8,7 @@ import pytest
 
 from klear_lib.data import tasks_code as tc
 from klear_lib.data import tasks_math as tm
-from klear_lib.data.teachers import CODE_TEACHERS, MATH_TEACHERS, MAX_RESPONSE_CHARS, get_teacher, ranked, respond
+from klear_lib.data.teachers import MAX_RESPONSE_CHARS, TEACHERS, get_teacher, ranked, respond
 
 
 def _accuracy(ability: str, n_items: int = 150, seed: int = 11):
@@ -25,9 +25,10 @@ def _accuracy(ability: str, n_items: int = 150, seed: int = 11):
 
 
 def test_enough_teachers_with_unique_ranks():
-    assert len(MATH_TEACHERS) >= 6 and len(CODE_TEACHERS) >= 4
-    for pool in (MATH_TEACHERS, CODE_TEACHERS):
-        assert sorted(t.rank for t in pool.values()) == list(range(1, len(pool) + 1))
+    assert len(ranked("math")) >= 6 and len(ranked("code")) >= 4
+    assert sorted(TEACHERS) == sorted(ranked("math") + ranked("code"))
+    for pool in (ranked("math"), ranked("code")):
+        assert sorted(TEACHERS[t].rank for t in pool) == list(range(1, len(pool) + 1))
     with pytest.raises(KeyError, match="known"):
         get_teacher("oracle")
 

@@ -12,7 +12,7 @@ from klear_lib.configs import get_config, recipe
 from klear_lib.data import build_world
 from klear_lib.data import curation as cu
 from klear_lib.data import sources as S
-from klear_lib.data.fetch import mirror_dir, sha256_file
+from klear_lib.data.fetch import mirror_dir, read_records, sha256_file
 from klear_lib.data.schema import dumps_rows, validate_rl_row
 from klear_lib.evaluation import benchmarks as bm
 from klear_lib.evaluation.reference import code_reference_check, leetcode_rows, math_reference_check
@@ -25,6 +25,11 @@ COUNTS = {"aime2024": 30, "aime2025": 30, "hmmt2025": 30, "math500": 500, "lcb_v
 FILES = [f for s in S.SOURCES.values() for f in s.mirror_files]
 
 
+def _records(path) -> list:
+    """Records of one ``.json`` (an array) or ``.jsonl`` file."""
+    return [rec for _, rec in read_records(path)]
+
+
 @pytest.mark.parametrize("f", FILES, ids=[f.path for f in FILES])
 def test_mirror_files_are_the_registered_bytes(f):
     assert sha256_file(mirror_dir() / f.path) == f.sha256, f"{f.path} differs from {f.url}"
@@ -35,7 +40,7 @@ def test_every_data_file_of_the_mirror_is_registered():
     extra = files - {f.path for f in FILES}
     assert extra <= {"qwq_eval/aime24.jsonl", "qwq_eval/aime25.jsonl", "aime2024_qwen25math/test.jsonl"}, extra
     for rel in ("qwq_eval/aime24.jsonl", "aime2024_qwen25math/test.jsonl"):  # other copies of AIME 2024
-        assert len(S.read_file(mirror_dir() / rel)) == 30
+        assert len(_records(mirror_dir() / rel)) == 30
 
 
 @pytest.mark.parametrize("name", [n for n, s in S.SOURCES.items() if s.mirror_files])
@@ -124,7 +129,7 @@ def _respond(code: str) -> str:
 
 @needs_firejail
 def test_call_based_livecodebench_tests():
-    rows = S.read_file(mirror_dir() / "code_rl_train_rllm" / "livecodebench.json")
+    rows = _records(mirror_dir() / "code_rl_train_rllm" / "livecodebench.json")
     row = next(r for r in rows if "countSeniors" in r["starter_code"])
     tests = cj.parse_rllm_tests(row["tests"], row["starter_code"])
     good = ("class Solution:\n    def countSeniors(self, details: List[str]) -> int:\n"
@@ -135,7 +140,7 @@ def test_call_based_livecodebench_tests():
 
 @needs_firejail
 def test_leetcode_assert_tests():
-    rows = S.read_file(mirror_dir() / "code_rl_train_rllm" / "leetcode.json")
+    rows = _records(mirror_dir() / "code_rl_train_rllm" / "leetcode.json")
     tests = cj.parse_tests({"functional": rows[0]["tests"]["functional"]})
     assert cj.code_reward(_respond(rows[0]["solutions"]), tests) == 1.0
     bad = "class Solution:\n    def twoSum(self, nums, target):\n        return [0, 0]"

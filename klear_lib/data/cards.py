@@ -33,28 +33,21 @@ def cards_dir(recipe: Recipe) -> Path:
 _SIZES = ("", "1K", "10K", "100K", "1M", "10M", "100M", "1B", "10B")  # Hugging Face ``size_categories`` bounds
 
 
-def _size(n: int | None) -> str:
-    """The ``size_categories`` bucket of ``n`` rows (``unknown`` when no count is known); the last is open."""
-    if n is None:
-        return "unknown"
-    k = min(max(len(str(n)) - 3, 0), 7)  # n has k + 3 digits: the bucket [10^(k+2), 10^(k+3))
-    return f"{_SIZES[k]}<n<{_SIZES[k + 1]}" if k else "n<1K"
-
-
 def front_matter(name: str, license_: str, n: int | None, tags: Sequence[str], sources: Sequence[str] = ()) -> str:
-    """The YAML header of a Hugging Face dataset card."""
+    """The YAML header of a Hugging Face dataset card; ``n`` rows set the ``size_categories`` bucket (``unknown``
+    when no count is known; the last bucket is open)."""
+    k = 0 if n is None else min(max(len(str(n)) - 3, 0), 7)  # n has k + 3 digits: the bucket [10^(k+2), 10^(k+3))
+    size = "unknown" if n is None else f"{_SIZES[k]}<n<{_SIZES[k + 1]}" if k else "n<1K"
     lines = ["---", f"pretty_name: {name}", f"license: \"{license_}\"", "language:", "- en", "task_categories:",
-             "- text-generation", "size_categories:", f"- {_size(n)}", "tags:", *[f"- {t}" for t in tags]]
+             "- text-generation", "size_categories:", f"- {size}", "tags:", *[f"- {t}" for t in tags]]
     if sources:
         lines += ["source_datasets:", *[f"- {s}" for s in sources]]
     return "\n".join(lines + ["---", ""])
 
 
-def _sections(motivation: str, composition: str, collection: str, preprocessing: str, uses: str,
-              distribution: str, maintenance: str) -> str:
+def _sections(*texts: str) -> str:
     names = ("Motivation", "Composition", "Collection process", "Preprocessing, cleaning and labelling", "Uses",
              "Distribution", "Maintenance")
-    texts = (motivation, composition, collection, preprocessing, uses, distribution, maintenance)
     return "\n\n".join(f"## {n}\n\n{t}" for n, t in zip(names, texts))
 
 
@@ -102,19 +95,6 @@ def write_world_cards(world, recipe: Recipe) -> list[Path]:
     return out
 
 
-def _composition(src: Source, rows: list[dict] | None) -> str:
-    size = (f"{src.hub_rows:,} rows in the hub split `{src.hub_split}` (its dataset card)" if src.hub_rows else
-            f"{src.mirror_rows:,} records in the mirror files" if src.mirror_rows else "row count UNVERIFIED")
-    text = f"{size}."
-    if src.hub_rows and src.mirror_rows and src.hub_rows != src.mirror_rows:
-        text += f" The mirror files hold {src.mirror_rows:,} records."
-    if rows is not None:
-        by = pd.Series([r["ability"] for r in rows]).value_counts().sort_index().rename("rows").to_frame()
-        by.index.name = "ability"
-        text += f"\n\nMapped from the mirror files (generated): {len(rows)} rows.\n\n{markdown_table(by)}"
-    return text
-
-
 def source_card(src: Source, rows: list[dict] | None, funnel: Funnel | None) -> str:
     """The card of one real source or benchmark; the mapped counts and funnel when its mirror files were read."""
     files = ", ".join(f"`{f.repo}/{f.repo_path}`" for f in src.mirror_files)
@@ -123,9 +103,18 @@ def source_card(src: Source, rows: list[dict] | None, funnel: Funnel | None) -> 
                [f"the files {files} at their pinned commits, from a mirror or downloaded"]) if files else []
     uses = [f"the hub split `{src.hub_split}`"] if src.hub_id else []
     uses += ["the mirror files"] if src.mirror_files else []
+    composition = (f"{src.hub_rows:,} rows in the hub split `{src.hub_split}` (its dataset card)." if src.hub_rows
+                   else f"{src.mirror_rows:,} records in the mirror files." if src.mirror_rows
+                   else "row count UNVERIFIED.")
+    if src.hub_rows and src.mirror_rows and src.hub_rows != src.mirror_rows:
+        composition += f" The mirror files hold {src.mirror_rows:,} records."
+    if rows is not None:
+        by = pd.Series([r["ability"] for r in rows]).value_counts().sort_index().rename("rows").to_frame()
+        by.index.name = "ability"
+        composition += f"\n\nMapped from the mirror files (generated): {len(rows)} rows.\n\n{markdown_table(by)}"
     body = _sections(
         f"{src.description}. Role in the paper: {src.paper}.",
-        _composition(src, rows),
+        composition,
         f"Collected and published by third parties (license below); the kit reads {', or '.join(origin)}. "
         "A mirror named by `$KLEAR_BENCHMARKS` takes precedence (README, 'Real data').",
         "Mapped to the one verl-compatible row schema by `klear_lib.data.sources`; ids hash the normalised prompt."
@@ -133,8 +122,8 @@ def source_card(src: Source, rows: list[dict] | None, funnel: Funnel | None) -> 
         f"{USES[src.kind]} This holds for {' and '.join(uses)}.",
         f"License: {src.license}. Not copied into this repository.",
         "Revisions, file hashes and row counts live in `klear_lib/data/sources.py`; update them there.")
-    head = front_matter(src.name, src.license.split(";")[0], src.rows, ["klear-reasoner", src.kind],
-                        [src.hub_id] if src.hub_id else [])
+    head = front_matter(src.name, src.license.split(";")[0], src.hub_rows or src.mirror_rows,
+                        ["klear-reasoner", src.kind], [src.hub_id] if src.hub_id else [])
     rev = f"`{src.revision}`" if src.revision else "none: UNVERIFIED, the default branch is loaded"
     prov = ["## Provenance\n\n| field | value |\n|---|---|", f"| kind | {src.kind} |",
             f"| hub id | {f'`{src.hub_id}`' if src.hub_id else 'none (git files only)'} |"]

@@ -215,15 +215,8 @@ def filter_correctness(rows: Sequence[dict], policy: str = "by_difficulty") -> t
     """
     if policy not in ("all", "mixed", "only_correct", "by_difficulty"):
         raise ValueError(f"unknown correctness policy {policy!r}")
-
-    def reason(row):
-        if row["correct"] or policy in ("all", "mixed"):
-            return None
-        if policy == "by_difficulty" and row["difficulty"] == "hard":
-            return None
-        return "incorrect"
-
-    return keep_where(rows, f"correctness_{policy}", reason)
+    return keep_where(rows, f"correctness_{policy}", lambda r: None if r["correct"] or policy in ("all", "mixed") or (
+        policy == "by_difficulty" and r["difficulty"] == "hard") else "incorrect")
 
 
 def filter_code_tests(rows: Sequence[dict], pass_rates: Mapping[str, float], n_tests: Callable[[dict], int], *,

@@ -138,11 +138,6 @@ def read_records(path: Path) -> list[tuple[str, object]]:
     return [(f"{path}: line {k}", _json(ln, path, k)) for k, ln in enumerate(text.split("\n"), 1) if ln.strip()]
 
 
-def read_file(path: Path) -> list:
-    """Records of one ``.json`` (an array) or ``.jsonl`` file (errors name the file and line)."""
-    return [rec for _, rec in read_records(path)]
-
-
 def sha256_file(path: Path) -> str:
     """sha256 of a file, read in 1 MiB blocks (the code set is gigabytes)."""
     digest = hashlib.sha256()

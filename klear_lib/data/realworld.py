@@ -7,6 +7,8 @@ are not run here: the released subsets are already filtered, and the funnel says
 """
 from __future__ import annotations
 
+from tqdm.auto import tqdm
+
 from klear_lib.configs.base import config_hash
 from klear_lib.data import curation as cu
 from klear_lib.data.curation import World
@@ -30,19 +32,23 @@ def _benchmarks(mode: str, funnel: cu.Funnel) -> dict[str, list[dict]]:
     return out
 
 
-def _train_split(split: str, names: tuple[str, ...], mode: str, cfg, index: cu.NgramIndex,
-                 funnel: cu.Funnel) -> list[dict]:
+def _train_split(split: str, names: tuple[str, ...], mode: str, cfg, index: cu.NgramIndex, funnel: cu.Funnel,
+                 not_run: tuple[str, str] = ("teacher_filters", "not run: needs 16 DeepSeek-R1 samples per prompt "
+                                             "(docs/paper.md §2.3)")) -> list[dict]:
+    """Every source of ``names``, loaded with drops counted, deduplicated across sources and decontaminated (code
+    RL: and cut to ``min_code_tests``); ``not_run`` is the (stage, note) of the filters the kit cannot run."""
     rows = []
     for name in names:
         part, f = load_source(name, LOAD_MODE[mode], on_error="drop")
         funnel.steps += [(f"{split}:{p}", s) for p, s in f.steps]
         rows += part
-    rows = funnel.run(split, rows, cu.exact_dedup, lambda r: cu.decontaminate(r, (), index=index, text=decontam_text))
+    rows = funnel.run(split, rows, lambda r: cu.exact_dedup(tqdm(r, desc=f"{split}: exact dedup", unit="row")),
+                      lambda r: cu.decontaminate(tqdm(r, desc=f"{split}: decontaminate", unit="row"), (),
+                                                 index=index, text=decontam_text))
     if split == "code_rl":
         rows = funnel.run(split, rows, lambda r: cu.keep_where(r, "min_tests", lambda row: None if n_code_tests(
             row["reward_model"]["ground_truth"]) >= cfg.min_code_tests else "too_few_tests"))
-    funnel.add(split, cu.Step("teacher_filters", len(rows), len(rows), {},
-                              note="not run: needs 16 DeepSeek-R1 samples per prompt (docs/paper.md §2.3)"))
+    funnel.add(split, cu.Step(not_run[0], len(rows), len(rows), {}, note=not_run[1]))
     return rows
 
 

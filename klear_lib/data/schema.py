@@ -57,22 +57,23 @@ def _check(cond: bool, rid: str, field: str, why: str) -> None:
 
 def parse_code_tests(ground_truth: str, rid: str = "<no id>") -> dict:
     """Parse a code ground truth JSON string ``{"inputs": [...], "outputs": [...]}`` (or functional)."""
+    def check(cond: bool, why: str) -> None:
+        _check(cond, rid, "reward_model.ground_truth", why)
+
     try:
         tests = json.loads(ground_truth)
     except (TypeError, json.JSONDecodeError) as err:
         raise RowError(rid, "reward_model.ground_truth", f"unparsable tests ({err})") from None
-    _check(isinstance(tests, dict), rid, "reward_model.ground_truth", "tests must be a JSON object")
+    check(isinstance(tests, dict), "tests must be a JSON object")
     if "functional" in tests:
-        _check(isinstance(tests["functional"], str) and tests["functional"].strip() != "", rid,
-               "reward_model.ground_truth", "empty functional tests")
-        _check("Solution()" in tests["functional"], rid, "reward_model.ground_truth",
-               "functional tests must call Solution() (check(Solution().name)), or no program can pass them")
+        check(isinstance(tests["functional"], str) and tests["functional"].strip() != "", "empty functional tests")
+        check("Solution()" in tests["functional"],
+              "functional tests must call Solution() (check(Solution().name)), or no program can pass them")
         return tests
     ins, outs = tests.get("inputs"), tests.get("outputs")
-    _check(isinstance(ins, list) and isinstance(outs, list), rid, "reward_model.ground_truth",
-           "tests need lists 'inputs' and 'outputs'")
-    _check(len(ins) > 0, rid, "reward_model.ground_truth", "empty tests")
-    _check(len(ins) == len(outs), rid, "reward_model.ground_truth", f"{len(ins)} inputs vs {len(outs)} outputs")
+    check(isinstance(ins, list) and isinstance(outs, list), "tests need lists 'inputs' and 'outputs'")
+    check(len(ins) > 0, "empty tests")
+    check(len(ins) == len(outs), f"{len(ins)} inputs vs {len(outs)} outputs")
     return tests
 
 
@@ -84,11 +85,9 @@ def n_code_tests(ground_truth: str) -> int:
     return len(tests["inputs"])
 
 
-def judge_can_parse(answer: str) -> bool:
-    """True when the math judge can use ``answer`` as a ground truth (``rewards.math.gold_parses``): an integer, or
-    math-verify parses ``\\boxed{answer}`` to an expression, after the judge's digit rule and within its size,
-    nesting and time bounds, from any thread. False at a bound: the row then follows the drop/raise policy."""
-    return gold_parses(answer)
+# The math judge can use an answer as a ground truth: an integer, or math-verify parses ``\boxed{answer}`` within the
+# judge's bounds (``rewards.math.gold_parses``). False at a bound: the row then follows the drop/raise policy.
+judge_can_parse = gold_parses
 
 
 def validate_rl_row(row: Any, *, require_answer: bool = True, check_judge: bool = True) -> dict:

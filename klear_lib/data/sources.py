@@ -14,8 +14,7 @@ import functools
 import logging
 
 from klear_lib.data import curation as cu
-from klear_lib.data.fetch import (MirrorFile, SourceUnavailable, git_file, hub_records, locate, mirror_dir,
-                                  read_file, read_records)  # noqa: F401 (read_file: tests read files through here)
+from klear_lib.data.fetch import MirrorFile, SourceUnavailable, git_file, hub_records, locate, mirror_dir, read_records
 from klear_lib.data.mappers import MAPPERS, FieldError, map_one
 from klear_lib.data.schema import RowError, validate_rl_row
 
@@ -49,10 +48,6 @@ class Source:
     mirror_mapper: str | None = None
     mirror_rows: int | None = None    # records in the mirror files (checked by ``make test-real``)
     problems: int | None = None       # a benchmark's size once loaded (after its window); any other count raises
-
-    @property
-    def rows(self) -> int | None:
-        return self.hub_rows or self.mirror_rows
 
 
 class RecordError(RowError):
@@ -204,15 +199,6 @@ def _join_lcb(m, t):
     return {**m, "problem": t.get("problem"), "starter_code": t.get("starter_code"), "tests": t.get("tests")}
 
 
-def lcb_local_records(files: list) -> list[tuple[str, object]]:
-    """Join QwQ's LCB v5 list (ids, dates, prompt) with rLLM's row-aligned public tests; places name both files."""
-    meta, tests = (read_records(f) for f in files)
-    if len(meta) != len(tests):
-        raise ValueError(f"{files[0]}: {len(meta)} problems vs {len(tests)} test rows in {files[1]}; "
-                         "the files are not row-aligned")
-    return [(f"{mp} and {tp}", _join_lcb(m, t)) for (mp, m), (tp, t) in zip(meta, tests)]
-
-
 def located_records(src: Source, mode: str = "auto") -> tuple[list[tuple[str, object]], str, str, str]:
     """``(pairs, mapper name, where, origin)``: ``(place, record)`` pairs, where they load from (mirror | hub | git,
     ``fetch.locate``) and what that is (files, or the hub dataset at its revision) for error messages."""
@@ -222,8 +208,14 @@ def located_records(src: Source, mode: str = "auto") -> tuple[list[tuple[str, ob
         return [(f"{origin}: row {k}", rec) for k, rec in enumerate(hub_records(src), 1)], src.hub_mapper, where, origin
     if where == "git":
         paths = [git_file(src, f) for f in src.mirror_files]
-    pairs = (lcb_local_records(paths) if src.mirror_mapper == "lcb_local"
-             else [pair for f in paths for pair in read_records(f)])
+    if src.mirror_mapper != "lcb_local":
+        pairs = [pair for f in paths for pair in read_records(f)]
+    else:  # QwQ's LCB v5 list (ids, dates, prompt) joined with rLLM's row-aligned public tests; places name both files
+        meta, tests = (read_records(f) for f in paths)
+        if len(meta) != len(tests):
+            raise ValueError(f"{paths[0]}: {len(meta)} problems vs {len(tests)} test rows in {paths[1]}; "
+                             "the files are not row-aligned")
+        pairs = [(f"{mp} and {tp}", _join_lcb(m, t)) for (mp, m), (tp, t) in zip(meta, tests)]
     return pairs, src.mirror_mapper, where, ", ".join(map(str, paths))
 
 

@@ -19,21 +19,21 @@ from klear_lib.rewards.code import extract_program  # the judge's extraction, so
 TIERS = (1, 2, 3, 4)
 DATA_SOURCE = "tiny_code"
 
-# name -> (phrase, statement, precedence of the one-liner result, constant range, the op in pure Python)
+# name -> (phrase, statement, one-liner, precedence its operand needs in a one-liner, precedence of the one-liner
+# result, constant range, the op in pure Python)
 OPS = {
-    "add": ("add {c}", "x=x+{c}", 1, (1, 9), lambda x, c: x + c),
-    "sub": ("subtract {c}", "x=x-{c}", 1, (1, 9), lambda x, c: x - c),
-    "mul": ("multiply by {c}", "x=x*{c}", 2, (3, 9), lambda x, c: x * c),
-    "double": ("double it", "x=x*2", 2, None, lambda x, c: x * 2),
-    "square": ("square it", "x=x*x", 5, None, lambda x, c: x * x),
-    "neg": ("negate it", "x=-x", 3, None, lambda x, c: -x),
-    "abs": ("take abs", "x=abs(x)", 6, None, lambda x, c: abs(x)),
-    "max": ("take max with {c}", "x=max(x,{c})", 6, (-5, 9), max),
-    "min": ("take min with {c}", "x=min(x,{c})", 6, (-5, 9), min),
-    "mod": ("take mod {c}", "x=x%{c}", 2, (2, 9), lambda x, c: x % c),
-    "div": ("floor-divide by {c}", "x=x//{c}", 2, (2, 5), lambda x, c: x // c),  # floor division as in Python
+    "add": ("add {c}", "x=x+{c}", "{e}+{c}", 1, 1, (1, 9), lambda x, c: x + c),
+    "sub": ("subtract {c}", "x=x-{c}", "{e}-{c}", 1, 1, (1, 9), lambda x, c: x - c),
+    "mul": ("multiply by {c}", "x=x*{c}", "{e}*{c}", 2, 2, (3, 9), lambda x, c: x * c),
+    "double": ("double it", "x=x*2", "{e}*2", 2, 2, None, lambda x, c: x * 2),
+    "square": ("square it", "x=x*x", "{e}**2", 6, 5, None, lambda x, c: x * x),
+    "neg": ("negate it", "x=-x", "-{e}", 3, 3, None, lambda x, c: -x),
+    "abs": ("take abs", "x=abs(x)", "abs({e})", 0, 6, None, lambda x, c: abs(x)),
+    "max": ("take max with {c}", "x=max(x,{c})", "max({e},{c})", 0, 6, (-5, 9), max),
+    "min": ("take min with {c}", "x=min(x,{c})", "min({e},{c})", 0, 6, (-5, 9), min),
+    "mod": ("take mod {c}", "x=x%{c}", "{e}%{c}", 2, 2, (2, 9), lambda x, c: x % c),
+    "div": ("floor-divide by {c}", "x=x//{c}", "{e}//{c}", 2, 2, (2, 5), lambda x, c: x // c),  # floor division
 }
-_NEEDS = {"add": 1, "sub": 1, "mul": 2, "double": 2, "mod": 2, "div": 2, "neg": 3, "square": 6}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,31 +59,25 @@ class CodeItem:
 
 
 def apply_op(name: str, c: int | None, x: int) -> int:
-    return OPS[name][4](x, c)
+    return OPS[name][6](x, c)
 
 
 def run_ops(ops, x: int) -> int:
-    for name, c in ops:
-        x = apply_op(name, c, x)
-    return x
+    return functools.reduce(lambda v, op: apply_op(*op, v), ops, x)
 
 
-def sample_ops(rng: random.Random, tier: int) -> tuple[tuple[str, int | None], ...]:
-    """``tier`` distinct-in-a-row ops, at most one ``square``."""
+def sample_item(rng: random.Random, tier: int, n_tests: int = 16) -> CodeItem:
+    """A random problem: ``tier`` distinct-in-a-row ops, at most one ``square``, and ``n_tests`` distinct inputs in
+    -20..20."""
     ops: list[tuple[str, int | None]] = []
     names = sorted(OPS)
     while len(ops) < tier:
         name = rng.choice(names)
         if (ops and ops[-1][0] == name) or (name == "square" and any(n == "square" for n, _ in ops)):
             continue
-        lo_hi = OPS[name][3]
+        lo_hi = OPS[name][5]
         ops.append((name, rng.randint(*lo_hi) if lo_hi else None))
-    return tuple(ops)
-
-
-def sample_item(rng: random.Random, tier: int, n_tests: int = 16) -> CodeItem:
-    """A random problem with ``tier`` ops and ``n_tests`` distinct inputs in -20..20."""
-    return CodeItem(sample_ops(rng, tier), tuple(rng.sample(range(-20, 21), n_tests)))
+    return CodeItem(tuple(ops), tuple(rng.sample(range(-20, 21), n_tests)))
 
 
 def ground_truth(inputs, outputs) -> str:
@@ -115,12 +109,9 @@ def oneliner(ops, drop_parens=lambda: False) -> str:
     """One expression; at each place parentheses are needed, ``drop_parens()`` may omit them (the bug)."""
     expr, level = "x", 6
     for name, c in ops:
-        wrap = level < _NEEDS.get(name, 0) and not drop_parens()
-        e = f"({expr})" if wrap else expr
-        expr = {"add": f"{e}+{c}", "sub": f"{e}-{c}", "mul": f"{e}*{c}", "double": f"{e}*2",
-                "square": f"{e}*{e}" if e == "x" else f"{e}**2", "neg": f"-{e}", "abs": f"abs({expr})",
-                "max": f"max({expr},{c})", "min": f"min({expr},{c})", "mod": f"{e}%{c}", "div": f"{e}//{c}"}[name]
-        level = OPS[name][2]
+        e = f"({expr})" if level < OPS[name][3] and not drop_parens() else expr
+        expr = "x*x" if name == "square" and e == "x" else OPS[name][2].format(e=e, c=c)
+        level = OPS[name][4]
     return f"x=int(input())\nprint({expr})"
 
 

@@ -11,6 +11,7 @@ probe. Intermediate values stay >= 0; multiplications are (1-2 digit) x (1 digit
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 import re
 
@@ -43,11 +44,7 @@ class MathItem:
 
     def values(self) -> list[int]:
         """Intermediate results after each operation (the last is the answer)."""
-        out, cur = [], self.start
-        for op, b in self.ops:
-            cur = apply(cur, op, b)
-            out.append(cur)
-        return out
+        return list(itertools.accumulate(self.ops, lambda cur, op: apply(cur, *op), initial=self.start))[1:]
 
     @property
     def answer(self) -> int:

@@ -9,6 +9,7 @@ accuracy follows it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 import re
 
@@ -22,67 +23,47 @@ FILLERS = ("Let me work through this step.", "Now the next operation.", "OK, car
 
 
 @dataclasses.dataclass(frozen=True)
-class MathTeacher:
-    """A math trace generator (see module docstring for the error model)."""
+class Teacher:
+    """A trace generator (see module docstring for the error model). ``p_reliable``: the chance of the reliable
+    strategy (math: decompose a step; code: one statement per step). ``err``: a step's error rate with the
+    unreliable and with the reliable strategy (a code op's, either way); ``p_precedence``: the chance that a code
+    one-liner drops needed parentheses."""
 
     name: str
+    ability: str
     rank: int
     style: str
-    p_decompose: float
-    err_direct: float
-    err_decompose: float
+    p_reliable: float
+    err: tuple[float, float]
+    p_precedence: float = 0.0
     growth: float = 0.25
     p_check: float = 0.0
     p_detect: float = 0.0
     p_filler: float = 0.0
     p_noise: float = 0.0
-    ability: str = "math"
 
-    def error_rate(self, decompose: bool, tier: int) -> float:
-        return (self.err_decompose if decompose else self.err_direct) * (1 + self.growth * (tier - 1))
-
-
-@dataclasses.dataclass(frozen=True)
-class CodeTeacher:
-    """A code trace generator: stepwise programs or one-liners with precedence slips."""
-
-    name: str
-    rank: int
-    style: str
-    p_stepwise: float
-    err_op: float
-    p_precedence: float
-    growth: float = 0.25
-    p_check: float = 0.0
-    p_detect: float = 0.0
-    p_noise: float = 0.0
-    ability: str = "code"
-
-    def error_rate(self, tier: int) -> float:
-        return self.err_op * (1 + self.growth * (tier - 1))
+    def error_rate(self, reliable: bool, tier: int) -> float:
+        return self.err[reliable] * (1 + self.growth * (tier - 1))
 
 
-MATH_TEACHERS = {t.name: t for t in (
-    MathTeacher("reflective", 1, "long reflective CoT: checks every step, corrects caught errors", 0.5, 0.10, 0.01,
-                p_check=0.8, p_detect=0.9),
-    MathTeacher("careful", 2, "decomposes most steps, no checks", 0.8, 0.10, 0.015),
-    MathTeacher("mixed", 3, "half direct, half decomposed, occasional checks", 0.5, 0.14, 0.03,
-                p_check=0.2, p_detect=0.5),
-    MathTeacher("verbose", 4, "long filler sentences, mostly direct, rare checks", 0.3, 0.12, 0.04,
-                p_check=0.1, p_detect=0.5, p_filler=0.6),
-    MathTeacher("terse", 5, "terse scratchpad, direct answers only", 0.0, 0.15, 0.15),
-    MathTeacher("noisy", 6, "noisy: typos, wrong operators, broken format", 0.4, 0.18, 0.06, p_noise=0.3),
+TEACHERS = {t.name: t for t in (
+    Teacher("reflective", "math", 1, "long reflective CoT: checks every step, corrects caught errors", 0.5,
+            (0.10, 0.01), p_check=0.8, p_detect=0.9),
+    Teacher("careful", "math", 2, "decomposes most steps, no checks", 0.8, (0.10, 0.015)),
+    Teacher("mixed", "math", 3, "half direct, half decomposed, occasional checks", 0.5, (0.14, 0.03),
+            p_check=0.2, p_detect=0.5),
+    Teacher("verbose", "math", 4, "long filler sentences, mostly direct, rare checks", 0.3, (0.12, 0.04),
+            p_check=0.1, p_detect=0.5, p_filler=0.6),
+    Teacher("terse", "math", 5, "terse scratchpad, direct answers only", 0.0, (0.15, 0.15)),
+    Teacher("noisy", "math", 6, "noisy: typos, wrong operators, broken format", 0.4, (0.18, 0.06), p_noise=0.3),
+    Teacher("code_reflective", "code", 1, "stepwise, checks an example input, rewrites a wrong program", 0.6,
+            (0.03, 0.03), 0.5, p_check=0.8, p_detect=0.9),
+    Teacher("code_stepwise", "code", 2, "one statement per step, no checks", 0.9, (0.04, 0.04), 0.5),
+    Teacher("code_mixed", "code", 3, "half stepwise, half one-liners, occasional checks", 0.5, (0.06, 0.06), 0.5,
+            p_check=0.2, p_detect=0.5),
+    Teacher("code_oneliner", "code", 4, "terse one-liners with precedence slips, some noise", 0.0, (0.06, 0.06),
+            0.6, p_noise=0.1),
 )}
-CODE_TEACHERS = {t.name: t for t in (
-    CodeTeacher("code_reflective", 1, "stepwise, checks an example input, rewrites a wrong program", 0.6, 0.03, 0.5,
-                p_check=0.8, p_detect=0.9),
-    CodeTeacher("code_stepwise", 2, "one statement per step, no checks", 0.9, 0.04, 0.5),
-    CodeTeacher("code_mixed", 3, "half stepwise, half one-liners, occasional checks", 0.5, 0.06, 0.5,
-                p_check=0.2, p_detect=0.5),
-    CodeTeacher("code_oneliner", 4, "terse one-liners with precedence slips, some noise", 0.0, 0.06, 0.6,
-                p_noise=0.1),
-)}
-TEACHERS = {**MATH_TEACHERS, **CODE_TEACHERS}
 
 
 def get_teacher(name: str):
@@ -94,27 +75,22 @@ def get_teacher(name: str):
 
 def ranked(ability: str) -> list[str]:
     """Teacher names of ``ability`` from best to worst (documented rank)."""
-    pool = MATH_TEACHERS if ability == "math" else CODE_TEACHERS
-    return sorted(pool, key=lambda n: pool[n].rank)
+    return sorted((n for n, t in TEACHERS.items() if t.ability == ability), key=lambda n: TEACHERS[n].rank)
 
 
-def _slip(rng: random.Random, true: int, op: str, b: int) -> int:
-    deltas = [-10, -1, 1, 10] + ([-b, b] if op == "*" else [])
-    got = true + rng.choice(deltas)
-    return got if got >= 0 and got != true else true + abs(rng.choice([1, 10]))
-
-
-def _math_lines(t: MathTeacher, item: tm.MathItem, rng: random.Random, wrong_op_at: int) -> tuple[list, int]:
+def _math_lines(t: Teacher, item: tm.MathItem, rng: random.Random, wrong_op_at: int) -> tuple[list, int]:
     lines, cur = [], item.start
     if t.p_filler:
         lines.append(("filler", "We evaluate the expression one step at a time."))
     for i, (op, b) in enumerate(item.ops):
         if rng.random() < t.p_filler:
             lines.append(("filler", rng.choice(FILLERS)))
-        dec = rng.random() < t.p_decompose
+        dec = rng.random() < t.p_reliable
         true = tm.apply(cur, op, b)
         wrong = rng.random() < t.error_rate(dec, item.tier)
-        got = _slip(rng, true, op, b) if wrong else true
+        got = true + rng.choice([-10, -1, 1, 10] + ([-b, b] if op == "*" else [])) if wrong else true
+        if wrong and (got < 0 or got == true):  # a slip never goes negative or lands on the truth
+            got = true + abs(rng.choice([1, 10]))
         if i == wrong_op_at:
             got, wrong = max(0, tm.apply(cur, "+" if op != "+" else "*", b)), True
         lines.append(("step", tm.decomposed(cur, op, b, got) if dec else f"{cur}{op}{b}={got}"))
@@ -139,7 +115,7 @@ def _fit(lines: list, tail: str) -> str:
     return text[:MAX_RESPONSE_CHARS]
 
 
-def math_response(t: MathTeacher, item: tm.MathItem, rng: random.Random) -> str:
+def math_response(t: Teacher, item: tm.MathItem, rng: random.Random) -> str:
     """One response of teacher ``t`` to ``item``."""
     noise = rng.choice(("typo", "wrong_op", "no_answer", "unclosed")) if rng.random() < t.p_noise else None
     wrong_op_at = rng.randrange(item.tier) if noise == "wrong_op" else -1
@@ -161,18 +137,16 @@ def _mutate(op: tuple, rng: random.Random) -> tuple | None:
     return name, c + 1 if name in ("mod", "div") or c == -1 else c + rng.choice((-1, 1))
 
 
-def code_response(t: CodeTeacher, item: tc.CodeItem, rng: random.Random) -> str:
+def code_response(t: Teacher, item: tc.CodeItem, rng: random.Random) -> str:
     """One response of teacher ``t`` to ``item``."""
-    rate = t.error_rate(item.tier)
+    rate = t.error_rate(False, item.tier)
     ops = [op if rng.random() >= rate else _mutate(op, rng) for op in item.ops]
     ops = [op for op in ops if op is not None] or list(item.ops[:1])
-    stepwise = rng.random() < t.p_stepwise
+    stepwise = rng.random() < t.p_reliable
     program = tc.stepwise_program(ops) if stepwise else tc.oneliner(ops, lambda: rng.random() < t.p_precedence)
     think = ["one statement per step" if stepwise else "write it as one expression"]
     if rng.random() < t.p_check:  # the program on an example input, beside the ops worked by hand
-        trace = [rng.randint(1, 5)]
-        for name, c in item.ops:
-            trace.append(tc.apply_op(name, c, trace[-1]))
+        trace = list(itertools.accumulate(item.ops, lambda x, op: tc.apply_op(*op, x), initial=rng.randint(1, 5)))
         got = (tc.interpret(program, trace[0]) or "an error").strip()
         ok = got == str(trace[-1])
         if ok or rng.random() < t.p_detect:

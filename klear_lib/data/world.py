@@ -108,29 +108,22 @@ def _noisy(cfg, row: dict, share: float, kind: str) -> bool:
     return py_rng(cfg.seed, "noise", kind, cu.item_of(row)).random() < share
 
 
-def inject_math_noise(cfg, rows: list[dict]) -> list[dict]:
-    """Replace the reference answer of a ``math_wrong_answer_share`` of items by a wrong one (flagged)."""
-    out = []
+def inject_noise(cfg, rows: list[dict], ability: str) -> list[dict]:
+    """Math: replace the reference answer of a ``math_wrong_answer_share`` of items by a wrong one. Code: corrupt
+    some expected outputs (``faulty_tests``) or cut the tests below 16 (``few_tests``). Noisy rows are flagged."""
+    out, is_math = [], ability == "math"
     for row in rows:
-        if _noisy(cfg, row, cfg.math_wrong_answer_share, "wrong_answer"):
-            rng = py_rng(cfg.seed, "noise", "delta", cu.item_of(row))
+        item, split = _item(row), row["extra_info"]["split"]
+        rng = py_rng(cfg.seed, "noise", "delta" if is_math else "tests", cu.item_of(row))
+        if is_math and _noisy(cfg, row, cfg.math_wrong_answer_share, "wrong_answer"):
             wrong = int(row["reward_model"]["ground_truth"]) + rng.choice((-1, 1)) * rng.randint(1, 9)
-            row = tm.to_row(_item(row), row["extra_info"]["split"], ground_truth=wrong, noise="wrong_answer")
-        out.append(row)
-    return out
-
-
-def inject_code_noise(cfg, rows: list[dict]) -> list[dict]:
-    """Corrupt some expected outputs (``faulty_tests``) or cut the tests below 16 (``few_tests``), flagged."""
-    out = []
-    for row in rows:
-        item, split, rng = _item(row), row["extra_info"]["split"], py_rng(cfg.seed, "noise", "tests", cu.item_of(row))
-        if _noisy(cfg, row, cfg.code_faulty_tests_share, "faulty_tests"):
+            row = tm.to_row(item, split, ground_truth=wrong, noise="wrong_answer")
+        elif not is_math and _noisy(cfg, row, cfg.code_faulty_tests_share, "faulty_tests"):
             outs = item.outputs()
             for i in rng.sample(range(len(outs)), rng.randint(2, 5)):
                 outs[i] += rng.choice((-3, -2, -1, 1, 2, 3))
             row = tc.to_row(item, split, outputs=outs, noise="faulty_tests")
-        elif _noisy(cfg, row, cfg.code_few_tests_share, "few_tests"):
+        elif not is_math and _noisy(cfg, row, cfg.code_few_tests_share, "few_tests"):
             few = item.inputs[: rng.randint(6, cfg.min_code_tests - 1)]
             row = tc.to_row(item, split, inputs=few, noise="few_tests")
         out.append(row)
@@ -146,7 +139,7 @@ def rl_split(cfg, ability: str, heldout: set[str], index: cu.NgramIndex,
     rows = _candidates(cfg, ability, f"rl:{ability}", n_cand, name, cfg.rl_tier_weights if is_math
                        else cfg.code_tier_weights)
     rows = _clean(rows, name, heldout, index, funnel)
-    noisy = inject_math_noise(cfg, rows) if is_math else inject_code_noise(cfg, rows)
+    noisy = inject_noise(cfg, rows, ability)
     kinds = Counter(r["extra_info"]["noise"] for r in noisy if r["extra_info"]["noise"])
     funnel.add(name, cu.Step("inject_noise", len(rows), len(noisy), {},
                              ";".join(f"{k}={v}" for k, v in sorted(kinds.items()))))

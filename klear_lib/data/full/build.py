@@ -26,7 +26,6 @@ import logging
 from pathlib import Path
 
 from datasets import Dataset
-from tqdm.auto import tqdm
 
 from klear_lib import artifacts
 from klear_lib.configs import config_hash, get_config, to_dict
@@ -34,9 +33,9 @@ from klear_lib.configs.base import parse_overrides
 from klear_lib.data import curation as cu
 from klear_lib.data.fetch import SourceUnavailable, locate, sha256_file
 from klear_lib.data.full import card
-from klear_lib.data.realworld import LOAD_MODE, TRAIN, _benchmarks, benchmark_index, build_real_world
+from klear_lib.data.realworld import LOAD_MODE, TRAIN, _benchmarks, _train_split, benchmark_index, build_real_world
 from klear_lib.data.schema import dumps_rows
-from klear_lib.data.sources import BENCHMARKS, SOURCES, decontam_text, load_source
+from klear_lib.data.sources import BENCHMARKS, SOURCES
 from klear_lib.data.store import funnel_csv
 
 log = logging.getLogger(__name__)
@@ -45,11 +44,6 @@ SFT_SOURCES = tuple(n for n, s in SOURCES.items() if s.kind == "sft_prompts")
 FILES = {"math_rl": "math_rl.parquet", "code_rl": "code_rl.parquet", "sft_prompts": "sft_prompts.jsonl"}
 NOT_RUN_SFT = ("not run: Qwen3-8B difficulty labels, the source ranking and K-Center selection down to the paper's "
                "1.5M rows, and the teacher's 16 responses per prompt (docs/paper.md §2.2)")
-
-
-def default_parts(source: str) -> tuple[str, ...]:
-    """Both parts from the hub; the RL part alone from a mirror (the SFT prompt sets are hub only)."""
-    return PARTS if source == "hub" else ("rl",)
 
 
 def part_sources(parts, source: str) -> dict[str, tuple[str, ...]]:
@@ -76,7 +70,7 @@ def where(name: str, source: str) -> str:
     return f"hub: {src.hub_id}@{src.revision or 'default branch (revision UNVERIFIED)'}"
 
 
-def dry_run(parts, source: str, cfg, out: Path) -> str:
+def plan(parts, source: str, cfg, out: Path) -> str:
     """What a build would read, do and write."""
     rules = {n: getattr(cfg, n) for n in ("ngram_decontam", "ngram_boilerplate_df", "min_code_tests")}
     lines = [f"data config {config_hash(cfg)} (full, source={source}): {json.dumps(rules)}"]
@@ -92,22 +86,6 @@ def dry_run(parts, source: str, cfg, out: Path) -> str:
     return "\n".join(ln for ln in lines if ln)
 
 
-def sft_prompts(source: str, cfg, index: cu.NgramIndex, funnel: cu.Funnel) -> list[dict]:
-    """Every SFT prompt source, loaded strictly (a missing source raises), then deduplicated across sources and
-    decontaminated; rows of a domain the kit does not train (e.g. science) fail validation and are counted."""
-    rows = []
-    for name in SFT_SOURCES:
-        part, f = load_source(name, LOAD_MODE[source], on_error="drop")
-        funnel.steps += [(f"sft_prompts:{p}", s) for p, s in f.steps]
-        rows += part
-    rows = funnel.run("sft_prompts", rows,
-                      lambda r: cu.exact_dedup(tqdm(r, desc="sft_prompts: exact dedup", unit="row")),
-                      lambda r: cu.decontaminate(tqdm(r, desc="sft_prompts: decontaminate", unit="row"), (),
-                                                 index=index, text=decontam_text))
-    funnel.add("sft_prompts", cu.Step("teacher_and_selection", len(rows), len(rows), {}, note=NOT_RUN_SFT))
-    return rows
-
-
 def build(parts, source: str, cfg) -> tuple[dict[str, list[dict]], cu.Funnel]:
     """The splits of ``parts`` and the funnel: RL through ``build_real_world``, SFT prompts beside it against the
     same benchmarks (loaded once)."""
@@ -121,17 +99,10 @@ def build(parts, source: str, cfg) -> tuple[dict[str, list[dict]], cu.Funnel]:
         funnel, splits = cu.Funnel(), {}
         evals = _benchmarks(source, funnel)
     if "sft" in parts:
-        splits["sft_prompts"] = sft_prompts(source, cfg, benchmark_index(evals, cfg), funnel)
+        # rows of a domain the kit does not train (e.g. science) fail validation and are counted
+        splits["sft_prompts"] = _train_split("sft_prompts", SFT_SOURCES, source, cfg, benchmark_index(evals, cfg),
+                                             funnel, ("teacher_and_selection", NOT_RUN_SFT))
     return splits, funnel
-
-
-def write_rows(rows: list[dict], path: Path) -> None:
-    """Parquet (verl's format, read by the trainers' ``load_dataset``) or JSON lines, written atomically."""
-    with artifacts.replacing(path) as tmp:
-        if path.suffix == ".parquet":
-            Dataset.from_list(rows).to_parquet(str(tmp))
-        else:
-            tmp.write_text(dumps_rows(rows))
 
 
 def manifest(parts, source: str, cfg, splits: dict, out: Path) -> dict:
@@ -150,17 +121,23 @@ def manifest(parts, source: str, cfg, splits: dict, out: Path) -> dict:
             "sources": sources, "files": files}
 
 
-def run(out: Path, source: str = "hub", parts=None, **overrides) -> dict:
-    """Build and write every file of ``parts`` (``overrides``: DataConfig fields); returns the manifest. A split
-    whose every row was dropped gets no file, and raises once the funnel, manifest and card say why: a training
-    file without rows would only fail later, on a GPU."""
-    parts = tuple(parts or default_parts(source))
+def run(out: Path, source: str = "hub", parts=None, dry_run: bool = False, **overrides) -> dict | str:
+    """Build and write every file of ``parts`` (``overrides``: DataConfig fields); returns the manifest, or with
+    ``dry_run`` only the ``plan``. A split whose every row was dropped gets no file, and raises once the funnel,
+    manifest and card say why: a training file without rows would only fail later, on a GPU."""
+    parts = tuple(parts or (PARTS if source == "hub" else ("rl",)))  # the SFT prompt sets are hub only
     cfg = get_config("data", "full", **{"source": source, **overrides})
+    if dry_run:
+        return plan(parts, source, cfg, out)
     splits, funnel = build(parts, source, cfg)
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in splits.items():
-        if rows:
-            write_rows(rows, out / FILES[name])
+        if rows:  # verl's parquet (read by the trainers' load_dataset) or JSON lines, written atomically
+            with artifacts.replacing(out / FILES[name]) as tmp:
+                if FILES[name].endswith(".parquet"):
+                    Dataset.from_list(rows).to_parquet(str(tmp))
+                else:
+                    tmp.write_text(dumps_rows(rows))
     (out / "funnel.csv").write_text(funnel_csv(funnel))
     info = manifest(parts, source, cfg, splits, out)
     (out / "manifest.json").write_text(json.dumps(info, indent=1, sort_keys=True))
@@ -180,15 +157,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="DataConfig fields (e.g. min_code_tests=1: the mirror's code sets have 2-6 tests)")
     parser.add_argument("--dry-run", action="store_true", help="print what would be read and written")
     args = parser.parse_args(argv)
-    parts, overrides = tuple(args.parts or default_parts(args.source)), parse_overrides(args.set)
+    overrides = parse_overrides(args.set)
     try:
-        if args.dry_run:
-            cfg = get_config("data", "full", **{"source": args.source, **overrides})
-            return print(dry_run(parts, args.source, cfg, Path(args.out)))
-        info = run(Path(args.out), args.source, parts, **overrides)
+        info = run(Path(args.out), args.source, args.parts, args.dry_run, **overrides)
     except (KeyError, ValueError, FileNotFoundError) as err:  # FileNotFoundError: SourceUnavailable
         parser.exit(2, f"{parser.prog}: {err}\n")
-    print("\n".join(f"{name}: {f['rows']} rows" for name, f in info["files"].items()))
+    print(info if args.dry_run else "\n".join(f"{name}: {f['rows']} rows" for name, f in info["files"].items()))
 
 
 if __name__ == "__main__":

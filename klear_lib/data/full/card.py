@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from klear_lib.data.cards import front_matter
+from klear_lib.data.cards import _sections, front_matter
 from klear_lib.data.curation import Funnel
 from klear_lib.data.report import funnel_frame, split_counts
 from klear_lib.data.sources import SOURCES
@@ -40,28 +40,24 @@ def data_card(splits: dict[str, list[dict]], funnel: Funnel, info: dict) -> str:
     hub_ids = sorted({s["hub_id"] for s in info["sources"].values() if s["hub_id"] and s["group"] != "benchmarks"})
     head = front_matter("Klear-Reasoner full-recipe training files", "other", sum(map(len, splits.values())),
                         ["klear-reasoner", "rl", "sft"], hub_ids)
-    sections = {
-        "Motivation": "The files a run of the paper's recipe trains on, built from released data only: "
-                      + "; ".join(f"`{n}`: {ROLE[n]}" for n in splits) + ".",
-        "Composition": f"Generated counts:\n\n{markdown_table(counts)}\n\nFiles:\n\n{files}",
-        "Collection process": f"Read by `python -m klear_lib.data.full.build --source {info['source']}` from the "
-                              "sources below at their pinned revisions (`klear_lib/data/sources.py`).",
-        "Preprocessing, cleaning and labelling":
-            "Each source is mapped to the kit's verl-style schema and validated; the pools are exactly "
-            f"deduplicated and {cfg['ngram_decontam']}-gram decontaminated against every benchmark; code RL keeps "
-            f"problems with at least {cfg['min_code_tests']} tests"
-            + ("" if cfg["min_code_tests"] == 16 else " (the paper: 16, docs/paper.md §2.3; overridden here)")
-            + ". What each step dropped, and why:\n\n"
-            + (markdown_table(drops(funnel)) if len(drops(funnel)) else "(nothing dropped)")
-            + f"\n\nThe whole funnel (generated):\n\n{markdown_table(funnel_frame(funnel))}",
-        "Uses": "RL training (`math_rl`, `code_rl`: `TRAIN_FILE` of `scripts/launch_rl_full.sh`) and the input of "
-                "teacher sampling for SFT (`sft_prompts`: `python -m klear_lib.data.full.traces`). Not for "
-                "evaluation: every pool is decontaminated against the benchmarks.",
-        "Distribution": "Not redistributed by the kit; each source keeps its own license: " + "; ".join(licenses)
-                        + ".",
-        "Maintenance": "Pins and row counts live in `klear_lib/data/sources.py`; rebuild after changing them.",
-    }
-    body = "\n\n".join(f"## {k}\n\n{v}" for k, v in sections.items())
+    body = _sections(
+        "The files a run of the paper's recipe trains on, built from released data only: "
+        + "; ".join(f"`{n}`: {ROLE[n]}" for n in splits) + ".",
+        f"Generated counts:\n\n{markdown_table(counts)}\n\nFiles:\n\n{files}",
+        f"Read by `python -m klear_lib.data.full.build --source {info['source']}` from the sources below at their "
+        "pinned revisions (`klear_lib/data/sources.py`).",
+        "Each source is mapped to the kit's verl-style schema and validated; the pools are exactly "
+        f"deduplicated and {cfg['ngram_decontam']}-gram decontaminated against every benchmark; code RL keeps "
+        f"problems with at least {cfg['min_code_tests']} tests"
+        + ("" if cfg["min_code_tests"] == 16 else " (the paper: 16, docs/paper.md §2.3; overridden here)")
+        + ". What each step dropped, and why:\n\n"
+        + (markdown_table(drops(funnel)) if len(drops(funnel)) else "(nothing dropped)")
+        + f"\n\nThe whole funnel (generated):\n\n{markdown_table(funnel_frame(funnel))}",
+        "RL training (`math_rl`, `code_rl`: `TRAIN_FILE` of `scripts/launch_rl_full.sh`) and the input of teacher "
+        "sampling for SFT (`sft_prompts`: `python -m klear_lib.data.full.traces`). Not for evaluation: every pool "
+        "is decontaminated against the benchmarks.",
+        "Not redistributed by the kit; each source keeps its own license: " + "; ".join(licenses) + ".",
+        "Pins and row counts live in `klear_lib/data/sources.py`; rebuild after changing them.")
     prov = (f"## Provenance\n\nData config `{info['config_hash']}`, source `{info['source']}`.\n\n"
             f"{markdown_table(provenance(info))}\n")
     return f"{head}\n# Klear-Reasoner full-recipe training files\n\n{body}\n\n{prov}"

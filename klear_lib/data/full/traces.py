@@ -198,7 +198,6 @@ def main(argv: list[str] | None = None) -> None:
     info = summary(stored(path), run)
     path.with_suffix(".manifest.json").write_text(json.dumps(info, indent=1, sort_keys=True))
     print(json.dumps(info["counts"], sort_keys=True))
-    return None
 
 
 if __name__ == "__main__":
