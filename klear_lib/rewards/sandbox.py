@@ -97,12 +97,9 @@ def firejail_path() -> str:
 
 def sandbox_python() -> str:
     """The interpreter programs run under: ``$KLEAR_SANDBOX_PYTHON``, else the system ``python3``."""
-    env = os.environ.get("KLEAR_SANDBOX_PYTHON")
-    if env:
-        return env
-    for cand in ("/usr/bin/python3", "/usr/local/bin/python3"):
-        if os.path.exists(cand):
-            return cand
+    system = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.path.exists(p)), None)
+    if chosen := os.environ.get("KLEAR_SANDBOX_PYTHON") or system:
+        return chosen
     found = shutil.which("python3")
     if found is None:
         raise SandboxUnavailable("no python3 found for the sandbox; set KLEAR_SANDBOX_PYTHON")
@@ -123,9 +120,7 @@ def nproc_limit(uid: int | None, limits: SandboxLimits) -> int:
     """RLIMIT_NPROC for the sandbox: ``limits.nproc`` for a dedicated uid; as a normal user the kernel counts every
     task (thread) of that user against it, so it is raised by their current number plus ``NPROC_SLACK`` (else a
     harness with many threads could not fork at all)."""
-    if uid is not None:
-        return limits.nproc
-    return limits.nproc + user_tasks(os.getuid()) + NPROC_SLACK
+    return limits.nproc if uid is not None else limits.nproc + user_tasks(os.getuid()) + NPROC_SLACK
 
 
 def firejail_command(uid: int | None, limits: SandboxLimits, python: str, cgroups: dict[str, Path] | None = None
