@@ -74,9 +74,7 @@ for _name in ("math_verify.parser", "math_verify.grader"):  # also in the pool's
 
 def ascii_digits(text: str) -> str:
     """``text`` with each Unicode decimal digit (Arabic-Indic, fullwidth, Devanagari, ...) as its ASCII digit."""
-    if text.isascii():
-        return text
-    return _NON_ASCII_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group())), text)
+    return text if text.isascii() else _NON_ASCII_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group())), text)
 
 
 def nesting_depth(text: str) -> int:
@@ -219,8 +217,7 @@ def _pool(workers: int = 1) -> ProcessPoolExecutor:
         if _POOL is None or _POOL._max_workers < workers:  # private, for sizing only
             if _POOL is not None:
                 _POOL.shutdown(wait=False, cancel_futures=True)
-            ctx = multiprocessing.get_context("spawn")
-            _POOL = ProcessPoolExecutor(max_workers=max(1, workers), mp_context=ctx)
+            _POOL = ProcessPoolExecutor(max_workers=max(1, workers), mp_context=multiprocessing.get_context("spawn"))
         return _POOL
 
 
@@ -239,9 +236,7 @@ def _reset_pool() -> None:
 def _in_pool(fn: Callable[..., bool], calls: list[tuple], workers: int = 1) -> list[bool]:
     """``fn(*args)`` per call in worker processes, in chunks; a chunk past ``CALL_BOUND_S`` per call, or one whose
     worker crashed, counts as False (and the pool is replaced)."""
-    if not calls:
-        return []
-    size = max(1, -(-len(calls) // (4 * max(1, workers))))
+    size = max(1, -(-len(calls) // (4 * max(1, workers))))  # no calls: no chunk, and no pool started
     chunks = [calls[i:i + size] for i in range(0, len(calls), size)]
     futures = [_pool(workers).submit(_apply, fn, chunk) for chunk in chunks]
     out: list[bool] = []

@@ -206,13 +206,11 @@ def _run(cmd: list[str], payload: bytes, wall_s: float) -> tuple[bytes, bytes, i
 
 def _parse(out: bytes, err: bytes, rc: int | None, timed_out: bool, n: int) -> list[ExecutionResult]:
     """The runner's JSON, or ``n`` failures when the sandbox itself died (killed runner, limit, timeout)."""
-    try:
+    with suppress(ValueError, KeyError, TypeError, RecursionError):
         rows = json.loads(out.decode("utf-8", "replace"))
         if isinstance(rows, list) and len(rows) == n:
             return [ExecutionResult(r["stdout"], r["stderr"], r["status"], r["returncode"], r["wall_s"])
                     for r in rows]
-    except (ValueError, KeyError, TypeError, RecursionError):
-        pass
     status = "timeout" if timed_out else ("killed" if rc is not None and rc < 0 else "error")
     note = err.decode("utf-8", "replace")[-2000:] or f"sandbox exited with {rc} and no verdict"
     return [ExecutionResult("", note, status, rc, 0.0) for _ in range(n)]
