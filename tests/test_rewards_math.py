@@ -259,7 +259,7 @@ def test_a_stuck_pool_worker_is_killed_and_counted_wrong(monkeypatch):
     assert time.perf_counter() - start < 10  # a hang guard: the bound fired, the tower did not finish
     assert [_exit_code(proc) for proc in workers] == [-signal.SIGKILL] * len(workers)   # killed, not finished
     monkeypatch.undo()
-    assert _in_pool(verify_answer, [("\\boxed{3}", "3")]) == [True]                  # a fresh pool serves the next call
+    assert _in_pool(verify_answer, [("\\boxed{3}", "3")]) == [True]  # a fresh pool serves the next call
 
 
 def test_math_verify_logs_a_timed_out_answer_cut_short(caplog):
