@@ -11,7 +11,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import pytest
 
 from klear_lib.rewards import math as math_judge
-from klear_lib.rewards.math import (LOG_CHARS, PARSE_TIMEOUT_S, _verify_in_pool, ascii_digits, integer_fast_path,
+from klear_lib.rewards.math import (LOG_CHARS, PARSE_TIMEOUT_S, _in_pool, ascii_digits, integer_fast_path,
                                     is_correct, math_reward, math_rewards, verify_answer)
 from klear_lib.seeding import py_rng
 
@@ -250,16 +250,16 @@ def _exit_code(proc, within_s: float = 3.0) -> int | None:
 
 def test_a_stuck_pool_worker_is_killed_and_counted_wrong(monkeypatch):
     """A chunk past its time bound is wrong and its worker process is killed, not left running."""
-    assert _verify_in_pool(["\\boxed{\\frac{1}{2}}"], ["\\frac{1}{2}"]) == [True]   # starts the pool
+    assert _in_pool(verify_answer, [("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}")]) == [True]   # starts the pool
     workers = list(math_judge._pool()._processes.values())  # private: the test checks the kill
     monkeypatch.setattr(math_judge, "POOL_START_S", 0.0)
     monkeypatch.setattr(math_judge, "CALL_BOUND_S", 1.0)
     start = time.perf_counter()
-    assert _verify_in_pool(["\\boxed{9^{9^{9^9}}}"], ["0"]) == [False]
+    assert _in_pool(verify_answer, [("\\boxed{9^{9^{9^9}}}", "0")]) == [False]
     assert time.perf_counter() - start < 10  # a hang guard: the bound fired, the tower did not finish
     assert [_exit_code(proc) for proc in workers] == [-signal.SIGKILL] * len(workers)   # killed, not finished
     monkeypatch.undo()
-    assert _verify_in_pool(["\\boxed{3}"], ["3"]) == [True]                  # a fresh pool serves the next call
+    assert _in_pool(verify_answer, [("\\boxed{3}", "3")]) == [True]  # a fresh pool serves the next call
 
 
 def test_math_verify_logs_a_timed_out_answer_cut_short(caplog):

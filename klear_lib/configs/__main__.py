@@ -30,8 +30,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.show is None:
         print(json.dumps(to_dict(cfg), indent=1, sort_keys=True))
         return
-    missing = [name for name in args.show if not hasattr(cfg, name)]
-    if missing:
+    if missing := [name for name in args.show if not hasattr(cfg, name)]:
         parser.exit(1, f"{parser.prog}: error: {unknown_field_message(cls, missing[0])}\n")
     print(" ".join(f"{name}={getattr(cfg, name)}" for name in args.show))
 

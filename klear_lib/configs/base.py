@@ -60,8 +60,7 @@ def algorithm_fields(cls: type) -> list[str]:
 def with_overrides(cfg: T, **overrides: Any) -> T:
     """A copy of ``cfg`` with ``overrides`` applied; an unknown key raises ``KeyError`` naming it."""
     names = {f.name for f in dataclasses.fields(cfg)}
-    unknown = sorted(set(overrides) - names)
-    if unknown:
+    if unknown := sorted(set(overrides) - names):
         raise KeyError(f"{type(cfg).__name__} has no field(s) {unknown}; known: {sorted(names)}")
     return dataclasses.replace(cfg, **overrides)
 

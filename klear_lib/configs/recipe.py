@@ -134,8 +134,7 @@ def recipe(preset: str, world_size: int = 1, seed: int | None = None, **stages: 
     study's settings), training stages laid out over ``world_size`` ranks; ``seed`` sets the seed of every stage
     that has one (the data world's included; the model's ``init_seed`` is its own). Unknown presets, stages or
     fields raise ``KeyError``."""
-    unknown = sorted(set(stages) - set(STAGES) - {"study"})
-    if unknown:
+    if unknown := sorted(set(stages) - set(STAGES) - {"study"}):
         raise KeyError(f"unknown stage(s) {unknown}; choose from {sorted(STAGES) + ['study']}")
     configs = {}
     for stage, presets in STAGES.items():

@@ -99,7 +99,6 @@ def trl_kwargs(table: dict[str, Value], cfg: Any) -> dict[str, Any]:
 def check_trl_only(extra: dict[str, Any], table: dict[str, Value], cfg_name: str) -> dict[str, Any]:
     """``extra`` if it sets only TRL options the table leaves alone (a vLLM server's host, say); a value the table
     derives from our config raises, so a launch sets each value under one name (the CLIs' ``--trl``)."""
-    owned = sorted(set(extra) & set(table))
-    if owned:
+    if owned := sorted(set(extra) & set(table)):
         raise KeyError(f"{owned} come from {cfg_name} fields (klear_lib/configs/trl.py): set those with --set")
     return extra

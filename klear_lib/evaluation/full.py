@@ -207,7 +207,7 @@ def merge(plan: dict, root: Path) -> pd.DataFrame:
             units = dp_plan.work_units([(model, revision)], {name: len(rows)}, cfg)
             records = [r for u in units for r in unit_records(root, u, rows, cfg)]
             label = checkpoint_label(model)
-            rewrite_samples(root / "samples" / f"{label.replace('/', '--')}__{name}.samples.jsonl", records)
+            rewrite_samples(samples_path(root / "samples", name, label), records)
             out += summarize(pd.DataFrame(records), stage=label, benchmark=name, seed=cfg.seed,
                              config_hash=plan["config_hash"], model=label)
     return tables.upsert_file(EVAL, out, root / "eval.csv")

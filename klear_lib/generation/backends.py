@@ -101,11 +101,8 @@ def generate_vllm(model_path: str, prompts: list[str], *, n: int, temperature: f
 
 def _error_lines(log_text: str, keep: int = 8) -> str:
     """The distinct error lines of the worker's output (vLLM logs its workers' root causes to stdout)."""
-    seen: dict[str, None] = {}
-    for line in log_text.splitlines():
-        text = line.split("] ", 1)[-1].strip()
-        if "Error" in text and not text.startswith("File "):
-            seen.setdefault(text[:300])
+    texts = (line.split("] ", 1)[-1].strip() for line in log_text.splitlines())
+    seen = dict.fromkeys(t[:300] for t in texts if "Error" in t and not t.startswith("File "))
     found = [t for t in seen if not t.startswith(("Traceback", "raise ", "^"))]
     return "\n".join(found[-keep:]) or log_text[-3000:]
 

@@ -254,13 +254,12 @@ def execute_tests(program: str, tests: Sequence[dict], timeout_s: float = DEFAUL
     for i, t in enumerate(tests):
         source, stdin = build_run(program, t)
         groups.setdefault(source, {})[i] = stdin
-    results: list[ExecutionResult | None] = [None] * len(tests)
+    results: dict[int, ExecutionResult] = {}
     for source, stdins in groups.items():
         found = run_in_sandbox(source, list(stdins.values()), timeout_s, limits) if batched else \
             [execute(source, s, timeout_s, limits) for s in stdins.values()]
-        for i, res in zip(stdins, found):
-            results[i] = res
-    return results  # type: ignore[return-value]
+        results.update(zip(stdins, found))
+    return [results[i] for i in range(len(tests))]
 
 
 def run_tests(program: str, tests: Sequence[dict], timeout_s: float = DEFAULT_TIMEOUT_S, batched: bool = True,
@@ -355,11 +354,9 @@ def distinct_jobs(plans: Sequence[float | tuple[str, list[dict]]], dedup: bool =
         if not isinstance(plan, tuple):  # a reward already, no sandbox
             job_of.append(None)
             continue
-        program, chosen = plan
-        key = (program, repr(chosen)) if dedup else (str(i), "")  # repr never raises; equal tests print alike
-        if key not in index:
-            index[key] = len(jobs)
-            jobs.append((i, program, chosen))
+        key = (plan[0], repr(plan[1])) if dedup else (str(i), "")  # repr never raises; equal tests print alike
+        if index.setdefault(key, len(jobs)) == len(jobs):
+            jobs.append((i, *plan))
         job_of.append(index[key])
     return jobs, job_of
 

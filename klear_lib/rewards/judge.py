@@ -73,10 +73,7 @@ def verdict(response: str, row: dict, max_tests: int | None = None, seed: int = 
     A response that breaks its judge is a wrong answer (-1, logged), so no model output can stop an evaluation;
     the row is checked first, so a bad row still raises, and so does a missing sandbox (every verdict would be
     wrong)."""
-    if _ability(row) == "code":
-        row_tests(row)
-    else:
-        _ground_truth(row)
+    row_tests(row) if _ability(row) == "code" else _ground_truth(row)
     try:
         score = reward(response, row, "soft", max_tests, seed, timeout_s)
     except SandboxUnavailable:

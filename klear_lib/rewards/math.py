@@ -25,6 +25,7 @@ answers ("073" == "73"). The caps and the digit rule are ours; the official code
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import multiprocessing
 import re
@@ -53,7 +54,7 @@ _ONE_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
 _NON_ASCII_DIGIT = re.compile(r"(?![0-9])\d")  # str patterns: \d is any Unicode decimal digit (category Nd)
 _BRACKET = re.compile(r"[{}()\[\]]")
 _OPERATOR = re.compile(r"[-+*/^]|\\(?:cdot|times|div)")
-_OPENERS = frozenset("{([")
+_BRACKET_STEP = {"{": 1, "(": 1, "[": 1, "}": -1, ")": -1, "]": -1}
 _POOL: ProcessPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 LOG_CHARS = 300  # ours: math-verify logs a timed-out input whole (up to MAX_ANSWER_CHARS) at every timeout
@@ -73,21 +74,13 @@ for _name in ("math_verify.parser", "math_verify.grader"):  # also in the pool's
 
 def ascii_digits(text: str) -> str:
     """``text`` with each Unicode decimal digit (Arabic-Indic, fullwidth, Devanagari, ...) as its ASCII digit."""
-    if text.isascii():
-        return text
-    return _NON_ASCII_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group())), text)
+    return text if text.isascii() else _NON_ASCII_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group())), text)
 
 
 def nesting_depth(text: str) -> int:
     """The deepest bracket nesting of ``{}``, ``()`` and ``[]`` in ``text``; a stray closer (``[0, 1)``) is ignored."""
-    depth = deepest = 0
-    for match in _BRACKET.finditer(text):
-        if match.group() in _OPENERS:
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth = max(0, depth - 1)
-    return deepest
+    steps = map(_BRACKET_STEP.__getitem__, _BRACKET.findall(text))
+    return max(itertools.accumulate(steps, lambda depth, step: max(0, depth + step), initial=0))
 
 
 def operator_count(text: str) -> int:
@@ -208,7 +201,7 @@ def math_rewards(responses: Sequence[str], ground_truths: Sequence[str | int], w
     scores = [think_tag_score(r) for r in responses]
     pre = [_prejudge(answer_text(r), str(g).strip()) for r, g in zip(responses, ground_truths)]
     slow = [i for i, (s, p) in enumerate(zip(scores, pre)) if s is None and p[2] is None]
-    verdicts = dict(zip(slow, _verify_in_pool([pre[i][0] for i in slow], [pre[i][1] for i in slow], workers)))
+    verdicts = dict(zip(slow, _in_pool(verify_answer, [pre[i][:2] for i in slow], workers)))
     return [s if s is not None else binary_score(verdicts.get(i, pre[i][2])) for i, s in enumerate(scores)]
 
 
@@ -224,8 +217,7 @@ def _pool(workers: int = 1) -> ProcessPoolExecutor:
         if _POOL is None or _POOL._max_workers < workers:  # private, for sizing only
             if _POOL is not None:
                 _POOL.shutdown(wait=False, cancel_futures=True)
-            ctx = multiprocessing.get_context("spawn")
-            _POOL = ProcessPoolExecutor(max_workers=max(1, workers), mp_context=ctx)
+            _POOL = ProcessPoolExecutor(max_workers=max(1, workers), mp_context=multiprocessing.get_context("spawn"))
         return _POOL
 
 
@@ -244,9 +236,7 @@ def _reset_pool() -> None:
 def _in_pool(fn: Callable[..., bool], calls: list[tuple], workers: int = 1) -> list[bool]:
     """``fn(*args)`` per call in worker processes, in chunks; a chunk past ``CALL_BOUND_S`` per call, or one whose
     worker crashed, counts as False (and the pool is replaced)."""
-    if not calls:
-        return []
-    size = max(1, -(-len(calls) // (4 * max(1, workers))))
+    size = max(1, -(-len(calls) // (4 * max(1, workers))))  # no calls: no chunk, and no pool started
     chunks = [calls[i:i + size] for i in range(0, len(calls), size)]
     futures = [_pool(workers).submit(_apply, fn, chunk) for chunk in chunks]
     out: list[bool] = []
@@ -259,8 +249,3 @@ def _in_pool(fn: Callable[..., bool], calls: list[tuple], workers: int = 1) -> l
             _reset_pool()
             out.extend([False] * len(chunk))
     return out
-
-
-def _verify_in_pool(texts: list[str], gts: list[str], workers: int = 1) -> list[bool]:
-    """``verify_answer`` over pairs in the worker processes (``_in_pool``)."""
-    return _in_pool(verify_answer, list(zip(texts, gts)), workers)

@@ -97,12 +97,9 @@ def firejail_path() -> str:
 
 def sandbox_python() -> str:
     """The interpreter programs run under: ``$KLEAR_SANDBOX_PYTHON``, else the system ``python3``."""
-    env = os.environ.get("KLEAR_SANDBOX_PYTHON")
-    if env:
-        return env
-    for cand in ("/usr/bin/python3", "/usr/local/bin/python3"):
-        if os.path.exists(cand):
-            return cand
+    system = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.path.exists(p)), None)
+    if chosen := os.environ.get("KLEAR_SANDBOX_PYTHON") or system:
+        return chosen
     found = shutil.which("python3")
     if found is None:
         raise SandboxUnavailable("no python3 found for the sandbox; set KLEAR_SANDBOX_PYTHON")
@@ -123,9 +120,7 @@ def nproc_limit(uid: int | None, limits: SandboxLimits) -> int:
     """RLIMIT_NPROC for the sandbox: ``limits.nproc`` for a dedicated uid; as a normal user the kernel counts every
     task (thread) of that user against it, so it is raised by their current number plus ``NPROC_SLACK`` (else a
     harness with many threads could not fork at all)."""
-    if uid is not None:
-        return limits.nproc
-    return limits.nproc + user_tasks(os.getuid()) + NPROC_SLACK
+    return limits.nproc if uid is not None else limits.nproc + user_tasks(os.getuid()) + NPROC_SLACK
 
 
 def firejail_command(uid: int | None, limits: SandboxLimits, python: str, cgroups: dict[str, Path] | None = None
@@ -211,13 +206,11 @@ def _run(cmd: list[str], payload: bytes, wall_s: float) -> tuple[bytes, bytes, i
 
 def _parse(out: bytes, err: bytes, rc: int | None, timed_out: bool, n: int) -> list[ExecutionResult]:
     """The runner's JSON, or ``n`` failures when the sandbox itself died (killed runner, limit, timeout)."""
-    try:
+    with suppress(ValueError, KeyError, TypeError, RecursionError):
         rows = json.loads(out.decode("utf-8", "replace"))
         if isinstance(rows, list) and len(rows) == n:
             return [ExecutionResult(r["stdout"], r["stderr"], r["status"], r["returncode"], r["wall_s"])
                     for r in rows]
-    except (ValueError, KeyError, TypeError, RecursionError):
-        pass
     status = "timeout" if timed_out else ("killed" if rc is not None and rc < 0 else "error")
     note = err.decode("utf-8", "replace")[-2000:] or f"sandbox exited with {rc} and no verdict"
     return [ExecutionResult("", note, status, rc, 0.0) for _ in range(n)]

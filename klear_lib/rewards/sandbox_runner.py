@@ -60,8 +60,7 @@ def _drain(fileobj, sel, stream, limit):
     if not data:
         sel.unregister(fileobj)
         return False
-    buf, keep = stream[0], stream[2]
-    buf.extend(data[:max(0, keep - len(buf))])
+    stream[0].extend(data[:max(0, stream[2] - len(stream[0]))])
     stream[1] += len(data)
     return stream[1] > limit
 
@@ -139,18 +138,12 @@ def _clear_dir(path):
             shutil.rmtree(full) if os.path.isdir(full) and not os.path.islink(full) else os.unlink(full)
 
 
-def _apart():
-    """Real and saved uid our own (setpriv made only the real one so): the program, whose uids are all the
-    effective one, can no longer signal us."""
-    os.setresuid(-1, -1, os.getuid())
-
-
 def main():
     _undumpable()
     job = json.loads(sys.stdin.read())
     uid = job.get("program_uid")
-    if uid is not None and os.getuid() != uid:
-        _apart()
+    if uid is not None and os.getuid() != uid:  # real and saved uid our own (setpriv made only the real one so):
+        os.setresuid(-1, -1, os.getuid())       # the program, whose uids are all the effective one, cannot signal us
     caps, fd = (int(job["max_output"]), int(job["max_stderr"])), program_file(job["source"])
     results, max_timeouts = [], job.get("max_timeouts")
     for stdin_text in job["stdins"]:

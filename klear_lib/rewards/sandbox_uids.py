@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import glob
 import logging
 import os
 import signal
@@ -32,14 +33,7 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 def user_tasks(uid: int) -> int:
     """How many tasks (threads of every process) run under real uid ``uid``: what RLIMIT_NPROC counts."""
-    return sum(_task_count(pid) for pid in _pids() if _real_uid(pid) == uid)
-
-
-def _task_count(pid: int) -> int:
-    try:
-        return len(os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        return 0
+    return sum(len(glob.glob(f"/proc/{pid}/task/*")) for pid in _pids() if _real_uid(pid) == uid)  # a pid gone: 0
 
 
 def _pids() -> list[int]:
@@ -111,22 +105,19 @@ def _make_cgroup(name: str, uid: int, limit) -> Path | None:
         _log_once(f"no {name} cgroup controller is mounted here: sandboxes get no {name} cgroup")
         return None
     try:
-        path.mkdir()
-    except OSError as err:  # not writable here, or one the reaper could not remove (logged there)
-        return _no_cgroup(name, err)
-    try:
-        for file, value in _settings(name, found[1], limit).items():
-            if (path / file).exists():  # memsw / swap.max only where swap accounting is on
-                (path / file).write_text(value)
+        path.mkdir()  # fails when not writable here, or for one the reaper could not remove (logged there)
+        try:
+            for file, value in _settings(name, found[1], limit).items():
+                if (path / file).exists():  # memsw / swap.max only where swap accounting is on
+                    (path / file).write_text(value)
+        except OSError:
+            _remove_cgroup(path)
+            raise
     except OSError as err:
-        _remove_cgroup(path)
-        return _no_cgroup(name, err)
+        _log_once(f"no {name} cgroup for sandboxes ({err}): " + (
+            "their total memory is not capped" if name == "memory" else "their CPU share rests on the scheduler"))
+        return None
     return path
-
-
-def _no_cgroup(name: str, err: OSError) -> None:
-    _log_once(f"no {name} cgroup for sandboxes ({err}): " + (
-        "their total memory is not capped" if name == "memory" else "their CPU share rests on the scheduler"))
 
 
 @functools.cache
