@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from klear_lib import plots, tables
+from klear_lib import tables
 from klear_lib.ablations import claims as C
 from klear_lib.ablations import rl, sft, stability
 from klear_lib.data.sources import SOURCES
@@ -59,13 +59,10 @@ def seed_gains_section(recipe: Recipe) -> str:
     if not path.exists():
         return f"_No `results/{recipe.preset}/eval_seed_gains.csv` yet: run `make reproduce`._"
     df = tables.read(EVAL_SEED_GAINS, path)
-
-    def pts(lo, hi):
-        return f"[{100 * lo:+.1f}, {100 * hi:+.1f}]".replace("inf", "∞")
     table = pd.DataFrame({"benchmark": df["benchmark"], "gain of": df["after"] + " over " + df["before"],
                           "seeds": df["n_seeds"], "mean gain pts": (100 * df["gain"]).map(lambda v: f"{v:+.1f}"),
-                          "95% t-interval over seeds": [pts(lo, hi) for lo, hi in
-                                                        zip(df["seed_ci_low"], df["seed_ci_high"])],
+                          "95% t-interval over seeds": [f"[{100 * lo:+.1f}, {100 * hi:+.1f}]".replace("inf", "∞")
+                                                        for lo, hi in zip(df["seed_ci_low"], df["seed_ci_high"])],
                           "per seed pts": [" ".join(f"{100 * float(g):+.1f}" for g in str(v).split(";"))
                                            for v in df["per_seed"]]})
     note = (f"Generated from `results/{recipe.preset}/eval_seed_gains.csv` (notebook 03): each RL stage's avg@k gain over "
@@ -234,10 +231,9 @@ def _rel(path: Path) -> str:
 def claims_section(recipe: Recipe) -> str:
     """The claims (Tables 2-6, Figures 2-5, DGPO's) with the claimed difference, ours, the power and the decision,
     from claims.csv."""
-    path = C.claims_csv(recipe.results)
-    if not path.exists():
+    claims = _claims(recipe)
+    if claims is None:
         return f"_No `results/{recipe.preset}/claims.csv` yet: run `make ablations`._"
-    claims = tables.read(C.CLAIMS, path)
     counts = claims["verdict"].value_counts().sort_index()
     alive = C.survivors(claims)
     note = (f"Generated from `results/{recipe.preset}/claims.csv` by the protocol of docs/design.md, \"Verdicts\" (terms: "
@@ -339,24 +335,21 @@ def _scratch_timing(recipe: Recipe) -> str:
             f"{last['machine'].iloc[0]}): " + "; ".join(parts) + ".")
 
 
-SECTIONS = {"standing": standing_section, "results": results_section, "seed_gains": seed_gains_section, "claims": claims_section,
-            "runtimes": runtimes_section}
-# Sections generated into pages of docs/ that the README links (reference, not a first read).
-DOC_SECTIONS = {"sources": (sources_section, REPO / "docs" / "sources.md"),
-                "stability": (stability_section, REPO / "docs" / "stability.md")}
+README = REPO / "README.md"
+# Each generated section and its page: the README's, then those of pages of docs/ that the README links (reference,
+# not a first read).
+SECTIONS = {"standing": (standing_section, README), "results": (results_section, README),
+            "seed_gains": (seed_gains_section, README), "claims": (claims_section, README),
+            "runtimes": (runtimes_section, README), "sources": (sources_section, REPO / "docs" / "sources.md"),
+            "stability": (stability_section, REPO / "docs" / "stability.md")}
 
 
-def write_readme(recipe: Recipe, readme: Path = REPO / "README.md", sections=tuple(SECTIONS),
-                 docs: bool = True) -> Path:
-    """Regenerate the README's generated sections (``SECTIONS``) from ``results/``, and with ``docs`` the generated
-    sections of the docs pages it links (``DOC_SECTIONS``)."""
-    text = readme.read_text()
-    for name in sections:
-        text = replace_section(text, name, SECTIONS[name](recipe))
-    readme.write_text(text)
-    for name, (section, page) in DOC_SECTIONS.items() if docs else ():
+def write_readme(recipe: Recipe) -> Path:
+    """Regenerate the README's generated sections (``SECTIONS``) from ``results/``, and the generated sections of
+    the docs pages it links."""
+    for name, (section, page) in SECTIONS.items():
         page.write_text(replace_section(page.read_text(), name, section(recipe)))
-    return readme
+    return README
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -103,8 +103,6 @@ def compare(a: Sequence[float], seeds_a: Sequence[int], b: Sequence[float], seed
         d = np.asarray(pa) - np.asarray(pb)
         diff, low, high = t_interval(d)
         sd, n = float(d.std(ddof=1)), d.size
-        if sd == 0.0:
-            low = high = diff
         return {"test": "paired", "diff": diff, "low": low, "high": high, "df": float(n - 1),
                 "se": sd / math.sqrt(n), "p": p_value(diff, sd / math.sqrt(n), n - 1), "n": n, "sd": sd,
                 "mean_a": float(np.mean(pa)), "mean_b": float(np.mean(pb))}
@@ -130,28 +128,22 @@ def p_value(diff: float, se: float, df: float) -> float:
 
 def holm(p: Sequence[float]) -> np.ndarray:
     """Holm's step-down adjusted p-values (family-wise error); NaN entries stay NaN and do not count."""
-    p = np.asarray(p, dtype=float)
-    out, ok = np.full(p.shape, np.nan), ~np.isnan(p)
-    order = np.argsort(p[ok])
-    m = int(ok.sum())
-    adj = np.maximum.accumulate((m - np.arange(m)) * p[ok][order]) if m else np.array([])
-    vals = np.empty(m)
-    vals[order] = np.minimum(adj, 1.0)
-    out[ok] = vals
-    return out
+    return _step_adjusted(p, lambda x, m: np.maximum.accumulate((m - np.arange(m)) * x))
 
 
 def bh(p: Sequence[float]) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values (q, false discovery rate); NaN entries stay NaN and do not count."""
+    # largest first: q_(i) = min over j >= i of m p_(j) / j
+    return _step_adjusted(p, lambda x, m: np.minimum.accumulate(x * m / (m - np.arange(m))), largest_first=True)
+
+
+def _step_adjusted(p: Sequence[float], step, largest_first: bool = False) -> np.ndarray:
+    """``step(x, m)`` of the m non-NaN entries of ``p`` sorted (smallest first unless ``largest_first``), capped at
+    1 and put back in place; NaN entries stay NaN."""
     p = np.asarray(p, dtype=float)
-    out, ok = np.full(p.shape, np.nan), ~np.isnan(p)
-    m = int(ok.sum())
-    order = np.argsort(p[ok])[::-1]  # largest first: q_(i) = min over j >= i of m p_(j) / j
-    ranks = m - np.arange(m)
-    q = np.minimum.accumulate(p[ok][order] * m / ranks) if m else np.array([])
-    vals = np.empty(m)
-    vals[order] = np.minimum(q, 1.0)
-    out[ok] = vals
+    out, ok = np.full(p.shape, np.nan), np.flatnonzero(~np.isnan(p))
+    order = np.argsort(p[ok])[::-1] if largest_first else np.argsort(p[ok])
+    out[ok[order]] = np.minimum(step(p[ok][order], ok.size), 1.0)
     return out
 
 

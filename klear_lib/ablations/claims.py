@@ -14,6 +14,7 @@ the current config is "not run" (no number).
 """
 from __future__ import annotations
 
+from itertools import groupby
 from pathlib import Path
 
 import numpy as np
@@ -147,26 +148,18 @@ def seed_diffs(pairs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
     """Per comparison row, the per-seed differences better - worse in points (';'-joined, seed order) that a
     paired test used; '' for a Welch or one-seed comparison, which pairs no seeds (the figures draw them as dots)."""
     cells = {(r["experiment"], r["condition"], r["benchmark"], r["metric"]): r for r in summary.to_dict("records")}
-    out = []
-    for r in pairs.to_dict("records"):
-        if r["test"] != "paired":
-            out.append("")
-            continue
+
+    def diffs(r: dict) -> str:
         b, w = (cells[(r["experiment"], c, r["benchmark"], r["metric"])] for c in (r["better"], r["worse"]))
         pb, pw = S.paired(b["values"], b["seeds"], w["values"], w["seeds"])
-        out.append(";".join(f"{100 * (x - y):.2f}" for x, y in zip(pb, pw)))
-    return out
+        return ";".join(f"{100 * (x - y):.2f}" for x, y in zip(pb, pw))
+    return [diffs(r) if r["test"] == "paired" else "" for r in pairs.to_dict("records")]
 
 
 def _seed_list(seeds: list[int]) -> str:
-    """Seeds as ranges: [0, 1, 2, 5, 6] -> "0-2,5-6"."""
-    out, start = [], None
-    for i, s in enumerate(seeds):
-        start = s if start is None else start
-        if i + 1 == len(seeds) or seeds[i + 1] != s + 1:
-            out.append(f"{start}" if start == s else f"{start}-{s}")
-            start = None
-    return ",".join(out)
+    """Seeds (sorted, distinct) as ranges: [0, 1, 2, 5, 6] -> "0-2,5-6"."""
+    runs = [[s for _, s in run] for _, run in groupby(enumerate(seeds), lambda pair: pair[1] - pair[0])]
+    return ",".join(f"{run[0]}" if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
 
 
 def shares_text(shares: list[tuple[str, str]], experiment: str, bench: str, cells: dict) -> str:
