@@ -224,7 +224,6 @@ def _claims(recipe: Recipe) -> pd.DataFrame | None:
 
 def _rel(path: Path) -> str:
     """``path`` as the README names it: relative to the repository, else as given."""
-    path = Path(path)
     return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.as_posix()
 
 

@@ -100,21 +100,19 @@ def compare(a: Sequence[float], seeds_a: Sequence[int], b: Sequence[float], seed
     """
     pa, pb = paired(a, seeds_a, b, seeds_b)
     if len(pa) >= 2:
-        d = np.asarray(pa) - np.asarray(pb)
-        diff, low, high = t_interval(d)
-        sd, n = float(d.std(ddof=1)), d.size
-        return {"test": "paired", "diff": diff, "low": low, "high": high, "df": float(n - 1),
-                "se": sd / math.sqrt(n), "p": p_value(diff, sd / math.sqrt(n), n - 1), "n": n, "sd": sd,
-                "mean_a": float(np.mean(pa)), "mean_b": float(np.mean(pb))}
-    a_, b_ = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    diff, low, high = welch_interval(a_, b_)
-    n = int(min(a_.size, b_.size))
-    sd = math.sqrt(a_.var(ddof=1) + b_.var(ddof=1)) if n >= 2 else math.nan
-    se = math.sqrt(a_.var(ddof=1) / a_.size + b_.var(ddof=1) / b_.size) if n >= 2 else math.nan
-    df = welch_df(a_, b_)
-    return {"test": "welch" if n >= 2 else "one seed", "diff": diff, "low": low, "high": high, "df": df,
-            "se": se, "p": p_value(diff, se, df), "n": n, "sd": sd, "mean_a": float(a_.mean()),
-            "mean_b": float(b_.mean())}
+        a_, b_ = np.asarray(pa), np.asarray(pb)
+        diff, low, high = t_interval(a_ - b_)
+        test, n, sd = "paired", len(pa), float((a_ - b_).std(ddof=1))
+        se, df = sd / math.sqrt(n), float(n - 1)
+    else:
+        a_, b_ = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        diff, low, high = welch_interval(a_, b_)
+        n, df = int(min(a_.size, b_.size)), welch_df(a_, b_)
+        test = "welch" if n >= 2 else "one seed"
+        sd = math.sqrt(a_.var(ddof=1) + b_.var(ddof=1)) if n >= 2 else math.nan
+        se = math.sqrt(a_.var(ddof=1) / a_.size + b_.var(ddof=1) / b_.size) if n >= 2 else math.nan
+    return {"test": test, "diff": diff, "low": low, "high": high, "df": df, "se": se, "p": p_value(diff, se, df),
+            "n": n, "sd": sd, "mean_a": float(a_.mean()), "mean_b": float(b_.mean())}
 
 
 def p_value(diff: float, se: float, df: float) -> float:

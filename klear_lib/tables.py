@@ -64,13 +64,10 @@ MEAN_IN_CI: Check = ("mean outside [0, 1] or outside its CI", lambda df: ~df["me
                       | (df["ci_low"] > df["mean"] + 1e-9) | (df["ci_high"] < df["mean"] - 1e-9))
 
 
-def frame(rows: Rows) -> pd.DataFrame:
-    """``rows`` as a DataFrame (dicts or a frame)."""
-    return rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
-
-
-def stamp(table: Table, df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with this process's provenance in the ``PROVENANCE`` cells it lacks (rows drawn here)."""
+def stamp(table: Table, rows: Rows) -> pd.DataFrame:
+    """``rows`` (dicts or a frame) as a DataFrame with this process's provenance in the ``PROVENANCE`` cells it lacks
+    (rows drawn here)."""
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
     if not table.provenance:
         return df
     cells = {c: df[c] if c in df.columns else pd.Series(pd.NA, index=df.index, dtype=object) for c in PROVENANCE}
@@ -192,7 +189,7 @@ def write(table: Table, rows: Rows, path: Path | str) -> Path:
     atomically; return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    out = tidy(table, validate(table, stamp(table, frame(rows)), path))
+    out = tidy(table, validate(table, stamp(table, rows), path))
     with artifacts.replacing(path) as tmp:
         out.to_csv(tmp, index=False, float_format=table.float_format, lineterminator="\n")
     return path
@@ -214,7 +211,7 @@ def run_id(table: Table, fields: Mapping, extra: tuple[str, ...] = ()) -> tuple:
 
 def upsert(table: Table, stored: pd.DataFrame, rows: Rows) -> pd.DataFrame:
     """``stored`` with ``rows`` added, every old row of a run in ``rows`` replaced; validated and tidy."""
-    new = tidy(table, validate(table, stamp(table, frame(rows))))
+    new = tidy(table, validate(table, stamp(table, rows)))
     fresh = set(run_ids(table, new))
     keep = stored[[r not in fresh for r in run_ids(table, stored)]] if len(stored) else stored
     return tidy(table, validate(table, pd.concat([keep, new], ignore_index=True))) if len(keep) else new

@@ -48,13 +48,6 @@ CLAIMS = tables.Table("claim", tuple(COLUMNS), ("claim_id",), float_format="%.4f
                       + ("paper_better", "paper_worse"))
 
 
-def readings(family: Family, exp, recipe: Recipe | None = None) -> list[tuple[str, str]]:
-    """(primary benchmark, benchmark read) pairs of ``exp``: each primary benchmark as ``recipe``'s scale maps it
-    (tiny also reads ``tiny_aime`` on a held-out tier; full reads the paper's benchmarks), or as is."""
-    mapping = family.get_scale(recipe).benchmarks if recipe else {}
-    return [(b, m) for b in exp.primary for m in mapping.get(b, (b,))]
-
-
 def shared_runs(family: Family, exp, better: str, worse: str, recipe: Recipe | None) -> list[tuple[str, str]]:
     """(own label, "experiment/condition") for every other experiment's condition trained by the same config as
     ``better`` or ``worse`` (``Family.trains_as``); [] where the family does not say which runs are the same."""
@@ -82,7 +75,7 @@ def paper_readings(reported: pd.DataFrame | None, table: str, settings: tuple[st
 
 
 def _claim_readings(reported, exp, better: str, worse: str, primary: str, bench: str) -> dict:
-    """The paper's side of one claim: its source, benchmarks, statistic and readings."""
+    """The paper's side of one claim: its source, benchmarks, statistic, readings and text."""
     ext = exp.external_claim(better, worse)
     if ext is None:
         # a miniature benchmark stands for its primary benchmark's analogue, in every release the paper reports
@@ -91,11 +84,12 @@ def _claim_readings(reported, exp, better: str, worse: str, primary: str, bench:
         settings = tuple(exp.condition(label).paper_setting for label in (better, worse))
         stat, reads, read = paper_readings(reported, exp.table, settings, benches)
         return {"source": V.PAPER, "paper_benchmarks": ";".join(read or benches[:1]), "paper_statistic": stat,
-                "_first": paper_readings(reported, exp.table, settings, benches[:1])[1], "_readings": reads}
+                "_first": paper_readings(reported, exp.table, settings, benches[:1])[1], "_readings": reads,
+                "claim": exp.claim}
     stat, reads, _ = paper_readings(reported, ext.table, ext.settings, (ext.benchmark,))
     more = [r for pair in ext.more_settings for r in paper_readings(reported, ext.table, pair, (ext.benchmark,))[1]]
     return {"source": ext.table, "paper_benchmarks": ext.benchmark, "paper_statistic": stat,
-            "_first": reads, "_readings": reads + more}
+            "_first": reads, "_readings": reads + more, "claim": ext.claim}
 
 
 def expected(reported: pd.DataFrame | None = None, recipe: Recipe | None = None) -> pd.DataFrame:
@@ -103,10 +97,13 @@ def expected(reported: pd.DataFrame | None = None, recipe: Recipe | None = None)
     (``results/reported.csv``: the paper's, or an external claim's on its own benchmark) and no result yet."""
     rows = []
     for name, family in FAMILIES.items():
+        # each primary benchmark as ``recipe``'s scale maps it (tiny also reads ``tiny_aime`` on a held-out tier; full
+        # reads the paper's benchmarks), or as is
+        mapping = family.get_scale(recipe).benchmarks if recipe else {}
         for exp in family.experiments.values():
             for (better, worse) in exp.pairs:
                 shares = shared_runs(family, exp, better, worse, recipe)
-                for primary, bench in readings(family, exp, recipe):
+                for primary, bench in [(b, m) for b in exp.primary for m in mapping.get(b, (b,))]:
                     side = _claim_readings(reported, exp, better, worse, primary, bench)
                     first, reads = side["_first"], side["_readings"]
                     diffs = [b - w for _, b, w in reads]
@@ -120,8 +117,7 @@ def expected(reported: pd.DataFrame | None = None, recipe: Recipe | None = None)
                                  "paper_diff_low_pts": min(diffs, default=np.nan),
                                  "paper_diff_high_pts": max(diffs, default=np.nan),
                                  "direction": -1 if diffs and np.mean(diffs) < 0 else 1,
-                                 "_shares": shares, "claim": exp.claim if side["source"] == V.PAPER
-                                 else exp.external_claim(better, worse).claim})
+                                 "_shares": shares})
     out = pd.DataFrame(rows)
     out["paper_base_pct"] = (out["paper_better"] + out["paper_worse"]) / 2
     return out
@@ -260,15 +256,12 @@ def forest_path(recipe: Recipe, experiment: str | None = None) -> Path:
 def write_forests(recipe: Recipe, claims: pd.DataFrame | None = None) -> list[Path]:
     """The forest plots of ``claims`` (default: the stored claims.csv): one of every claim run, then one per
     experiment with a claim run (``forest_path``)."""
-    preset = recipe.preset
     claims = tables.read(CLAIMS, claims_csv(recipe.results)) if claims is None else claims
     ran = claims[claims["n_seeds"] > 0]
-    paths = [plots.save(plots.claims_forest(ran, f"{preset}: every claim run, our Δ beside the claimed one"),
-                        forest_path(recipe))]
-    for exp, sub in ran.groupby("experiment", sort=False):
-        title = f"{preset}: {sub['table'].iloc[0]}, our Δ beside the claimed one"
-        paths.append(plots.save(plots.claims_forest(sub, title), forest_path(recipe, exp)))
-    return paths
+    figures = [(None, ran, "every claim run")] + [(exp, sub, sub["table"].iloc[0])
+                                                  for exp, sub in ran.groupby("experiment", sort=False)]
+    return [plots.save(plots.claims_forest(sub, f"{recipe.preset}: {what}, our Δ beside the claimed one"),
+                       forest_path(recipe, exp)) for exp, sub, what in figures]
 
 
 def experiment_summary(claims: pd.DataFrame) -> pd.DataFrame:

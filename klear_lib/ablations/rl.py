@@ -53,11 +53,6 @@ class Condition(Named):
     claim: str
     train: bool = True                           # False: evaluate the start checkpoint (Table 6's first row)
 
-    @property
-    def kwargs(self) -> dict:
-        """The RL config overrides."""
-        return dict(self.overrides)
-
 
 MATH = ("tiny_aime",)
 CODE = ("tiny_lcb",)
@@ -146,7 +141,7 @@ def rl_recipe(recipe: Recipe, condition: Condition, seed: int = 0) -> Recipe:
     """The recipe of one run's RL stage: scale, then experiment sizes, then the condition, then the seed."""
     scale = RL.get_scale(recipe)
     curve = {"save_steps": scale.curve_every} if scale.curve_every else {}
-    overrides = {**scale.rl, **curve, **scale.per_experiment.get(condition.experiment, {}), **condition.kwargs,
+    overrides = {**scale.rl, **curve, **scale.per_experiment.get(condition.experiment, {}), **dict(condition.overrides),
                  "seed": seed}
     return recipe.replace(**{rl_stage_name(condition.reward): overrides})
 
@@ -189,8 +184,7 @@ def curve_benchmarks(recipe: Recipe, condition: Condition, last: bool) -> tuple[
     every, scale = RL.benchmarks_at(recipe, condition), RL.get_scale(recipe)
     if last or not scale.curve_primary_only:
         return every
-    primary = tuple(b for name in RL.get_experiment(condition.experiment).primary
-                    for b in scale.benchmarks.get(name, (name,)))
+    primary = tuple(m for b in EXPERIMENTS[condition.experiment].primary for m in scale.benchmarks.get(b, (b,)))
     return tuple(b for b in every if b in primary)
 
 
@@ -256,12 +250,9 @@ def setup(recipe: Recipe, todo: Sequence[tuple[Condition, int]]) -> Path:
 def records(runs_dir: Path, runs: pd.DataFrame) -> pd.DataFrame:
     """The per-update run records (in ``runs_dir``, a recipe's ``runs``) of ``runs`` (one per (experiment,
     condition, seed) that trained), labelled."""
-    out = []
-    for exp, label, seed in runs[table.RUN_KEY].drop_duplicates().itertuples(index=False):
-        cond = RL.get_experiment(exp).condition(label)
-        if cond.train:
-            rec = pd.read_csv(record_path(runs_dir, cond, int(seed)))
-            out.append(rec.assign(experiment=exp, condition=label, seed=int(seed)))
+    keys = runs[table.RUN_KEY].drop_duplicates().itertuples(index=False)
+    out = [pd.read_csv(record_path(runs_dir, cond, int(seed))).assign(experiment=exp, condition=label, seed=int(seed))
+           for exp, label, seed in keys if (cond := RL.get_experiment(exp).condition(label)).train]
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
 
 

@@ -58,16 +58,6 @@ TEACHER_PAIRS = {"rank1": ("reflective", "code_reflective", "DeepSeek-R1-0528"),
                  "rank3": ("mixed", "code_mixed", "QwQ-32B")}
 
 
-def _table2() -> Experiment:
-    """Easy vs hard prompts x only-correct vs mixed traces, math, the top-3 math teachers (miniature scale)."""
-    conds = tuple(
-        Condition("table2", f"{d}/{c}", (("ability", "math"), ("top_k", 3), ("difficulty", d), ("correctness", c)),
-                  BOTH, f"{d.title()}: {'Only True' if c == 'only_correct' else 'Mixed'}", CLAIM2)
-        for d in ("easy", "hard") for c in ("only_correct", "mixed"))
-    return Experiment("table2", "Table 2", CLAIM2, conds,
-                      (("easy/only_correct", "easy/mixed"), ("hard/mixed", "hard/only_correct")), ("tiny_aime",))
-
-
 def _table3() -> Experiment:
     """One teacher pair per condition (math + code), all answering the same fixed prompts; beyond the paper,
     ``rank1/no_checks``: the rank-1 traces with their self-checks taken out (not in any verdict; notebook 05)."""
@@ -86,7 +76,12 @@ def _top_k(exp: str, ability: str, ks: Sequence[int], benchmarks, claim: str) ->
 
 
 EXPERIMENTS = {e.id: e for e in (
-    _table2(),
+    # Easy vs hard prompts x only-correct vs mixed traces, math, the top-3 math teachers (miniature scale).
+    Experiment("table2", "Table 2", CLAIM2, tuple(
+        Condition("table2", f"{d}/{c}", (("ability", "math"), ("top_k", 3), ("difficulty", d), ("correctness", c)),
+                  BOTH, f"{d.title()}: {'Only True' if c == 'only_correct' else 'Mixed'}", CLAIM2)
+        for d in ("easy", "hard") for c in ("only_correct", "mixed")),
+               (("easy/only_correct", "easy/mixed"), ("hard/mixed", "hard/only_correct")), ("tiny_aime",)),
     _table3(),
     Experiment("table4", "Table 4", CLAIM4, _top_k("table4", "math", (1, 2, 4, 6), BOTH, CLAIM4),
                (("top1", "top4"), ("top1", "top6"), ("top2", "top4"), ("top2", "top6")), ("tiny_aime",)),
@@ -174,9 +169,6 @@ def describe(recipe: Recipe) -> pd.DataFrame:
     } for e in EXPERIMENTS.values() for c in SFT.conditions_for(recipe, e)])
 
 
-def _setup(recipe: Recipe, todo) -> list[dict]:
-    """The context every SFT run shares: the teacher pool of the recipe's world."""
-    return load_split("sft_pool", recipe)
-
-
-SFT = Family("ablations_sft", EXPERIMENTS, "sft_ablations", condition_hash, run_condition, _setup)
+# The context every SFT run shares (``Family.setup``): the teacher pool of the recipe's world.
+SFT = Family("ablations_sft", EXPERIMENTS, "sft_ablations", condition_hash, run_condition,
+             lambda recipe, todo: load_split("sft_pool", recipe))

@@ -212,9 +212,8 @@ def run_cell(recipe: Recipe, cell: Cell, seed: int, init: Path | None = None) ->
         record = ensure_record(recipe.runs / f"{name}.csv", final, run.rl_math)
         start = _heldout(run, init, START_STAGE)
         end = _heldout(run, final, name.replace("/", "--"))
-    summary = run_summary(pd.read_csv(record), start["mean"], end["mean"])
     row = {**cell.fields(seed), **{k: end[k] for k in ("benchmark", "metric", "k", "ci_low", "ci_high")},
-           **summary, "config_hash": cell_hash(recipe, cell)}
+           **run_summary(pd.read_csv(record), start["mean"], end["mean"]), "config_hash": cell_hash(recipe, cell)}
     return [mark_collapse(pd.DataFrame([row])).iloc[0].to_dict()]
 
 
