@@ -40,8 +40,7 @@ def results_section(recipe: Recipe) -> str:
         return f"_No `results/{recipe.preset}/eval.csv` yet: run `make reproduce`._"
     rows = tables.read(EVAL, path)
     table = side_by_side(rows[~rows["stage"].str.contains(SEED_SUFFIX, regex=True)], load_reported())
-    table["ours_pct"] = table["ours_pct"].round(1)
-    table = table.rename(columns={
+    table = table.assign(ours_pct=table["ours_pct"].round(1)).rename(columns={
         "k": "our k", "ours_pct": "ours % (miniature)", "ci_pct": "ours 95% CI", "paper_model": "paper's model",
         "paper_benchmark": "paper's benchmark", "paper_k": "paper's k",
         "paper_pct": "paper % (real benchmark: not comparable)"})
@@ -125,10 +124,9 @@ def _claims_summary(recipe: Recipe) -> str | None:
     if claims is None:
         return None
     run = claims[claims["verdict"] != C.NOT_RUN]
-    counts = []
-    for family, rows in run.groupby("family", sort=False):
-        tally = ", ".join(f"{n} {v}" for v, n in rows["verdict"].value_counts().sort_index().items())
-        counts.append(f"{family.upper()} {len(rows)} ({tally})")
+    counts = [f"{family.upper()} {len(rows)} ("
+              + ", ".join(f"{n} {v}" for v, n in rows["verdict"].value_counts().sort_index().items()) + ")"
+              for family, rows in run.groupby("family", sort=False)]
     alive = C.survivors(claims)
     text = (f"**{len(run)} claims run**, each decided from its family-wise interval (docs/design.md, \"Verdicts\"): "
             + "; ".join(counts) + f". {alive['raw']} has p < 0.05 before correction, {alive['holm']} after Holm "

@@ -15,6 +15,7 @@ lost rows had never been there.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
@@ -88,19 +89,13 @@ def validate(table: Table, df: pd.DataFrame, where: str | Path = "") -> pd.DataF
     check_values(table, df, where)
     check_one_config(table, df, where)
     filled = list(table.key) + list(table.required)
-    rows = lambda mask: df.loc[mask, list(table.key)].to_dict("records")  # noqa: E731
     blank = df[filled].isna() | (df[filled].astype(str) == "")
-    if blank.any().any():
-        fields = [c for c in filled if blank[c].any()]
-        raise ValueError(f"{prefix}{table.name} rows with an empty key or required field {fields}: "
-                         f"{rows(blank.any(axis=1))}")
-    dup = df.duplicated(list(table.key), keep=False)
-    if dup.any():
-        raise ValueError(f"{prefix}duplicate {table.name} keys: {rows(dup)}")
-    for what, check in table.checks:
-        bad = check(df)
-        if bad.any():
-            raise ValueError(f"{prefix}{table.name} rows with {what}: {rows(bad)}")
+    fields = [c for c in filled if blank[c].any()]
+    for problem, bad in chain([(f"{table.name} rows with an empty key or required field {fields}", blank.any(axis=1)),
+                               (f"duplicate {table.name} keys", df.duplicated(list(table.key), keep=False))],
+                              ((f"{table.name} rows with {what}", check(df)) for what, check in table.checks)):
+        if bad.any():  # the checks run in order, each only once the rows passed the ones before
+            raise ValueError(f"{prefix}{problem}: {df.loc[bad, list(table.key)].to_dict('records')}")
     return df
 
 

@@ -132,8 +132,7 @@ def measured(recipe: Recipe, paths: dict | None = None, metric: str = "avg@k") -
         if len(rows):
             summary = family.aggregate(rows)
             pairs = family.pairs(summary, metric)
-            pairs["seed_diffs"] = seed_diffs(pairs, summary)
-            out.append(pairs)
+            out.append(pairs.assign(seed_diffs=seed_diffs(pairs, summary)))
             for r in summary[summary["metric"] == metric].to_dict("records"):
                 cells[(r["experiment"], r["condition"], r["benchmark"])] = dict(zip(r["seeds"], r["values"]))
     pairs = pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=V.PAIR_COLUMNS + ["seed_diffs"])
@@ -220,9 +219,8 @@ def build_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: di
     reported = load_reported() if reported is None else reported
     claims = expected(reported, recipe)
     pairs, cells = measured(recipe, paths)
-    merged = claims.merge(pairs[[c for c in V.PAIR_COLUMNS if c != "metric"] + ["seed_diffs"]],
-                          on=["experiment", "benchmark", "better", "worse"], how="left")
-    merged = decide_all(merged)
+    merged = decide_all(claims.merge(pairs[[c for c in V.PAIR_COLUMNS if c != "metric"] + ["seed_diffs"]],
+                                     on=["experiment", "benchmark", "better", "worse"], how="left"))
     for col, src in (("ours_better_pct", "mean_better"), ("ours_worse_pct", "mean_worse"),
                      ("ours_diff_pts", "diff"), ("ci_low_pts", "ci_low"), ("ci_high_pts", "ci_high"),
                      ("sd_seed_pts", "sd_seed"), ("eval_se_pts", "eval_se"), ("sd_diff_pts", "sd_diff")):
@@ -287,9 +285,6 @@ def readme_table(claims: pd.DataFrame) -> pd.DataFrame:
     def pts(v, sign="+"):
         return "—" if pd.isna(v) else f"{v:{sign}.1f}".replace("inf", "∞")
 
-    def interval(lo, hi):
-        return "—" if pd.isna(lo) else f"[{lo:+.1f}, {hi:+.1f}]".replace("inf", "∞")
-
     def span(lo, hi):
         return pts(lo) if pd.isna(hi) or round(lo, 1) == round(hi, 1) else f"{pts(lo)} to {pts(hi)}"
 
@@ -306,7 +301,8 @@ def readme_table(claims: pd.DataFrame) -> pd.DataFrame:
         "paper Δ at our base pts": [span(lo, hi) for lo, hi in zip(claims["carried_low_pts"],
                                                                     claims["carried_high_pts"])],
         "ours Δ pts": claims["ours_diff_pts"].map(pts),
-        "family-wise CI": [interval(lo, hi) for lo, hi in zip(claims["adj_ci_low_pts"], claims["adj_ci_high_pts"])],
+        "family-wise CI": ["—" if pd.isna(lo) else f"[{lo:+.1f}, {hi:+.1f}]".replace("inf", "∞")
+                           for lo, hi in zip(claims["adj_ci_low_pts"], claims["adj_ci_high_pts"])],
         "seeds": claims["n_seeds"],
         "p (Holm)": claims["p_holm"].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}"),
         "power at claim": claims["power_at_claim"].map(lambda v: "—" if pd.isna(v) else f"{100 * v:.0f}%"),

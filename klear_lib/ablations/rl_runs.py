@@ -22,10 +22,9 @@ from klear_lib.training.run_record import CLIP_CASES, record_row, write_rows
 log = logging.getLogger(__name__)
 CURVE_KEY = table.RUN_KEY + ["rl_step", "benchmark", "metric"]
 CURVE_KEEP = ["benchmark", "metric", "k", "mean", "ci_low", "ci_high"]  # of an ``eval_stage`` row, at each point
-CURVE_COLUMNS = CURVE_KEY + ["k", "mean", "ci_low", "ci_high", "config_hash"]
 # ``ablations_rl_curves.csv``: a rerun of a run (experiment, condition, seed) replaces all of its points
-CURVES = Table("RL curve", tuple(CURVE_COLUMNS), tuple(CURVE_KEY), run_key=tuple(table.RUN_KEY),
-               required=("config_hash",), checks=(MEAN_IN_CI,), provenance=True,
+CURVES = Table("RL curve", (*CURVE_KEY, "k", "mean", "ci_low", "ci_high", "config_hash"), tuple(CURVE_KEY),
+               run_key=tuple(table.RUN_KEY), required=("config_hash",), checks=(MEAN_IN_CI,), provenance=True,
                types=(("seed", int), ("rl_step", int), ("k", int), ("config_hash", str)))
 DYNAMICS = ["reward_mean", "accuracy", "entropy", "grad_norm", "response_length"]
 CLIPPING = [*CLIP_CASES, "clipped_grad_share"]

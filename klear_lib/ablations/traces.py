@@ -163,8 +163,7 @@ def stored_styles(recipe, runs: pd.DataFrame, family: str = "ablations_sft") -> 
 
 def style_table(styles: pd.DataFrame, ability: str) -> pd.DataFrame:
     """Mean over seeds of ``ability``'s style columns per (experiment, condition), with the seed count."""
-    rows = styles[styles.benchmark.map(ABILITY) == ability]
-    grouped = rows.groupby(["experiment", "condition"], sort=False)
+    grouped = styles[styles.benchmark.map(ABILITY) == ability].groupby(["experiment", "condition"], sort=False)
     return grouped[COLUMNS[ability]].mean().assign(seeds=grouped.size())
 
 
