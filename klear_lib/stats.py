@@ -22,9 +22,8 @@ from scipy import stats as _st
 
 ALPHA, POWER = 0.05, 0.80
 # ``decide``'s outcomes, mutually exclusive, tested in this order; ``verdict`` keeps the stability map's sign-only rule
-REPLICATED, OPPOSITE, EQUIVALENT, SMALLER, UNDECIDED = ("replicated", "opposite", "equivalent",
-                                                        "smaller than claimed", "undecided")
-DECISIONS = (REPLICATED, OPPOSITE, EQUIVALENT, SMALLER, UNDECIDED)
+DECISIONS = REPLICATED, OPPOSITE, EQUIVALENT, SMALLER, UNDECIDED = ("replicated", "opposite", "equivalent",
+                                                                    "smaller than claimed", "undecided")
 EQUIVALENCE = 0.5   # the equivalence margin as a fraction of the carried claim: "less than half the claimed effect"
 SD_UPPER = 0.80     # one-sided confidence of the spread's upper bound that sizes a future design (Browne 1995)
 BASE_CLIP = 0.001   # base rates are clipped into [BASE_CLIP, 1 - BASE_CLIP] before the logit (a 0% run is finite)
