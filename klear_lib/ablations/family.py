@@ -9,13 +9,12 @@ comparisons of the claimed pairs. A family brings what differs: its run (``run``
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import multiprocessing
 import re
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
@@ -98,7 +97,7 @@ def run_key(**parts) -> str:
     stage config of the run's recipe after its overrides, at seed 0) stands as its ``config_hash`` (also inside
     dicts), beside what no config holds (the rows' rule, benchmarks, the start checkpoint's configs)."""
     def hashed(value):
-        if dataclasses.is_dataclass(value):
+        if is_dataclass(value):
             return config_hash(value)
         return {k: hashed(v) for k, v in value.items()} if isinstance(value, dict) else value
     return hashlib.sha256(json.dumps(hashed(parts), sort_keys=True, default=list).encode()).hexdigest()[:12]

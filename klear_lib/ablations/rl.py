@@ -13,9 +13,7 @@ checkpoint, which every run with a seed evaluates, is evaluated once before any 
 """
 from __future__ import annotations
 
-import dataclasses
-import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -32,7 +30,6 @@ from klear_lib.data import load_split
 from klear_lib.pipeline import RL_SPLITS, eval_stage, rl_rows, rl_stage, sft_stage
 from klear_lib.seeding import torch_threads
 
-log = logging.getLogger(__name__)
 FAMILY = "ablations_rl"
 UNFILTERED = "code_rl_unfiltered"  # Fig. 4: code RL problems before the test-case filter (klear_lib.data.world)
 START = "start"                    # the label of a condition that evaluates the start checkpoint untrained
@@ -133,7 +130,7 @@ def rl_benchmarks(scale: RLScale, condition: Condition) -> tuple[str, ...]:
     """The benchmarks a run of ``condition`` is read on: its own, or its experiment's primary ones where the scale
     says so (``RLScale.primary_only``); each as the scale maps it (at full: the paper's benchmarks)."""
     if condition.experiment in scale.primary_only:
-        condition = dataclasses.replace(condition, benchmarks=EXPERIMENTS[condition.experiment].primary)
+        condition = replace(condition, benchmarks=EXPERIMENTS[condition.experiment].primary)
     return mapped_benchmarks(scale, condition)
 
 
