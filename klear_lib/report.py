@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from klear_lib import plots, tables
+from klear_lib import tables
 from klear_lib.ablations import claims as C
 from klear_lib.ablations import rl, sft, stability
 from klear_lib.data.sources import SOURCES
@@ -40,8 +40,7 @@ def results_section(recipe: Recipe) -> str:
         return f"_No `results/{recipe.preset}/eval.csv` yet: run `make reproduce`._"
     rows = tables.read(EVAL, path)
     table = side_by_side(rows[~rows["stage"].str.contains(SEED_SUFFIX, regex=True)], load_reported())
-    table["ours_pct"] = table["ours_pct"].round(1)
-    table = table.rename(columns={
+    table = table.assign(ours_pct=table["ours_pct"].round(1)).rename(columns={
         "k": "our k", "ours_pct": "ours % (miniature)", "ci_pct": "ours 95% CI", "paper_model": "paper's model",
         "paper_benchmark": "paper's benchmark", "paper_k": "paper's k",
         "paper_pct": "paper % (real benchmark: not comparable)"})
@@ -59,13 +58,10 @@ def seed_gains_section(recipe: Recipe) -> str:
     if not path.exists():
         return f"_No `results/{recipe.preset}/eval_seed_gains.csv` yet: run `make reproduce`._"
     df = tables.read(EVAL_SEED_GAINS, path)
-
-    def pts(lo, hi):
-        return f"[{100 * lo:+.1f}, {100 * hi:+.1f}]".replace("inf", "∞")
     table = pd.DataFrame({"benchmark": df["benchmark"], "gain of": df["after"] + " over " + df["before"],
                           "seeds": df["n_seeds"], "mean gain pts": (100 * df["gain"]).map(lambda v: f"{v:+.1f}"),
-                          "95% t-interval over seeds": [pts(lo, hi) for lo, hi in
-                                                        zip(df["seed_ci_low"], df["seed_ci_high"])],
+                          "95% t-interval over seeds": [f"[{100 * lo:+.1f}, {100 * hi:+.1f}]".replace("inf", "∞")
+                                                        for lo, hi in zip(df["seed_ci_low"], df["seed_ci_high"])],
                           "per seed pts": [" ".join(f"{100 * float(g):+.1f}" for g in str(v).split(";"))
                                            for v in df["per_seed"]]})
     note = (f"Generated from `results/{recipe.preset}/eval_seed_gains.csv` (notebook 03): each RL stage's avg@k gain over "
@@ -128,10 +124,9 @@ def _claims_summary(recipe: Recipe) -> str | None:
     if claims is None:
         return None
     run = claims[claims["verdict"] != C.NOT_RUN]
-    counts = []
-    for family, rows in run.groupby("family", sort=False):
-        tally = ", ".join(f"{n} {v}" for v, n in rows["verdict"].value_counts().sort_index().items())
-        counts.append(f"{family.upper()} {len(rows)} ({tally})")
+    counts = [f"{family.upper()} {len(rows)} ("
+              + ", ".join(f"{n} {v}" for v, n in rows["verdict"].value_counts().sort_index().items()) + ")"
+              for family, rows in run.groupby("family", sort=False)]
     alive = C.survivors(claims)
     text = (f"**{len(run)} claims run**, each decided from its family-wise interval (docs/design.md, \"Verdicts\"): "
             + "; ".join(counts) + f". {alive['raw']} has p < 0.05 before correction, {alive['holm']} after Holm "
@@ -227,17 +222,15 @@ def _claims(recipe: Recipe) -> pd.DataFrame | None:
 
 def _rel(path: Path) -> str:
     """``path`` as the README names it: relative to the repository, else as given."""
-    path = Path(path)
     return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.as_posix()
 
 
 def claims_section(recipe: Recipe) -> str:
     """The claims (Tables 2-6, Figures 2-5, DGPO's) with the claimed difference, ours, the power and the decision,
     from claims.csv."""
-    path = C.claims_csv(recipe.results)
-    if not path.exists():
+    claims = _claims(recipe)
+    if claims is None:
         return f"_No `results/{recipe.preset}/claims.csv` yet: run `make ablations`._"
-    claims = tables.read(C.CLAIMS, path)
     counts = claims["verdict"].value_counts().sort_index()
     alive = C.survivors(claims)
     note = (f"Generated from `results/{recipe.preset}/claims.csv` by the protocol of docs/design.md, \"Verdicts\" (terms: "
@@ -339,24 +332,21 @@ def _scratch_timing(recipe: Recipe) -> str:
             f"{last['machine'].iloc[0]}): " + "; ".join(parts) + ".")
 
 
-SECTIONS = {"standing": standing_section, "results": results_section, "seed_gains": seed_gains_section, "claims": claims_section,
-            "runtimes": runtimes_section}
-# Sections generated into pages of docs/ that the README links (reference, not a first read).
-DOC_SECTIONS = {"sources": (sources_section, REPO / "docs" / "sources.md"),
-                "stability": (stability_section, REPO / "docs" / "stability.md")}
+README = REPO / "README.md"
+# Each generated section and its page: the README's, then those of pages of docs/ that the README links (reference,
+# not a first read).
+SECTIONS = {"standing": (standing_section, README), "results": (results_section, README),
+            "seed_gains": (seed_gains_section, README), "claims": (claims_section, README),
+            "runtimes": (runtimes_section, README), "sources": (sources_section, REPO / "docs" / "sources.md"),
+            "stability": (stability_section, REPO / "docs" / "stability.md")}
 
 
-def write_readme(recipe: Recipe, readme: Path = REPO / "README.md", sections=tuple(SECTIONS),
-                 docs: bool = True) -> Path:
-    """Regenerate the README's generated sections (``SECTIONS``) from ``results/``, and with ``docs`` the generated
-    sections of the docs pages it links (``DOC_SECTIONS``)."""
-    text = readme.read_text()
-    for name in sections:
-        text = replace_section(text, name, SECTIONS[name](recipe))
-    readme.write_text(text)
-    for name, (section, page) in DOC_SECTIONS.items() if docs else ():
+def write_readme(recipe: Recipe) -> Path:
+    """Regenerate the README's generated sections (``SECTIONS``) from ``results/``, and the generated sections of
+    the docs pages it links."""
+    for name, (section, page) in SECTIONS.items():
         page.write_text(replace_section(page.read_text(), name, section(recipe)))
-    return readme
+    return README
 
 
 def main(argv: list[str] | None = None) -> None:

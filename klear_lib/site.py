@@ -96,22 +96,22 @@ def reading_order(stem: str) -> tuple[str, int, str]:
     return head, PANEL_ORDER.get(last, len(PANEL_ORDER)), last
 
 
-def figure_html(name: str, caption: str) -> str:
-    """A figure of the bundle's ``figures/<name>``, linked to itself at full size."""
+def figure_html(name: str) -> str:
+    """A figure of the bundle's ``figures/<name>``, captioned by its name and linked to itself at full size."""
     src = "figures/" + quote(name)
-    return (f'<figure><a href="{src}"><img src="{src}" alt="{html.escape(caption)}" loading="lazy"></a>'
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    return (f'<figure><a href="{src}"><img src="{src}" alt="{html.escape(name)}" loading="lazy"></a>'
+            f"<figcaption>{html.escape(name)}</figcaption></figure>")
 
 
 def figures_html(preset: str, copied: list[str]) -> dict[str, str]:
     """The index's figures: ``key`` (``KEY_FIGURES``, in that order), ``families`` (``FAMILIES``) and ``topics``
     (the rest under a heading per topic of ``TOPICS``)."""
     stems = {name[len(preset) + 1:-4]: name for name in copied}
-    groups: dict[str, list[str]] = {"key": [figure_html(stems[s], stems[s]) for s in KEY_FIGURES if s in stems]}
+    groups: dict[str, list[str]] = {"key": [figure_html(stems[s]) for s in KEY_FIGURES if s in stems]}
     for stem, name in sorted(stems.items(), key=lambda item: reading_order(item[0])):
         if stem not in KEY_FIGURES:  # under its topic: the longest matching prefix of TOPICS
             topics = [(len(p), topic) for topic, prefixes in TOPICS for p in prefixes if stem.startswith(p)]
-            groups.setdefault(max(topics)[1] if topics else OTHER, []).append(figure_html(name, name))
+            groups.setdefault(max(topics)[1] if topics else OTHER, []).append(figure_html(name))
 
     def block(name, heading=True):
         title = f'<h3 id="{anchor(name)}">{html.escape(name)}</h3>' if heading else ""
@@ -129,11 +129,10 @@ def anchor(name: str) -> str:
 
 def table_html(df: pd.DataFrame, verdicts) -> str:
     """``df`` as an HTML table (cells escaped, missing ones as an em dash), row ``i`` classed by ``verdicts[i]``."""
-    row_classes = ["v-" + re.sub(r"\W+", "-", v) for v in verdicts]
     cells = df.astype(object).where(df.notna(), "—").astype(str).values.tolist()
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     rows = "".join(f'<tr class="{k}">' + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
-                   for k, row in zip(row_classes, cells))
+                   for k, row in zip(("v-" + re.sub(r"\W+", "-", v) for v in verdicts), cells))
     return (f'<div class="scroll"><table class="claims"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
             "</table></div>")
 
@@ -151,11 +150,10 @@ def claims_html(preset: str, results: Path = RESULTS) -> str:
         return readme_claims_html()
     claims = tables.read(C.CLAIMS, path)
     counts = ", ".join(f"{n} {v}" for v, n in claims["verdict"].value_counts().sort_index().items())
-    table = table_html(C.readme_table(claims), claims["verdict"])
     note = (f"<p>From <code>results/{html.escape(preset)}/claims.csv</code>: Δ = claimed better minus claimed worse, "
             "in points; 95% interval over seeds, paired by seed; MDE = the difference those seeds detect with 80% "
             f"power; seeds for paper Δ = seeds per arm the claimed size would need. {html.escape(counts)}.</p>")
-    return note + table
+    return note + table_html(C.readme_table(claims), claims["verdict"])
 
 
 def readme_claims_html(readme: Path = REPO / "README.md") -> str:

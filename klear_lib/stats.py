@@ -22,9 +22,8 @@ from scipy import stats as _st
 
 ALPHA, POWER = 0.05, 0.80
 # ``decide``'s outcomes, mutually exclusive, tested in this order; ``verdict`` keeps the stability map's sign-only rule
-REPLICATED, OPPOSITE, EQUIVALENT, SMALLER, UNDECIDED = ("replicated", "opposite", "equivalent",
-                                                        "smaller than claimed", "undecided")
-DECISIONS = (REPLICATED, OPPOSITE, EQUIVALENT, SMALLER, UNDECIDED)
+DECISIONS = REPLICATED, OPPOSITE, EQUIVALENT, SMALLER, UNDECIDED = ("replicated", "opposite", "equivalent",
+                                                                    "smaller than claimed", "undecided")
 EQUIVALENCE = 0.5   # the equivalence margin as a fraction of the carried claim: "less than half the claimed effect"
 SD_UPPER = 0.80     # one-sided confidence of the spread's upper bound that sizes a future design (Browne 1995)
 BASE_CLIP = 0.001   # base rates are clipped into [BASE_CLIP, 1 - BASE_CLIP] before the logit (a 0% run is finite)
@@ -100,23 +99,19 @@ def compare(a: Sequence[float], seeds_a: Sequence[int], b: Sequence[float], seed
     """
     pa, pb = paired(a, seeds_a, b, seeds_b)
     if len(pa) >= 2:
-        d = np.asarray(pa) - np.asarray(pb)
-        diff, low, high = t_interval(d)
-        sd, n = float(d.std(ddof=1)), d.size
-        if sd == 0.0:
-            low = high = diff
-        return {"test": "paired", "diff": diff, "low": low, "high": high, "df": float(n - 1),
-                "se": sd / math.sqrt(n), "p": p_value(diff, sd / math.sqrt(n), n - 1), "n": n, "sd": sd,
-                "mean_a": float(np.mean(pa)), "mean_b": float(np.mean(pb))}
-    a_, b_ = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    diff, low, high = welch_interval(a_, b_)
-    n = int(min(a_.size, b_.size))
-    sd = math.sqrt(a_.var(ddof=1) + b_.var(ddof=1)) if n >= 2 else math.nan
-    se = math.sqrt(a_.var(ddof=1) / a_.size + b_.var(ddof=1) / b_.size) if n >= 2 else math.nan
-    df = welch_df(a_, b_)
-    return {"test": "welch" if n >= 2 else "one seed", "diff": diff, "low": low, "high": high, "df": df,
-            "se": se, "p": p_value(diff, se, df), "n": n, "sd": sd, "mean_a": float(a_.mean()),
-            "mean_b": float(b_.mean())}
+        a_, b_ = np.asarray(pa), np.asarray(pb)
+        diff, low, high = t_interval(a_ - b_)
+        test, n, sd = "paired", len(pa), float((a_ - b_).std(ddof=1))
+        se, df = sd / math.sqrt(n), float(n - 1)
+    else:
+        a_, b_ = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        diff, low, high = welch_interval(a_, b_)
+        n, df = int(min(a_.size, b_.size)), welch_df(a_, b_)
+        test = "welch" if n >= 2 else "one seed"
+        sd = math.sqrt(a_.var(ddof=1) + b_.var(ddof=1)) if n >= 2 else math.nan
+        se = math.sqrt(a_.var(ddof=1) / a_.size + b_.var(ddof=1) / b_.size) if n >= 2 else math.nan
+    return {"test": test, "diff": diff, "low": low, "high": high, "df": df, "se": se, "p": p_value(diff, se, df),
+            "n": n, "sd": sd, "mean_a": float(a_.mean()), "mean_b": float(b_.mean())}
 
 
 def p_value(diff: float, se: float, df: float) -> float:
@@ -130,28 +125,22 @@ def p_value(diff: float, se: float, df: float) -> float:
 
 def holm(p: Sequence[float]) -> np.ndarray:
     """Holm's step-down adjusted p-values (family-wise error); NaN entries stay NaN and do not count."""
-    p = np.asarray(p, dtype=float)
-    out, ok = np.full(p.shape, np.nan), ~np.isnan(p)
-    order = np.argsort(p[ok])
-    m = int(ok.sum())
-    adj = np.maximum.accumulate((m - np.arange(m)) * p[ok][order]) if m else np.array([])
-    vals = np.empty(m)
-    vals[order] = np.minimum(adj, 1.0)
-    out[ok] = vals
-    return out
+    return _step_adjusted(p, lambda x, m: np.maximum.accumulate((m - np.arange(m)) * x))
 
 
 def bh(p: Sequence[float]) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values (q, false discovery rate); NaN entries stay NaN and do not count."""
+    # largest first: q_(i) = min over j >= i of m p_(j) / j
+    return _step_adjusted(p, lambda x, m: np.minimum.accumulate(x * m / (m - np.arange(m))), largest_first=True)
+
+
+def _step_adjusted(p: Sequence[float], step, largest_first: bool = False) -> np.ndarray:
+    """``step(x, m)`` of the m non-NaN entries of ``p`` sorted (smallest first unless ``largest_first``), capped at
+    1 and put back in place; NaN entries stay NaN."""
     p = np.asarray(p, dtype=float)
-    out, ok = np.full(p.shape, np.nan), ~np.isnan(p)
-    m = int(ok.sum())
-    order = np.argsort(p[ok])[::-1]  # largest first: q_(i) = min over j >= i of m p_(j) / j
-    ranks = m - np.arange(m)
-    q = np.minimum.accumulate(p[ok][order] * m / ranks) if m else np.array([])
-    vals = np.empty(m)
-    vals[order] = np.minimum(q, 1.0)
-    out[ok] = vals
+    out, ok = np.full(p.shape, np.nan), np.flatnonzero(~np.isnan(p))
+    order = np.argsort(p[ok])[::-1] if largest_first else np.argsort(p[ok])
+    out[ok[order]] = np.minimum(step(p[ok][order], ok.size), 1.0)
     return out
 
 

@@ -15,6 +15,7 @@ lost rows had never been there.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
@@ -64,13 +65,10 @@ MEAN_IN_CI: Check = ("mean outside [0, 1] or outside its CI", lambda df: ~df["me
                       | (df["ci_low"] > df["mean"] + 1e-9) | (df["ci_high"] < df["mean"] - 1e-9))
 
 
-def frame(rows: Rows) -> pd.DataFrame:
-    """``rows`` as a DataFrame (dicts or a frame)."""
-    return rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
-
-
-def stamp(table: Table, df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with this process's provenance in the ``PROVENANCE`` cells it lacks (rows drawn here)."""
+def stamp(table: Table, rows: Rows) -> pd.DataFrame:
+    """``rows`` (dicts or a frame) as a DataFrame with this process's provenance in the ``PROVENANCE`` cells it lacks
+    (rows drawn here)."""
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
     if not table.provenance:
         return df
     cells = {c: df[c] if c in df.columns else pd.Series(pd.NA, index=df.index, dtype=object) for c in PROVENANCE}
@@ -91,19 +89,13 @@ def validate(table: Table, df: pd.DataFrame, where: str | Path = "") -> pd.DataF
     check_values(table, df, where)
     check_one_config(table, df, where)
     filled = list(table.key) + list(table.required)
-    rows = lambda mask: df.loc[mask, list(table.key)].to_dict("records")  # noqa: E731
     blank = df[filled].isna() | (df[filled].astype(str) == "")
-    if blank.any().any():
-        fields = [c for c in filled if blank[c].any()]
-        raise ValueError(f"{prefix}{table.name} rows with an empty key or required field {fields}: "
-                         f"{rows(blank.any(axis=1))}")
-    dup = df.duplicated(list(table.key), keep=False)
-    if dup.any():
-        raise ValueError(f"{prefix}duplicate {table.name} keys: {rows(dup)}")
-    for what, check in table.checks:
-        bad = check(df)
-        if bad.any():
-            raise ValueError(f"{prefix}{table.name} rows with {what}: {rows(bad)}")
+    fields = [c for c in filled if blank[c].any()]
+    for problem, bad in chain([(f"{table.name} rows with an empty key or required field {fields}", blank.any(axis=1)),
+                               (f"duplicate {table.name} keys", df.duplicated(list(table.key), keep=False))],
+                              ((f"{table.name} rows with {what}", check(df)) for what, check in table.checks)):
+        if bad.any():  # the checks run in order, each only once the rows passed the ones before
+            raise ValueError(f"{prefix}{problem}: {df.loc[bad, list(table.key)].to_dict('records')}")
     return df
 
 
@@ -192,7 +184,7 @@ def write(table: Table, rows: Rows, path: Path | str) -> Path:
     atomically; return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    out = tidy(table, validate(table, stamp(table, frame(rows)), path))
+    out = tidy(table, validate(table, stamp(table, rows), path))
     with artifacts.replacing(path) as tmp:
         out.to_csv(tmp, index=False, float_format=table.float_format, lineterminator="\n")
     return path
@@ -214,7 +206,7 @@ def run_id(table: Table, fields: Mapping, extra: tuple[str, ...] = ()) -> tuple:
 
 def upsert(table: Table, stored: pd.DataFrame, rows: Rows) -> pd.DataFrame:
     """``stored`` with ``rows`` added, every old row of a run in ``rows`` replaced; validated and tidy."""
-    new = tidy(table, validate(table, stamp(table, frame(rows))))
+    new = tidy(table, validate(table, stamp(table, rows)))
     fresh = set(run_ids(table, new))
     keep = stored[[r not in fresh for r in run_ids(table, stored)]] if len(stored) else stored
     return tidy(table, validate(table, pd.concat([keep, new], ignore_index=True))) if len(keep) else new

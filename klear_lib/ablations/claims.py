@@ -14,6 +14,7 @@ the current config is "not run" (no number).
 """
 from __future__ import annotations
 
+from itertools import groupby
 from pathlib import Path
 
 import numpy as np
@@ -47,13 +48,6 @@ CLAIMS = tables.Table("claim", tuple(COLUMNS), ("claim_id",), float_format="%.4f
                       + ("paper_better", "paper_worse"))
 
 
-def readings(family: Family, exp, recipe: Recipe | None = None) -> list[tuple[str, str]]:
-    """(primary benchmark, benchmark read) pairs of ``exp``: each primary benchmark as ``recipe``'s scale maps it
-    (tiny also reads ``tiny_aime`` on a held-out tier; full reads the paper's benchmarks), or as is."""
-    mapping = family.get_scale(recipe).benchmarks if recipe else {}
-    return [(b, m) for b in exp.primary for m in mapping.get(b, (b,))]
-
-
 def shared_runs(family: Family, exp, better: str, worse: str, recipe: Recipe | None) -> list[tuple[str, str]]:
     """(own label, "experiment/condition") for every other experiment's condition trained by the same config as
     ``better`` or ``worse`` (``Family.trains_as``); [] where the family does not say which runs are the same."""
@@ -81,7 +75,7 @@ def paper_readings(reported: pd.DataFrame | None, table: str, settings: tuple[st
 
 
 def _claim_readings(reported, exp, better: str, worse: str, primary: str, bench: str) -> dict:
-    """The paper's side of one claim: its source, benchmarks, statistic and readings."""
+    """The paper's side of one claim: its source, benchmarks, statistic, readings and text."""
     ext = exp.external_claim(better, worse)
     if ext is None:
         # a miniature benchmark stands for its primary benchmark's analogue, in every release the paper reports
@@ -90,11 +84,12 @@ def _claim_readings(reported, exp, better: str, worse: str, primary: str, bench:
         settings = tuple(exp.condition(label).paper_setting for label in (better, worse))
         stat, reads, read = paper_readings(reported, exp.table, settings, benches)
         return {"source": V.PAPER, "paper_benchmarks": ";".join(read or benches[:1]), "paper_statistic": stat,
-                "_first": paper_readings(reported, exp.table, settings, benches[:1])[1], "_readings": reads}
+                "_first": paper_readings(reported, exp.table, settings, benches[:1])[1], "_readings": reads,
+                "claim": exp.claim}
     stat, reads, _ = paper_readings(reported, ext.table, ext.settings, (ext.benchmark,))
     more = [r for pair in ext.more_settings for r in paper_readings(reported, ext.table, pair, (ext.benchmark,))[1]]
     return {"source": ext.table, "paper_benchmarks": ext.benchmark, "paper_statistic": stat,
-            "_first": reads, "_readings": reads + more}
+            "_first": reads, "_readings": reads + more, "claim": ext.claim}
 
 
 def expected(reported: pd.DataFrame | None = None, recipe: Recipe | None = None) -> pd.DataFrame:
@@ -102,10 +97,13 @@ def expected(reported: pd.DataFrame | None = None, recipe: Recipe | None = None)
     (``results/reported.csv``: the paper's, or an external claim's on its own benchmark) and no result yet."""
     rows = []
     for name, family in FAMILIES.items():
+        # each primary benchmark as ``recipe``'s scale maps it (tiny also reads ``tiny_aime`` on a held-out tier; full
+        # reads the paper's benchmarks), or as is
+        mapping = family.get_scale(recipe).benchmarks if recipe else {}
         for exp in family.experiments.values():
             for (better, worse) in exp.pairs:
                 shares = shared_runs(family, exp, better, worse, recipe)
-                for primary, bench in readings(family, exp, recipe):
+                for primary, bench in [(b, m) for b in exp.primary for m in mapping.get(b, (b,))]:
                     side = _claim_readings(reported, exp, better, worse, primary, bench)
                     first, reads = side["_first"], side["_readings"]
                     diffs = [b - w for _, b, w in reads]
@@ -119,8 +117,7 @@ def expected(reported: pd.DataFrame | None = None, recipe: Recipe | None = None)
                                  "paper_diff_low_pts": min(diffs, default=np.nan),
                                  "paper_diff_high_pts": max(diffs, default=np.nan),
                                  "direction": -1 if diffs and np.mean(diffs) < 0 else 1,
-                                 "_shares": shares, "claim": exp.claim if side["source"] == V.PAPER
-                                 else exp.external_claim(better, worse).claim})
+                                 "_shares": shares})
     out = pd.DataFrame(rows)
     out["paper_base_pct"] = (out["paper_better"] + out["paper_worse"]) / 2
     return out
@@ -135,8 +132,7 @@ def measured(recipe: Recipe, paths: dict | None = None, metric: str = "avg@k") -
         if len(rows):
             summary = family.aggregate(rows)
             pairs = family.pairs(summary, metric)
-            pairs["seed_diffs"] = seed_diffs(pairs, summary)
-            out.append(pairs)
+            out.append(pairs.assign(seed_diffs=seed_diffs(pairs, summary)))
             for r in summary[summary["metric"] == metric].to_dict("records"):
                 cells[(r["experiment"], r["condition"], r["benchmark"])] = dict(zip(r["seeds"], r["values"]))
     pairs = pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=V.PAIR_COLUMNS + ["seed_diffs"])
@@ -147,26 +143,18 @@ def seed_diffs(pairs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
     """Per comparison row, the per-seed differences better - worse in points (';'-joined, seed order) that a
     paired test used; '' for a Welch or one-seed comparison, which pairs no seeds (the figures draw them as dots)."""
     cells = {(r["experiment"], r["condition"], r["benchmark"], r["metric"]): r for r in summary.to_dict("records")}
-    out = []
-    for r in pairs.to_dict("records"):
-        if r["test"] != "paired":
-            out.append("")
-            continue
+
+    def diffs(r: dict) -> str:
         b, w = (cells[(r["experiment"], c, r["benchmark"], r["metric"])] for c in (r["better"], r["worse"]))
         pb, pw = S.paired(b["values"], b["seeds"], w["values"], w["seeds"])
-        out.append(";".join(f"{100 * (x - y):.2f}" for x, y in zip(pb, pw)))
-    return out
+        return ";".join(f"{100 * (x - y):.2f}" for x, y in zip(pb, pw))
+    return [diffs(r) if r["test"] == "paired" else "" for r in pairs.to_dict("records")]
 
 
 def _seed_list(seeds: list[int]) -> str:
-    """Seeds as ranges: [0, 1, 2, 5, 6] -> "0-2,5-6"."""
-    out, start = [], None
-    for i, s in enumerate(seeds):
-        start = s if start is None else start
-        if i + 1 == len(seeds) or seeds[i + 1] != s + 1:
-            out.append(f"{start}" if start == s else f"{start}-{s}")
-            start = None
-    return ",".join(out)
+    """Seeds (sorted, distinct) as ranges: [0, 1, 2, 5, 6] -> "0-2,5-6"."""
+    runs = [[s for _, s in run] for _, run in groupby(enumerate(seeds), lambda pair: pair[1] - pair[0])]
+    return ",".join(f"{run[0]}" if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
 
 
 def shares_text(shares: list[tuple[str, str]], experiment: str, bench: str, cells: dict) -> str:
@@ -231,9 +219,8 @@ def build_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: di
     reported = load_reported() if reported is None else reported
     claims = expected(reported, recipe)
     pairs, cells = measured(recipe, paths)
-    merged = claims.merge(pairs[[c for c in V.PAIR_COLUMNS if c != "metric"] + ["seed_diffs"]],
-                          on=["experiment", "benchmark", "better", "worse"], how="left")
-    merged = decide_all(merged)
+    merged = decide_all(claims.merge(pairs[[c for c in V.PAIR_COLUMNS if c != "metric"] + ["seed_diffs"]],
+                                     on=["experiment", "benchmark", "better", "worse"], how="left"))
     for col, src in (("ours_better_pct", "mean_better"), ("ours_worse_pct", "mean_worse"),
                      ("ours_diff_pts", "diff"), ("ci_low_pts", "ci_low"), ("ci_high_pts", "ci_high"),
                      ("sd_seed_pts", "sd_seed"), ("eval_se_pts", "eval_se"), ("sd_diff_pts", "sd_diff")):
@@ -267,15 +254,12 @@ def forest_path(recipe: Recipe, experiment: str | None = None) -> Path:
 def write_forests(recipe: Recipe, claims: pd.DataFrame | None = None) -> list[Path]:
     """The forest plots of ``claims`` (default: the stored claims.csv): one of every claim run, then one per
     experiment with a claim run (``forest_path``)."""
-    preset = recipe.preset
     claims = tables.read(CLAIMS, claims_csv(recipe.results)) if claims is None else claims
     ran = claims[claims["n_seeds"] > 0]
-    paths = [plots.save(plots.claims_forest(ran, f"{preset}: every claim run, our Δ beside the claimed one"),
-                        forest_path(recipe))]
-    for exp, sub in ran.groupby("experiment", sort=False):
-        title = f"{preset}: {sub['table'].iloc[0]}, our Δ beside the claimed one"
-        paths.append(plots.save(plots.claims_forest(sub, title), forest_path(recipe, exp)))
-    return paths
+    figures = [(None, ran, "every claim run")] + [(exp, sub, sub["table"].iloc[0])
+                                                  for exp, sub in ran.groupby("experiment", sort=False)]
+    return [plots.save(plots.claims_forest(sub, f"{recipe.preset}: {what}, our Δ beside the claimed one"),
+                       forest_path(recipe, exp)) for exp, sub, what in figures]
 
 
 def experiment_summary(claims: pd.DataFrame) -> pd.DataFrame:
@@ -301,9 +285,6 @@ def readme_table(claims: pd.DataFrame) -> pd.DataFrame:
     def pts(v, sign="+"):
         return "—" if pd.isna(v) else f"{v:{sign}.1f}".replace("inf", "∞")
 
-    def interval(lo, hi):
-        return "—" if pd.isna(lo) else f"[{lo:+.1f}, {hi:+.1f}]".replace("inf", "∞")
-
     def span(lo, hi):
         return pts(lo) if pd.isna(hi) or round(lo, 1) == round(hi, 1) else f"{pts(lo)} to {pts(hi)}"
 
@@ -320,7 +301,8 @@ def readme_table(claims: pd.DataFrame) -> pd.DataFrame:
         "paper Δ at our base pts": [span(lo, hi) for lo, hi in zip(claims["carried_low_pts"],
                                                                     claims["carried_high_pts"])],
         "ours Δ pts": claims["ours_diff_pts"].map(pts),
-        "family-wise CI": [interval(lo, hi) for lo, hi in zip(claims["adj_ci_low_pts"], claims["adj_ci_high_pts"])],
+        "family-wise CI": ["—" if pd.isna(lo) else f"[{lo:+.1f}, {hi:+.1f}]".replace("inf", "∞")
+                           for lo, hi in zip(claims["adj_ci_low_pts"], claims["adj_ci_high_pts"])],
         "seeds": claims["n_seeds"],
         "p (Holm)": claims["p_holm"].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}"),
         "power at claim": claims["power_at_claim"].map(lambda v: "—" if pd.isna(v) else f"{100 * v:.0f}%"),

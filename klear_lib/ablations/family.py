@@ -9,13 +9,12 @@ comparisons of the claimed pairs. A family brings what differs: its run (``run``
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import multiprocessing
 import re
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
@@ -74,11 +73,10 @@ class Experiment:
 
     def condition(self, label: str):
         """The condition called ``label``; unknown labels raise ``KeyError`` listing the known ones."""
-        found = [c for c in self.conditions + self.extra if c.label == label]
-        if not found:
-            known = [c.label for c in self.conditions + self.extra]
-            raise KeyError(f"{self.id} has no condition {label!r}; known: {known}")
-        return found[0]
+        known = {c.label: c for c in self.conditions + self.extra}
+        if label not in known:
+            raise KeyError(f"{self.id} has no condition {label!r}; known: {list(known)}")
+        return known[label]
 
 
 class Named:
@@ -99,7 +97,7 @@ def run_key(**parts) -> str:
     stage config of the run's recipe after its overrides, at seed 0) stands as its ``config_hash`` (also inside
     dicts), beside what no config holds (the rows' rule, benchmarks, the start checkpoint's configs)."""
     def hashed(value):
-        if dataclasses.is_dataclass(value):
+        if is_dataclass(value):
             return config_hash(value)
         return {k: hashed(v) for k, v in value.items()} if isinstance(value, dict) else value
     return hashlib.sha256(json.dumps(hashed(parts), sort_keys=True, default=list).encode()).hexdigest()[:12]
@@ -184,12 +182,10 @@ class Family:
     def conditions_for(self, recipe, experiment: str | Experiment) -> tuple:
         """The conditions run: those the scale names (``RLScale.arms``: an experiment it does not name runs none),
         else all, or (a reduced scale) those of the first comparison."""
-        exp, arms = self.get_experiment(experiment), getattr(self.get_scale(recipe), "arms", {})
-        if arms:
-            return tuple(exp.condition(label) for label in arms.get(exp.id, ()))
-        if not self.get_scale(recipe).reduced:
-            return exp.conditions
-        return tuple(c for c in exp.conditions if c.label in exp.comparisons[0])
+        exp, scale = self.get_experiment(experiment), self.get_scale(recipe)
+        if getattr(scale, "arms", {}):
+            return tuple(exp.condition(label) for label in scale.arms.get(exp.id, ()))
+        return tuple(c for c in exp.conditions if not scale.reduced or c.label in exp.comparisons[0])
 
     def benchmarks_at(self, recipe, condition) -> tuple[str, ...]:
         """The benchmarks a run of ``condition`` is evaluated on."""

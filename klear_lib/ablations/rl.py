@@ -13,9 +13,7 @@ checkpoint, which every run with a seed evaluates, is evaluated once before any 
 """
 from __future__ import annotations
 
-import dataclasses
-import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -32,7 +30,6 @@ from klear_lib.data import load_split
 from klear_lib.pipeline import RL_SPLITS, eval_stage, rl_rows, rl_stage, sft_stage
 from klear_lib.seeding import torch_threads
 
-log = logging.getLogger(__name__)
 FAMILY = "ablations_rl"
 UNFILTERED = "code_rl_unfiltered"  # Fig. 4: code RL problems before the test-case filter (klear_lib.data.world)
 START = "start"                    # the label of a condition that evaluates the start checkpoint untrained
@@ -52,11 +49,6 @@ class Condition(Named):
     paper_setting: str                           # model_or_setting in results/reported.csv
     claim: str
     train: bool = True                           # False: evaluate the start checkpoint (Table 6's first row)
-
-    @property
-    def kwargs(self) -> dict:
-        """The RL config overrides."""
-        return dict(self.overrides)
 
 
 MATH = ("tiny_aime",)
@@ -138,7 +130,7 @@ def rl_benchmarks(scale: RLScale, condition: Condition) -> tuple[str, ...]:
     """The benchmarks a run of ``condition`` is read on: its own, or its experiment's primary ones where the scale
     says so (``RLScale.primary_only``); each as the scale maps it (at full: the paper's benchmarks)."""
     if condition.experiment in scale.primary_only:
-        condition = dataclasses.replace(condition, benchmarks=EXPERIMENTS[condition.experiment].primary)
+        condition = replace(condition, benchmarks=EXPERIMENTS[condition.experiment].primary)
     return mapped_benchmarks(scale, condition)
 
 
@@ -146,7 +138,7 @@ def rl_recipe(recipe: Recipe, condition: Condition, seed: int = 0) -> Recipe:
     """The recipe of one run's RL stage: scale, then experiment sizes, then the condition, then the seed."""
     scale = RL.get_scale(recipe)
     curve = {"save_steps": scale.curve_every} if scale.curve_every else {}
-    overrides = {**scale.rl, **curve, **scale.per_experiment.get(condition.experiment, {}), **condition.kwargs,
+    overrides = {**scale.rl, **curve, **scale.per_experiment.get(condition.experiment, {}), **dict(condition.overrides),
                  "seed": seed}
     return recipe.replace(**{rl_stage_name(condition.reward): overrides})
 
@@ -189,8 +181,7 @@ def curve_benchmarks(recipe: Recipe, condition: Condition, last: bool) -> tuple[
     every, scale = RL.benchmarks_at(recipe, condition), RL.get_scale(recipe)
     if last or not scale.curve_primary_only:
         return every
-    primary = tuple(b for name in RL.get_experiment(condition.experiment).primary
-                    for b in scale.benchmarks.get(name, (name,)))
+    primary = tuple(m for b in EXPERIMENTS[condition.experiment].primary for m in scale.benchmarks.get(b, (b,)))
     return tuple(b for b in every if b in primary)
 
 
@@ -256,12 +247,9 @@ def setup(recipe: Recipe, todo: Sequence[tuple[Condition, int]]) -> Path:
 def records(runs_dir: Path, runs: pd.DataFrame) -> pd.DataFrame:
     """The per-update run records (in ``runs_dir``, a recipe's ``runs``) of ``runs`` (one per (experiment,
     condition, seed) that trained), labelled."""
-    out = []
-    for exp, label, seed in runs[table.RUN_KEY].drop_duplicates().itertuples(index=False):
-        cond = RL.get_experiment(exp).condition(label)
-        if cond.train:
-            rec = pd.read_csv(record_path(runs_dir, cond, int(seed)))
-            out.append(rec.assign(experiment=exp, condition=label, seed=int(seed)))
+    keys = runs[table.RUN_KEY].drop_duplicates().itertuples(index=False)
+    out = [pd.read_csv(record_path(runs_dir, cond, int(seed))).assign(experiment=exp, condition=label, seed=int(seed))
+           for exp, label, seed in keys if (cond := RL.get_experiment(exp).condition(label)).train]
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
 
 

@@ -22,10 +22,9 @@ from klear_lib.training.run_record import CLIP_CASES, record_row, write_rows
 log = logging.getLogger(__name__)
 CURVE_KEY = table.RUN_KEY + ["rl_step", "benchmark", "metric"]
 CURVE_KEEP = ["benchmark", "metric", "k", "mean", "ci_low", "ci_high"]  # of an ``eval_stage`` row, at each point
-CURVE_COLUMNS = CURVE_KEY + ["k", "mean", "ci_low", "ci_high", "config_hash"]
 # ``ablations_rl_curves.csv``: a rerun of a run (experiment, condition, seed) replaces all of its points
-CURVES = Table("RL curve", tuple(CURVE_COLUMNS), tuple(CURVE_KEY), run_key=tuple(table.RUN_KEY),
-               required=("config_hash",), checks=(MEAN_IN_CI,), provenance=True,
+CURVES = Table("RL curve", (*CURVE_KEY, "k", "mean", "ci_low", "ci_high", "config_hash"), tuple(CURVE_KEY),
+               run_key=tuple(table.RUN_KEY), required=("config_hash",), checks=(MEAN_IN_CI,), provenance=True,
                types=(("seed", int), ("rl_step", int), ("k", int), ("config_hash", str)))
 DYNAMICS = ["reward_mean", "accuracy", "entropy", "grad_norm", "response_length"]
 CLIPPING = [*CLIP_CASES, "clipped_grad_share"]
@@ -76,11 +75,8 @@ def gradient_extremes(records_: pd.DataFrame) -> pd.DataFrame:
     """Per (experiment, condition): over its seeds, the mean of each run's clipped-token share and of its largest
     |F·A| on clipped tokens and on the rest, the largest of all, and the clipped tokens' share of the log-prob
     gradient norm. Each logged value is a mean over one update's micro-batches of their largest."""
-    if not set(GRADIENTS) <= set(records_.columns):
-        return pd.DataFrame(columns=["experiment", "condition", "seeds", "clip_frac", "max_fa_clipped",
-                                     "max_fa_rest", "worst_fa_clipped", "worst_fa_rest", "clipped_norm_share"])
-    rows = []
-    for (exp, label), rec in records_.groupby(["experiment", "condition"], sort=False):
+    rows, logged = [], set(GRADIENTS) <= set(records_.columns)
+    for (exp, label), rec in records_.groupby(["experiment", "condition"], sort=False) if logged else ():
         per_run = rec.groupby("seed").agg(clip_frac=("clip_frac", "mean"), max_fa_clipped=("max_fa_clipped", "max"),
                                           max_fa_rest=("max_fa_rest", "max"),
                                           clipped=("clipped_logp_grad_norm", "mean"), total=("logp_grad_norm", "mean"))
@@ -89,14 +85,14 @@ def gradient_extremes(records_: pd.DataFrame) -> pd.DataFrame:
                      "max_fa_rest": per_run["max_fa_rest"].mean(), "worst_fa_clipped": per_run["max_fa_clipped"].max(),
                      "worst_fa_rest": per_run["max_fa_rest"].max(),
                      "clipped_norm_share": (per_run["clipped"] / per_run["total"]).mean()})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["experiment", "condition", "seeds", "clip_frac", "max_fa_clipped", "max_fa_rest",
+                                       "worst_fa_clipped", "worst_fa_rest", "clipped_norm_share"])
 
 
 def dynamics(records_: pd.DataFrame, columns: Sequence[str], fraction: float = 0.1) -> pd.DataFrame:
     """Per (experiment, condition): the mean over seeds of each column over the last ``fraction`` of each run."""
-    rows = []
-    for (exp, label, _seed), rec in records_.groupby(["experiment", "condition", "seed"], sort=False):
-        rows.append({"experiment": exp, "condition": label,
-                     **rec.tail(max(1, int(len(rec) * fraction)))[list(columns)].mean().to_dict()})
+    runs = records_.groupby(["experiment", "condition", "seed"], sort=False)
+    rows = [{"experiment": exp, "condition": label, **rec.tail(max(1, int(len(rec) * fraction)))[list(columns)].mean()}
+            for (exp, label, _seed), rec in runs]
     return pd.DataFrame(rows).groupby(["experiment", "condition"], sort=False).mean().reset_index()
 

@@ -133,12 +133,7 @@ def run_recipe(recipe: Recipe, cell: Cell, seed: int = 0) -> Recipe:
                          f"at {recipe.preset}")
     rl = {**grid.rl, **dict(cell.loss.overrides), "learning_rate": cell.learning_rate,
           "mini_batch_prompts": prompts // cell.updates, "seed": seed}
-    return eval_recipe(recipe, seed).replace(rl_math=rl)
-
-
-def eval_recipe(recipe: Recipe, seed: int = 0) -> Recipe:
-    """``recipe`` with the eval config of every stability run."""
-    return recipe.replace(eval={**STABILITY.get_scale(recipe).eval, "seed": seed})
+    return recipe.replace(eval={**grid.eval, "seed": seed}, rl_math=rl)
 
 
 def cell_hash(recipe: Recipe, cell: Cell) -> str:
@@ -164,16 +159,13 @@ def run_summary(record: pd.DataFrame, start_acc: float, final_acc: float, window
 
 def collapse_reasons(row: Mapping, criterion: Collapse = COLLAPSE) -> list[str]:
     """The names of the collapse tests that ``row`` (a ``run_summary`` or a stability.csv row) fails."""
-    c, out = criterion, []
-    if row["start_mean"] >= c.min_acc and row["mean"] < c.heldout_fraction * row["start_mean"]:
-        out.append("heldout")
-    if row["train_acc_first"] >= c.min_acc and row["train_acc_last"] < c.train_fraction * row["train_acc_first"]:
-        out.append("train_acc")
-    if row["length_last"] < c.length_fraction * row["length_first"]:
-        out.append("length")
-    if int(row["nonfinite"]):
-        out.append("nonfinite")
-    return out
+    c = criterion
+    failed = {"heldout": row["start_mean"] >= c.min_acc and row["mean"] < c.heldout_fraction * row["start_mean"],
+              "train_acc": row["train_acc_first"] >= c.min_acc
+              and row["train_acc_last"] < c.train_fraction * row["train_acc_first"],
+              "length": row["length_last"] < c.length_fraction * row["length_first"],
+              "nonfinite": int(row["nonfinite"])}
+    return [name for name, fails in failed.items() if fails]
 
 
 def mark_collapse(df: pd.DataFrame, criterion: Collapse = COLLAPSE) -> pd.DataFrame:
@@ -206,7 +198,8 @@ def _heldout(run: Recipe, path: Path, stage: str) -> dict:
 def _setup(recipe: Recipe, todo: Sequence[tuple[Cell, int]]) -> Path:
     """The start checkpoint, evaluated once per seed of ``todo`` before any run (``rl.evaluated_start``)."""
     grid, seeds = STABILITY.get_scale(recipe), sorted({int(s) for _, s in todo})
-    return evaluated_start(recipe, [([grid.benchmark], eval_recipe(recipe, s)) for s in seeds], grid.torch_threads)
+    calls = [([grid.benchmark], recipe.replace(eval={**grid.eval, "seed": s})) for s in seeds]
+    return evaluated_start(recipe, calls, grid.torch_threads)
 
 
 def run_cell(recipe: Recipe, cell: Cell, seed: int, init: Path | None = None) -> list[dict]:
@@ -219,9 +212,8 @@ def run_cell(recipe: Recipe, cell: Cell, seed: int, init: Path | None = None) ->
         record = ensure_record(recipe.runs / f"{name}.csv", final, run.rl_math)
         start = _heldout(run, init, START_STAGE)
         end = _heldout(run, final, name.replace("/", "--"))
-    summary = run_summary(pd.read_csv(record), start["mean"], end["mean"])
     row = {**cell.fields(seed), **{k: end[k] for k in ("benchmark", "metric", "k", "ci_low", "ci_high")},
-           **summary, "config_hash": cell_hash(recipe, cell)}
+           **run_summary(pd.read_csv(record), start["mean"], end["mean"]), "config_hash": cell_hash(recipe, cell)}
     return [mark_collapse(pd.DataFrame([row])).iloc[0].to_dict()]
 
 

@@ -15,9 +15,9 @@ stored evaluation samples and measures both, per run:
 >>> traces.response_features("<think>\\n3+4=8\\ncheck: 8-4=4\\n</think>\\n\\boxed{8}", "math")["step_errors"]
 1
 
-``run_styles`` finds each stored run's sample file in the artifact store and keeps it only if it reproduces the
-run's stored score (so a sample file of an older configuration is never read by mistake); ``stored_styles`` keeps
-the rows in ``results/<preset>/ablations_sft_styles.csv``, so a fresh clone (no samples) shows the same table.
+``stored_styles`` finds each stored run's sample file in the artifact store and keeps it only if it reproduces the
+run's stored score (so a sample file of an older configuration is never read by mistake), and keeps the rows in
+``results/<preset>/ablations_sft_styles.csv``, so a fresh clone (no samples) shows the same table.
 Runs found in neither place are counted in a warning, never silently dropped.
 """
 from __future__ import annotations
@@ -62,13 +62,12 @@ def math_features(response: str) -> dict:
     out = dict(steps=0, step_errors=0, checks=0, check_errors=0, fixes=0, detected=0)
     wrong_pending = False
     for line in _think(response):
-        step, check = _STEP.match(line), line.startswith("check:")
+        step = _STEP.match(line)
         if step:
-            a, op, b, got = int(step[1]), step[2], int(step[3]), int(step[4])
-            wrong_pending = got != tm.apply(a, op, b)
+            wrong_pending = int(step[4]) != tm.apply(int(step[1]), step[2], int(step[3]))
             out["steps"] += 1
             out["step_errors"] += wrong_pending
-        elif check:  # a malformed check line (a student's) counts as a wrong one
+        elif line.startswith("check:"):  # a malformed check line (a student's) counts as a wrong one
             stated = _CHECK_MATH.match(line)
             out["checks"] += 1
             out["check_errors"] += not stated or arith(stated[1]) != int(stated[2])
@@ -83,8 +82,7 @@ def code_features(response: str) -> dict:
     """Style flags of one code response: one-expression program, check line, rewrite, and whether the check's
     ``program gives G`` is what the final program prints for that input."""
     lines = _think(response)
-    found = _PROGRAM.findall(response.split("</think>")[-1])
-    program = found[0] if found else ""
+    program = (_PROGRAM.findall(response.split("</think>")[-1]) or [""])[0]
     checks = [m for m in (_CHECK_CODE.match(ln) for ln in lines) if m]
     check_true = [(tc.interpret(program, int(m[1])) or "an error").strip() == m[2].strip() for m in checks]
     return dict(oneliner="write it as one expression" in lines[:1], check=bool(checks), checks_true=sum(check_true),
@@ -136,44 +134,36 @@ STYLES = Table("SFT styles", (*KEY, "n_samples", *SHARES), tuple(KEY), nullable=
                types=(("seed", int), ("config_hash", str), ("n_samples", int)))
 
 
-def run_styles(recipe, runs: pd.DataFrame, family: str = "ablations_sft") -> tuple[pd.DataFrame, list[str]]:
-    """One row per stored run x benchmark in ``ABILITY`` (``avg@k`` rows of ``runs``), with ``summarize``'s
-    shares from the run's sample file in the artifact store, and the runs left out because their samples are
-    absent or do not reproduce the stored score."""
-    rows, missing = [], []
-    picked = runs[(runs.metric == "avg@k") & runs.benchmark.isin(list(ABILITY))]
-    for r in picked.itertuples(index=False):
+def stored_styles(recipe, runs: pd.DataFrame, family: str = "ablations_sft") -> pd.DataFrame:
+    """One row per stored run x benchmark in ``ABILITY`` (``avg@k`` rows of ``runs``) with ``summarize``'s shares:
+    from the run's sample file in the artifact store where it reproduces the stored score, else the row stored for
+    the same run and config hash in ``<recipe.results>/<family>_styles.csv`` (a fresh clone has no samples); the
+    union is written back. Returns the rows of ``runs``; a run found in neither place is logged and left out."""
+    rows, missing = [], 0
+    for r in runs[(runs.metric == "avg@k") & runs.benchmark.isin(list(ABILITY))].itertuples(index=False):
         stage = run_name(family, r.experiment, r.condition, int(r.seed)).replace("/", "--")
         files = (recipe.artifacts / "eval").glob(f"*/{stage}__{r.benchmark}__*.samples.jsonl")
         samples = matching_samples(files, float(r.mean), int(r.n_samples))
         if samples is None:
-            missing.append(f"{stage} {r.benchmark}")
-            continue
-        rows.append({"experiment": r.experiment, "condition": r.condition, "seed": int(r.seed),
-                     "benchmark": r.benchmark, "config_hash": r.config_hash,
-                     **summarize(samples, ABILITY[r.benchmark])})
-    return pd.DataFrame(rows, columns=None if rows else KEY), missing
-
-
-def stored_styles(recipe, runs: pd.DataFrame, family: str = "ablations_sft") -> pd.DataFrame:
-    """``run_styles`` of ``runs`` where their samples are in the store, else the row stored for the same run and
-    config hash in ``<recipe.results>/<family>_styles.csv`` (a fresh clone has no samples); the union is written
-    back. Returns the rows of ``runs``; a run found in neither place is logged and left out."""
+            missing += 1
+        else:
+            rows.append({"experiment": r.experiment, "condition": r.condition, "seed": int(r.seed),
+                         "benchmark": r.benchmark, "config_hash": r.config_hash,
+                         **summarize(samples, ABILITY[r.benchmark])})
+    # a run of one ability lacks the other's columns
+    fresh = pd.DataFrame(rows, columns=None if rows else KEY).reindex(columns=list(STYLES.columns))
     path = recipe.results / f"{family}_styles.csv"
-    fresh, missing = run_styles(recipe, runs, family)
-    fresh = fresh.reindex(columns=list(STYLES.columns))  # a run of one ability lacks the other's columns
     both = tables.upsert_file(STYLES, fresh, path) if len(fresh) else tables.read(STYLES, path)
     out = both.merge(runs[KEY].drop_duplicates(), on=KEY)
-    if len(out) < len(fresh) + len(missing):
+    if len(out) < len(fresh) + missing:
         log.warning("%d run(s) have neither samples matching their stored score nor a stored style row",
-                    len(fresh) + len(missing) - len(out))
+                    len(fresh) + missing - len(out))
     return out
 
 
 def style_table(styles: pd.DataFrame, ability: str) -> pd.DataFrame:
     """Mean over seeds of ``ability``'s style columns per (experiment, condition), with the seed count."""
-    rows = styles[styles.benchmark.map(ABILITY) == ability]
-    grouped = rows.groupby(["experiment", "condition"], sort=False)
+    grouped = styles[styles.benchmark.map(ABILITY) == ability].groupby(["experiment", "condition"], sort=False)
     return grouped[COLUMNS[ability]].mean().assign(seeds=grouped.size())
 
 
