@@ -169,7 +169,7 @@ def reload_sync(generation) -> None:
     generation.llm.reset_prefix_cache()  # cached prefixes hold keys and values of the old weights
 
 
-UNSUPPORTED = {  # GRPOConfig options whose code path our _compute_loss does not reproduce
+UNSUPPORTED = {  # GRPOConfig options (KL, GSPO, entropy masks, ...) whose code path our _compute_loss omits
     "beta": 0.0, "importance_sampling_level": "token", "top_entropy_quantile": 1.0, "delta": None,
     "off_policy_mask_threshold": None, "entropy_coef": 0.0, "use_adaptive_entropy": False, "use_liger_kernel": False,
 }
@@ -296,7 +296,7 @@ class GPPOTrainer(GRPOTrainer):
     def __init__(self, model, reward_funcs, args: GPPOConfig, **kwargs):
         if not isinstance(args, GPPOConfig):
             raise TypeError(f"GPPOTrainer needs a GPPOConfig, got {type(args).__name__}")
-        if bad := {k: getattr(args, k) for k, v in UNSUPPORTED.items() if getattr(args, k, v) != v}:  # KL, GSPO, ...
+        if bad := {k: getattr(args, k) for k, v in UNSUPPORTED.items() if getattr(args, k, v) != v}:
             raise ValueError(f"GPPOTrainer does not support {bad}; the paper's recipe uses {UNSUPPORTED}")
         check_colocated_tp(args, args.world_size)
         self._check_whole_groups(args)
