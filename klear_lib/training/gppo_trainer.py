@@ -415,7 +415,16 @@ class GPPOTrainer(GRPOTrainer):
             out = take_rows(out, index)
         out["loss_weight"] = weight
         out["num_items_in_batch"] = self.accelerator.gather(self._loss_mask(out).sum()).sum()
-        self._record_generation(informative, weight, lengths, trained)
+        # per-RL-step statistics over every generated rollout (logged with each update of the step)
+        gathered = self.accelerator.gather
+        n_groups = gathered(torch.tensor(float(informative.numel()), device=weight.device)).sum()
+        self._gen_stats = {
+            "reward_mean": torch.nanmean(self._last_rewards).item(),
+            "accuracy": is_correct(self._last_rewards, self.args.correct_reward).float().mean().item(),
+            "kept_group_frac": (gathered(informative.float().sum()).sum() / n_groups).item(),
+            "trained_group_frac": gathered(weight.mean()).mean().item() if trained is None else trained,
+            "response_length": gathered(lengths).mean().item(),
+        }
         return out
 
     def _share_groups(self, out: dict, informative: torch.Tensor, n_keep: int, dtype) -> tuple[dict, torch.Tensor]:
@@ -432,18 +441,6 @@ class GPPOTrainer(GRPOTrainer):
         out = {k: v.to(device) if isinstance(v, torch.Tensor) else v
                for k, v in take_rows(batch, group_rows(mine, self.num_generations)).items()}
         return out, weight[rank].to(dtype).repeat_interleave(self.num_generations)
-
-    def _record_generation(self, informative, weight, lengths, trained: float | None) -> None:
-        """Per-RL-step statistics over every generated rollout (logged with each update of the step)."""
-        gathered = self.accelerator.gather
-        n_groups = gathered(torch.tensor(float(informative.numel()), device=weight.device)).sum()
-        self._gen_stats = {
-            "reward_mean": torch.nanmean(self._last_rewards).item(),
-            "accuracy": is_correct(self._last_rewards, self.args.correct_reward).float().mean().item(),
-            "kept_group_frac": (gathered(informative.float().sum()).sum() / n_groups).item(),
-            "trained_group_frac": gathered(weight.mean()).mean().item() if trained is None else trained,
-            "response_length": gathered(lengths).mean().item(),
-        }
 
     # ---- the loss -----------------------------------------------------------------------------------------
     @staticmethod
@@ -479,7 +476,19 @@ class GPPOTrainer(GRPOTrainer):
         policy_loss = (per_token * mask).sum() / normalizer
         sft_loss = self._sft_loss(logps, mask, inputs, mode)
         diagnostics = clip_diagnostics(self.args.loss_type, logps, old, inputs["advantages"], mask, **hyper)
-        self._log_loss_metrics(mode, mask, entropies, policy_loss, sft_loss, diagnostics)
+        metrics = {"entropy": ((entropies * mask).sum() / mask.sum().clamp(min=1.0)).item(),
+                   "policy_loss": policy_loss.item(), "sft_loss": sft_loss.item(),
+                   **{f"gppo/{k}": v for k, v in diagnostics.items()}}
+        if mode == "train":
+            metrics.update({f"gen/{k}": v for k, v in self._gen_stats.items()})
+        values = self.accelerator.gather(torch.tensor(list(metrics.values()), device=mask.device).unsqueeze(0))
+        if self.args.keep_groups is not None:  # padded: the ranks whose slot is a filler hold no token
+            held = self.accelerator.gather((mask.sum() > 0).to(values.dtype).reshape(1)).unsqueeze(1)
+            means = (values * held).sum(dim=0) / held.sum().clamp(min=1.0)
+        else:
+            means = values.mean(dim=0)
+        for name, value in zip(metrics, means.tolist()):
+            self._metrics[mode][name].append(value)
         return policy_loss + self.args.sft_alpha * sft_loss
 
     def _sft_loss(self, logps, mask, inputs, mode) -> torch.Tensor:
@@ -497,21 +506,6 @@ class GPPOTrainer(GRPOTrainer):
         if mode != "train" or self.args.keep_groups is None:
             return 1.0
         return self.args.generation_batch_size / (self.args.keep_groups * self.num_generations)
-
-    def _log_loss_metrics(self, mode, mask, entropies, policy_loss, sft_loss, diagnostics) -> None:
-        metrics = {"entropy": ((entropies * mask).sum() / mask.sum().clamp(min=1.0)).item(),
-                   "policy_loss": policy_loss.item(), "sft_loss": sft_loss.item(),
-                   **{f"gppo/{k}": v for k, v in diagnostics.items()}}
-        if mode == "train":
-            metrics.update({f"gen/{k}": v for k, v in self._gen_stats.items()})
-        values = self.accelerator.gather(torch.tensor(list(metrics.values()), device=mask.device).unsqueeze(0))
-        if self.args.keep_groups is not None:  # padded: the ranks whose slot is a filler hold no token
-            held = self.accelerator.gather((mask.sum() > 0).to(values.dtype).reshape(1)).unsqueeze(1)
-            means = (values * held).sum(dim=0) / held.sum().clamp(min=1.0)
-        else:
-            means = values.mean(dim=0)
-        for name, value in zip(metrics, means.tolist()):
-            self._metrics[mode][name].append(value)
 
 
 # ---- from klear_lib.configs.rl.RLConfig to a ready trainer ---------------------------------------------------
