@@ -36,11 +36,9 @@ def closure(roots=LIGHT) -> set[str]:
         except metadata.PackageNotFoundError:
             continue
         seen.add(name)
-        for text in dist.requires or []:
-            sub = Requirement(text)
-            extras = [""] + sorted(req.extras)
-            if sub.marker is None or any(sub.marker.evaluate({"extra": e}) for e in extras):
-                todo.append(sub)
+        extras = [""] + sorted(req.extras)
+        todo += [sub for sub in map(Requirement, dist.requires or [])
+                 if sub.marker is None or any(sub.marker.evaluate({"extra": e}) for e in extras)]
     return seen
 
 

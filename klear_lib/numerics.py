@@ -17,6 +17,7 @@ import logging
 import os
 import platform
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -119,12 +120,10 @@ def vllm_threads_bind() -> str:
 
 def cpu_model() -> str:
     """The CPU model name from ``/proc/cpuinfo`` (``platform.processor()`` elsewhere)."""
-    try:
+    with suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
     return platform.processor() or platform.machine() or UNKNOWN
 
 

@@ -177,7 +177,9 @@ def test_log_ratios_past_the_clamp_keep_the_paper_gradient_through_the_model(ci_
     f = torch.where(positive, 1.28, 0.8)
     logps, _ = trainer._policy_logps(trainer.model, batch)
     reference = -(f * batch["advantages"].unsqueeze(1) * logps * batch["completion_mask"]).sum()
-    (reference / trainer._dapo_normalizer(batch, "train")).backward()
+    accumulation = trainer.current_gradient_accumulation_steps / trainer.args.steps_per_generation
+    normalizer = batch["num_items_in_batch"] * accumulation
+    (reference / normalizer).backward()  # TRL's dapo normaliser, one process
     for name, p in trainer.model.named_parameters():
         assert torch.allclose(grads[name], p.grad, atol=1e-6, rtol=1e-4), name
     clip_higher = _gppo_trainer(ci_model_path, tmp_path, policy_loss="clip_higher")

@@ -7,7 +7,6 @@ import math
 import re
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -17,8 +16,7 @@ from klear_lib.configs.trl import RL_FIELDS, trl_kwargs
 from klear_lib.losses import get_loss
 from klear_lib.training import gppo_trainer
 from klear_lib.training import rewards as reward_adapters
-from klear_lib.training.gppo_trainer import (GPPOConfig, GPPOTrainer, build_rl_trainer, filter_values,
-                                             informative_groups)
+from klear_lib.training.gppo_trainer import GPPOConfig, build_rl_trainer, filter_values, informative_groups
 
 RL_CONFIG = Path(gppo_trainer.__file__).resolve().parent.parent / "configs" / "rl.py"
 
@@ -57,7 +55,7 @@ def test_dual_clip_zeroes_the_gradient_of_a_far_negative_token(tmp_path, dual_cl
     args = GPPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False,
                       **{k: v for k, v in trl_kwargs(RL_FIELDS, get_config("rl_math", "tiny", dual_clip=dual_clip))
                          .items() if k == "dual_clip"})
-    hyper = GPPOTrainer._loss_hyper(SimpleNamespace(args=args, epsilon_low=0.2, epsilon_high=0.28))
+    hyper = get_loss(args.loss_type).settings(args)  # what GPPOTrainer._compute_loss passes
     logp = torch.zeros(1, 1, dtype=torch.float64, requires_grad=True)
     get_loss("gppo").per_token(logp, logp.detach() - math.log(20.0), torch.tensor([-1.0], dtype=torch.float64),
                                **hyper).sum().backward()

@@ -48,8 +48,7 @@ _LOSSES: dict[str, Loss] = {}
 
 def register(name: str, *, coefficients: Callable[..., Any], hyper: tuple[str, ...], off_policy_only: bool = True):
     """Decorator: register the per-token loss it wraps as ``name`` (returned unchanged)."""
-    unknown = sorted(set(hyper) - RL_FIELDS)
-    if unknown:
+    if unknown := sorted(set(hyper) - RL_FIELDS):
         raise ValueError(f"loss {name!r} reads {unknown}, which are no RLConfig fields")
 
     def add(per_token):

@@ -42,10 +42,7 @@ def build_model(cfg: ModelConfig, tokenizer) -> Qwen3ForCausalLM:
     """A randomly initialised ``Qwen3ForCausalLM``; the same ``cfg.init_seed`` gives identical weights."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(stable_seed(cfg.init_seed, "model-init"))
-        model = Qwen3ForCausalLM(qwen3_config(cfg, tokenizer))
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.bos_token_id = None
+        model = Qwen3ForCausalLM(qwen3_config(cfg, tokenizer))  # its generation config takes the config's special ids
     return model.to(getattr(torch, cfg.dtype))
 
 

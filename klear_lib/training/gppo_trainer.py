@@ -37,10 +37,11 @@ import argparse
 import os
 import socket
 import warnings
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from unittest import mock
 
 import torch
 from accelerate.utils import gather_object
@@ -134,7 +135,6 @@ def rollouts_per_engine(args: GRPOConfig) -> int:
     return args.per_device_train_batch_size * args.steps_per_generation * args.vllm_tensor_parallel_size * oversample
 
 
-@contextmanager
 def colocated_llm_args(args: GRPOConfig):
     """While TRL builds its colocated ``LLM``, add or correct the arguments TRL 1.16.0 passes.
 
@@ -149,12 +149,8 @@ def colocated_llm_args(args: GRPOConfig):
     extra = {"dtype": dtype, "max_num_seqs": rollouts_per_engine(args)}
     if not torch.cuda.is_available():
         extra["enforce_eager"] = True
-    original = vllm_generation.LLM
-    vllm_generation.LLM = lambda *a, **kwargs: original(*a, **{**kwargs, **extra})  # ours win over TRL's
-    try:
-        yield
-    finally:
-        vllm_generation.LLM = original
+    original = vllm_generation.LLM  # patched with ours winning over TRL's
+    return mock.patch.object(vllm_generation, "LLM", lambda *a, **kwargs: original(*a, **{**kwargs, **extra}))
 
 
 def reload_sync(generation) -> None:
@@ -173,7 +169,7 @@ def reload_sync(generation) -> None:
     generation.llm.reset_prefix_cache()  # cached prefixes hold keys and values of the old weights
 
 
-UNSUPPORTED = {  # GRPOConfig options whose code path our _compute_loss does not reproduce
+UNSUPPORTED = {  # GRPOConfig options (KL, GSPO, entropy masks, ...) whose code path our _compute_loss omits
     "beta": 0.0, "importance_sampling_level": "token", "top_entropy_quantile": 1.0, "delta": None,
     "off_policy_mask_threshold": None, "entropy_coef": 0.0, "use_adaptive_entropy": False, "use_liger_kernel": False,
 }
@@ -300,8 +296,7 @@ class GPPOTrainer(GRPOTrainer):
     def __init__(self, model, reward_funcs, args: GPPOConfig, **kwargs):
         if not isinstance(args, GPPOConfig):
             raise TypeError(f"GPPOTrainer needs a GPPOConfig, got {type(args).__name__}")
-        bad = {k: getattr(args, k) for k, v in UNSUPPORTED.items() if getattr(args, k, v) != v}
-        if bad:  # KL, GSPO, entropy masks, ...
+        if bad := {k: getattr(args, k) for k, v in UNSUPPORTED.items() if getattr(args, k, v) != v}:
             raise ValueError(f"GPPOTrainer does not support {bad}; the paper's recipe uses {UNSUPPORTED}")
         check_colocated_tp(args, args.world_size)
         self._check_whole_groups(args)
@@ -420,7 +415,16 @@ class GPPOTrainer(GRPOTrainer):
             out = take_rows(out, index)
         out["loss_weight"] = weight
         out["num_items_in_batch"] = self.accelerator.gather(self._loss_mask(out).sum()).sum()
-        self._record_generation(informative, weight, lengths, trained)
+        # per-RL-step statistics over every generated rollout (logged with each update of the step)
+        gathered = self.accelerator.gather
+        n_groups = gathered(torch.tensor(float(informative.numel()), device=weight.device)).sum()
+        self._gen_stats = {
+            "reward_mean": torch.nanmean(self._last_rewards).item(),
+            "accuracy": is_correct(self._last_rewards, self.args.correct_reward).float().mean().item(),
+            "kept_group_frac": (gathered(informative.float().sum()).sum() / n_groups).item(),
+            "trained_group_frac": gathered(weight.mean()).mean().item() if trained is None else trained,
+            "response_length": gathered(lengths).mean().item(),
+        }
         return out
 
     def _share_groups(self, out: dict, informative: torch.Tensor, n_keep: int, dtype) -> tuple[dict, torch.Tensor]:
@@ -437,18 +441,6 @@ class GPPOTrainer(GRPOTrainer):
         out = {k: v.to(device) if isinstance(v, torch.Tensor) else v
                for k, v in take_rows(batch, group_rows(mine, self.num_generations)).items()}
         return out, weight[rank].to(dtype).repeat_interleave(self.num_generations)
-
-    def _record_generation(self, informative, weight, lengths, trained: float | None) -> None:
-        """Per-RL-step statistics over every generated rollout (logged with each update of the step)."""
-        gathered = self.accelerator.gather
-        n_groups = gathered(torch.tensor(float(informative.numel()), device=weight.device)).sum()
-        self._gen_stats = {
-            "reward_mean": torch.nanmean(self._last_rewards).item(),
-            "accuracy": is_correct(self._last_rewards, self.args.correct_reward).float().mean().item(),
-            "kept_group_frac": (gathered(informative.float().sum()).sum() / n_groups).item(),
-            "trained_group_frac": gathered(weight.mean()).mean().item() if trained is None else trained,
-            "response_length": gathered(lengths).mean().item(),
-        }
 
     # ---- the loss -----------------------------------------------------------------------------------------
     @staticmethod
@@ -468,31 +460,35 @@ class GPPOTrainer(GRPOTrainer):
         return self._get_per_token_logps_and_entropies(model, input_ids, attention_mask,
                                                        inputs["completion_ids"].size(1), compute_entropy=True)[:2]
 
-    def _loss_hyper(self) -> dict:
-        """The policy loss's hyperparameters from the arguments, by ``RLConfig``'s names."""
-        return get_loss(self.args.loss_type).settings(self.args)
-
-    def _dapo_normalizer(self, inputs: dict, mode: str) -> torch.Tensor:
-        """TRL 1.16.0's ``dapo`` normaliser: tokens of the generation batch per accumulation window."""
-        normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes
-        if mode == "train":
-            normalizer = normalizer * self.current_gradient_accumulation_steps / self.args.steps_per_generation
-        return normalizer
-
     def _compute_loss(self, model, inputs):
         mode = "train" if self.model.training else "eval"
         mask = self._loss_mask(inputs)
         logps, entropies = self._policy_logps(model, inputs)
         old = inputs.get("old_per_token_logps")
         old = logps.detach() if old is None else old
-        hyper = self._loss_hyper()
+        hyper = get_loss(self.args.loss_type).settings(self.args)
         per_token = get_loss(self.args.loss_type).per_token(logps, old, inputs["advantages"], **hyper)
         if self.use_vllm and self.vllm_importance_sampling_correction:
             per_token = per_token * inputs["importance_sampling_ratio"]
-        policy_loss = (per_token * mask).sum() / self._dapo_normalizer(inputs, mode)
+        normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes
+        if mode == "train":  # TRL 1.16.0's dapo normaliser: tokens of the generation batch per accumulation window
+            normalizer = normalizer * self.current_gradient_accumulation_steps / self.args.steps_per_generation
+        policy_loss = (per_token * mask).sum() / normalizer
         sft_loss = self._sft_loss(logps, mask, inputs, mode)
         diagnostics = clip_diagnostics(self.args.loss_type, logps, old, inputs["advantages"], mask, **hyper)
-        self._log_loss_metrics(mode, mask, entropies, policy_loss, sft_loss, diagnostics)
+        metrics = {"entropy": ((entropies * mask).sum() / mask.sum().clamp(min=1.0)).item(),
+                   "policy_loss": policy_loss.item(), "sft_loss": sft_loss.item(),
+                   **{f"gppo/{k}": v for k, v in diagnostics.items()}}
+        if mode == "train":
+            metrics.update({f"gen/{k}": v for k, v in self._gen_stats.items()})
+        values = self.accelerator.gather(torch.tensor(list(metrics.values()), device=mask.device).unsqueeze(0))
+        if self.args.keep_groups is not None:  # padded: the ranks whose slot is a filler hold no token
+            held = self.accelerator.gather((mask.sum() > 0).to(values.dtype).reshape(1)).unsqueeze(1)
+            means = (values * held).sum(dim=0) / held.sum().clamp(min=1.0)
+        else:
+            means = values.mean(dim=0)
+        for name, value in zip(metrics, means.tolist()):
+            self._metrics[mode][name].append(value)
         return policy_loss + self.args.sft_alpha * sft_loss
 
     def _sft_loss(self, logps, mask, inputs, mode) -> torch.Tensor:
@@ -511,21 +507,6 @@ class GPPOTrainer(GRPOTrainer):
             return 1.0
         return self.args.generation_batch_size / (self.args.keep_groups * self.num_generations)
 
-    def _log_loss_metrics(self, mode, mask, entropies, policy_loss, sft_loss, diagnostics) -> None:
-        metrics = {"entropy": ((entropies * mask).sum() / mask.sum().clamp(min=1.0)).item(),
-                   "policy_loss": policy_loss.item(), "sft_loss": sft_loss.item(),
-                   **{f"gppo/{k}": v for k, v in diagnostics.items()}}
-        if mode == "train":
-            metrics.update({f"gen/{k}": v for k, v in self._gen_stats.items()})
-        values = self.accelerator.gather(torch.tensor(list(metrics.values()), device=mask.device).unsqueeze(0))
-        if self.args.keep_groups is not None:  # padded: the ranks whose slot is a filler hold no token
-            held = self.accelerator.gather((mask.sum() > 0).to(values.dtype).reshape(1)).unsqueeze(1)
-            means = (values * held).sum(dim=0) / held.sum().clamp(min=1.0)
-        else:
-            means = values.mean(dim=0)
-        for name, value in zip(metrics, means.tolist()):
-            self._metrics[mode][name].append(value)
-
 
 # ---- from klear_lib.configs.rl.RLConfig to a ready trainer ---------------------------------------------------
 def gppo_args(cfg: RLConfig, output_dir, **trl_overrides) -> GPPOConfig:
@@ -535,15 +516,6 @@ def gppo_args(cfg: RLConfig, output_dir, **trl_overrides) -> GPPOConfig:
     with warnings.catch_warnings():  # an RLConfig sets its updates per step on purpose (the stability map's
         warnings.simplefilter("ignore", OnPolicyGPPOWarning)  # 1-update cells are the on-policy case, by design)
         return GPPOConfig(output_dir=str(output_dir), **{**trl_kwargs(RL_FIELDS, cfg), **trl_overrides})
-
-
-def check_device(rl_cfg: RLConfig) -> None:
-    """Stop before anything loads when a GPU config finds no CUDA device, naming torch's CUDA build: the registry's
-    torch 2.13.0 is a CUDA 13 build, which a driver older than R580 cannot run (docs/full_scale.md §7)."""
-    if not rl_cfg.use_cpu and not torch.cuda.is_available():
-        raise RuntimeError(f"this RL config trains on a GPU, but torch {torch.__version__} (CUDA build "
-                           f"{torch.version.cuda}) sees none: CUDA 13 builds need an R580+ NVIDIA driver "
-                           f"(docs/full_scale.md §7; bash scripts/device_check.sh tells)")
 
 
 def master_dtype(rl_cfg: RLConfig) -> str:
@@ -560,7 +532,12 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
     ``train_rows``: verl-schema dicts (``prompt``, ``reward_model``, ``extra_info``, ...); ``reward``: "math" or
     "code"; ``run_record``: CSV path or None; ``overrides`` go to ``GPPOConfig`` (e.g. ``vllm_mode="server"``).
     """
-    check_device(rl_cfg)
+    # Stop before anything loads when a GPU config finds no CUDA device, naming torch's CUDA build: the registry's
+    # torch 2.13.0 is a CUDA 13 build, which a driver older than R580 cannot run (docs/full_scale.md §7).
+    if not rl_cfg.use_cpu and not torch.cuda.is_available():
+        raise RuntimeError(f"this RL config trains on a GPU, but torch {torch.__version__} (CUDA build "
+                           f"{torch.version.cuda}) sees none: CUDA 13 builds need an R580+ NVIDIA driver "
+                           f"(docs/full_scale.md §7; bash scripts/device_check.sh tells)")
     # The arguments come first: under rl_cfg.deepspeed they hold the ZeRO-3 config by which GRPOTrainer.__init__'s
     # from_pretrained (after them, as the model is passed by path) loads each rank's shard only.
     # lazy: the kit's rewards (math-verify, the sandbox) and row checks (its data code) serve this pipeline only;

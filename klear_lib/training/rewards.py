@@ -90,11 +90,9 @@ def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0, jud
         if judge is None:
             return code_rewards(texts, tests, mode, max_tests, seeds, timeout_s=timeout_s, workers=workers,
                                 tag_shaping=tag_shaping)
-
-        def one(k: int) -> float:
-            return float(judge(texts[k], tests[k], mode=mode, max_tests=max_tests, seed=seeds[k]))
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            return list(pool.map(one, range(len(completions))))
+            return list(pool.map(lambda t, c, s: float(judge(t, c, mode=mode, max_tests=max_tests, seed=s)),
+                                 texts, tests, seeds))
     return code_reward
 
 

@@ -50,8 +50,7 @@ def validate_rl_rows(rows: list[dict], reward: str = "math") -> list[dict]:
     """Check the verl schema fields the trainer and its ``reward`` read; a malformed row raises ``ValueError``
     naming the row (its index, and its id when it has one) and the field."""
     for k, row in enumerate(rows):
-        problem = _problem(row, reward)
-        if problem:
+        if problem := _problem(row, reward):
             info = row.get("extra_info") if isinstance(row, dict) else None
             rid = info.get("id") if isinstance(info, dict) and problem[0] != "extra_info.id" else None
             name = f"row {k}" + (f" (id {rid!r})" if rid is not None else "")
@@ -68,10 +67,8 @@ def training_view(row: dict) -> dict:
 
 def drop_long_prompts(rows: list[dict], tokenizer, max_prompt_length: int) -> list[dict]:
     """Rows whose chat-templated prompt fits ``max_prompt_length`` tokens; the drop count is logged."""
-    def length(row):
-        return len(tokenizer.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True,
-                                                 return_dict=True)["input_ids"])
-    kept = [row for row in rows if length(row) <= max_prompt_length]
+    kept = [row for row in rows if len(tokenizer.apply_chat_template(
+        row["prompt"], tokenize=True, add_generation_prompt=True, return_dict=True)["input_ids"]) <= max_prompt_length]
     if len(kept) < len(rows):
         log.warning("dropped %d of %d RL prompts longer than %d tokens", len(rows) - len(kept), len(rows),
                     max_prompt_length)

@@ -49,13 +49,6 @@ def rl_keys(vllm_correction: bool) -> dict:
     return {**RECORD_KEYS, **VLLM_KEYS} if vllm_correction else RECORD_KEYS
 
 
-def format_value(value) -> str:
-    """Fixed precision (10 significant digits) for floats, '' for missing or NaN."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return f"{value:.10g}" if isinstance(value, float) else str(value)
-
-
 def columns(keys: dict = RECORD_KEYS, rl: bool = True) -> list[str]:
     """Record columns: step (optimizer update), rl_step (generation batch; RL only), the logged keys, config hash,
     provenance."""
@@ -73,7 +66,8 @@ def record_row(logs: dict, step: int, updates_per_step: int | None, cfg_hash: st
         value = logs.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
             raise ValueError(f"run record, step {step}: field {col!r} is {value!r}, not a number")
-        row[col] = format_value(value)
+        missing = value is None or (isinstance(value, float) and math.isnan(value))  # '' for missing or NaN
+        row[col] = "" if missing else f"{value:.10g}" if isinstance(value, float) else str(value)  # 10 digits
     return {**row, "config_hash": cfg_hash, **{c: (provenance or {}).get(c, numerics.UNKNOWN) for c in PROVENANCE}}
 
 
@@ -150,8 +144,7 @@ def rows_up_to(path: Path, step: int, fields: list[str], cfg_hash: str | None = 
     if [int(r["step"]) for r in rows] != list(range(1, step + 1)):
         raise ValueError(f"{path}: resuming from step {step} needs its rows of steps 1..{step}, found "
                          f"{len(rows)} rows; restore it (e.g. from git) or delete the checkpoints to train again")
-    foreign = [r for r in rows if cfg_hash is not None and r.get("config_hash") != cfg_hash]
-    if foreign:
+    if foreign := [r for r in rows if cfg_hash is not None and r.get("config_hash") != cfg_hash]:
         raise ValueError(f"{path}: resuming a run of config {cfg_hash!r} from step {step}, but its row of step "
                          f"{foreign[0]['step']} has config_hash {foreign[0].get('config_hash')!r}: another run "
                          f"wrote into this record; restore it or delete the checkpoints to train again")
