@@ -31,32 +31,6 @@ def _undumpable():
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
 
 
-def _list_values(node):
-    """The values of a linked list (``val``/``next``), in order."""
-    values = []
-    while node is not None:
-        if len(values) >= MAX_NODES:
-            raise ValueError("linked list too long or cyclic")
-        values.append(encode(node.val))
-        node = node.next
-    return values
-
-
-def _tree_values(root):
-    """A binary tree (``val``/``left``/``right``) in LeetCode's level order, trailing Nones dropped."""
-    values, queue, i = [], [root], 0
-    while i < len(queue):
-        node, i = queue[i], i + 1
-        if len(queue) > 2 * MAX_NODES:
-            raise ValueError("tree too large or cyclic")
-        values.append(None if node is None else encode(node.val))
-        if node is not None:
-            queue += [node.left, node.right]
-    while values and values[-1] is None:
-        values.pop()
-    return values
-
-
 def encode(x):
     """A value as JSON-able data: lists as arrays, everything else non-scalar as a tagged object."""
     if x is None or isinstance(x, (bool, int, float, str)):
@@ -68,10 +42,25 @@ def encode(x):
         return {"t": tag, "v": [encode(v) for v in x]}
     if isinstance(x, dict):
         return {"t": "dict", "v": [[encode(k), encode(v)] for k, v in x.items()]}
-    if hasattr(x, "val") and hasattr(x, "left") and hasattr(x, "right"):
-        return {"t": "tree_node", "v": _tree_values(x)}
+    if hasattr(x, "val") and hasattr(x, "left") and hasattr(x, "right"):  # level order, trailing Nones dropped
+        values, queue = [], [x]
+        for node in queue:  # the queue grows as the loop reads it
+            if len(queue) > 2 * MAX_NODES:
+                raise ValueError("tree too large or cyclic")
+            values.append(None if node is None else encode(node.val))
+            if node is not None:
+                queue += [node.left, node.right]
+        while values and values[-1] is None:
+            values.pop()
+        return {"t": "tree_node", "v": values}
     if hasattr(x, "val") and hasattr(x, "next"):
-        return {"t": "list_node", "v": _list_values(x)}
+        values, node = [], x
+        while node is not None:
+            if len(values) >= MAX_NODES:
+                raise ValueError("linked list too long or cyclic")
+            values.append(encode(node.val))
+            node = node.next
+        return {"t": "list_node", "v": values}
     if hasattr(x, "item"):  # numpy scalars
         return encode(x.item())
     raise TypeError(f"cannot send a {type(x).__name__}")
@@ -112,38 +101,28 @@ def _receive(f):
     return json.loads(line)
 
 
-class Program:
-    """The program's process, seen from the checker: ``call(method, *args, **kwargs)`` returns a decoded value."""
-
-    def __init__(self, source, ns, self_source):
-        req_r, self._req_w = os.pipe()
-        self._rep_r, rep_w = os.pipe()
-        argv = [sys.executable, "-B", "-c", self_source, "serve", str(req_r), str(rep_w)]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=2, pass_fds=(req_r, rep_w),
-                                     close_fds=True)
-        os.close(req_r)
-        os.close(rep_w)
-        self._w, self._r = os.fdopen(self._req_w, "wb"), os.fdopen(self._rep_r, "rb")
-        self.ns, self.calls = ns, 0
-        _send(self._w, {"program": source})
-
-    def call(self, instance, method, *args, **kwargs):
-        """One ``candidate(...)`` call on ``Solution()`` number ``instance``, answered by the program's process."""
-        self.calls += 1
-        _send(self._w, {"instance": instance, "method": method, "args": encode(list(args)),
-                        "kwargs": encode(kwargs)})
-        reply = _receive(self._r)
-        if "error" in reply:
-            raise RuntimeError("the program raised: " + str(reply["error"])[:2000])
-        return decode(reply["value"], self.ns)
-
-
 def check(job):
     """Run the check code against the program in its own process; True when every assert ran and held."""
     ns = {"__name__": "__klear_check__"}
     exec(compile(job["prelude"], "prelude", "exec"), ns)  # noqa: S102 (trusted: our prelude)
-    program = Program(job["prelude"] + job["program"], ns, job["self"])
-    made = []
+    (req_r, req_w), (rep_r, rep_w) = os.pipe(), os.pipe()
+    argv = [sys.executable, "-B", "-c", job["self"], "serve", str(req_r), str(rep_w)]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=2, pass_fds=(req_r, rep_w), close_fds=True)
+    os.close(req_r)
+    os.close(rep_w)
+    requests, replies = os.fdopen(req_w, "wb"), os.fdopen(rep_r, "rb")
+    _send(requests, {"program": job["prelude"] + job["program"]})
+    made, calls = [], []
+
+    def call(instance, method, *args, **kwargs):
+        """One ``candidate(...)`` call on ``Solution()`` number ``instance``, answered by the program's process."""
+        calls.append(method)
+        _send(requests, {"instance": instance, "method": method, "args": encode(list(args)),
+                         "kwargs": encode(kwargs)})
+        reply = _receive(replies)
+        if "error" in reply:
+            raise RuntimeError("the program raised: " + str(reply["error"])[:2000])
+        return decode(reply["value"], ns)
 
     class Solution:
         """A stand-in for the program's ``Solution``: ``Solution().name(...)`` calls ``name`` over there."""
@@ -153,14 +132,14 @@ def check(job):
             self._klear_instance = len(made)
 
         def __getattr__(self, name):
-            return lambda *args, **kwargs: program.call(self._klear_instance, name, *args, **kwargs)
+            return lambda *args, **kwargs: call(self._klear_instance, name, *args, **kwargs)
     ns["Solution"] = Solution
     try:
         exec(compile(job["check"], "check", "exec"), ns)  # noqa: S102 (trusted: the row's check code)
     finally:
-        program.proc.kill()
-        program.proc.wait()
-    return program.calls > 0
+        proc.kill()
+        proc.wait()
+    return bool(calls)
 
 
 def serve(req_fd, rep_fd):
@@ -197,8 +176,7 @@ def main():
     if hasattr(sys, "set_int_max_str_digits"):  # Python >= 3.11 refuses ints over 4,300 digits; asserts use them
         sys.set_int_max_str_digits(0)
     if sys.argv[1:2] == ["serve"]:
-        serve(int(sys.argv[2]), int(sys.argv[3]))
-        return
+        return serve(int(sys.argv[2]), int(sys.argv[3]))
     _undumpable()
     job = json.loads(sys.stdin.read())
     if not check(job):

@@ -243,16 +243,14 @@ def passes(test: dict, result: ExecutionResult) -> bool:
     kind = test.get("kind", "stdin")
     if kind == "assert":  # only the checker writes its stdout, and only when every assert ran
         return result.stdout == VERDICT + "\n"
-    return _json_match(result.stdout, test["output"]) if kind == "functional" else \
-        outputs_match(result.stdout, test["output"])
+    return (_json_match if kind == "functional" else outputs_match)(result.stdout, test["output"])
 
 
 def execute_tests(program: str, tests: Sequence[dict], timeout_s: float = DEFAULT_TIMEOUT_S, batched: bool = True,
                   limits: SandboxLimits = SandboxLimits()) -> list[ExecutionResult]:
     """One sandbox result per test; ``batched`` runs all tests sharing a source in one sandbox start."""
     groups: dict[str, dict[int, str]] = {}  # source -> {test index: stdin}
-    for i, t in enumerate(tests):
-        source, stdin = build_run(program, t)
+    for i, (source, stdin) in enumerate(build_run(program, t) for t in tests):
         groups.setdefault(source, {})[i] = stdin
     results: dict[int, ExecutionResult] = {}
     for source, stdins in groups.items():
@@ -285,13 +283,11 @@ def plan_reward(response: str, tests: Sequence[dict] | str | dict, max_tests: in
     else the ``(program, sampled tests)`` the sandbox must judge."""
     if len(response) > MAX_RESPONSE_CHARS:
         return INCORRECT_SCORE
-    penalty = think_tag_score(response, tag_shaping)
-    if penalty is not None:
+    if (penalty := think_tag_score(response, tag_shaping)) is not None:
         return penalty
     if isinstance(tests, (str, dict)):  # a row's ground truth (JSON text or object) instead of parsed tests
         tests = parse_tests(tests)
-    program = extract_program(response)
-    if program is None or not tests:
+    if (program := extract_program(response)) is None or not tests:
         return FORMAT_ERROR_SCORE
     return program, sample_tests(tests, max_tests, seed)
 
@@ -337,8 +333,18 @@ def code_rewards(responses: Sequence[str], tests: Sequence[Sequence[dict] | str 
             log.exception("code reward of response %d failed; scored -1", i)
             plans.append(INCORRECT_SCORE)
     jobs, job_of = distinct_jobs(plans, dedup)
+
+    def judge(k: int) -> list[bool] | None:
+        """Pass/fail per test of job ``k``, or None (logged) when judging it raised; a missing sandbox still raises."""
+        try:
+            return run_tests(*jobs[k][1:], timeout_s, batched)
+        except SandboxUnavailable:
+            raise  # a setup error, not the response's: every reward would be wrong
+        except Exception:  # one program costs only its own rewards
+            log.exception("code judge of job %d (response %d) failed; its responses scored -1", k, jobs[k][0])
+            return None
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        passed = list(pool.map(lambda j: _judge_or_fail(j, jobs[j], timeout_s, batched), range(len(jobs))))
+        passed = list(pool.map(judge, range(len(jobs))))
     return [plan if k is None else (INCORRECT_SCORE if passed[k] is None else score_passes(passed[k], mode))
             for plan, k in zip(plans, job_of)]
 
@@ -359,15 +365,3 @@ def distinct_jobs(plans: Sequence[float | tuple[str, list[dict]]], dedup: bool =
             jobs.append((i, *plan))
         job_of.append(index[key])
     return jobs, job_of
-
-
-def _judge_or_fail(k: int, job: tuple[int, str, list[dict]], timeout_s: float, batched: bool) -> list[bool] | None:
-    """Pass/fail per test of job ``k``, or None (logged) when judging it raised; a missing sandbox still raises."""
-    first, program, chosen = job
-    try:
-        return run_tests(program, chosen, timeout_s, batched)
-    except SandboxUnavailable:
-        raise  # a setup error, not the response's: every reward would be wrong
-    except Exception:  # one program costs only its own rewards
-        log.exception("code judge of job %d (response %d) failed; its responses scored -1", k, first)
-        return None
