@@ -21,10 +21,9 @@ def split_counts(splits: dict[str, list[dict]]) -> pd.DataFrame:
     for name in sorted(splits):
         rows = splits[name]
         ab, tiers = Counter(r["ability"] for r in rows), Counter(tier_of(r) for r in rows)
-        rec = {"split": name, "rows": len(rows), "items": len({item_of(r) for r in rows}),
-               "math": ab.get("math", 0), "code": ab.get("code", 0)}
-        rec.update({f"t{k}": tiers.get(k, 0) for k in range(1, 6)})
-        recs.append(rec)
+        recs.append({"split": name, "rows": len(rows), "items": len({item_of(r) for r in rows}),
+                     "math": ab.get("math", 0), "code": ab.get("code", 0),
+                     **{f"t{k}": tiers.get(k, 0) for k in range(1, 6)}})
     return pd.DataFrame(recs).set_index("split")
 
 
