@@ -474,7 +474,7 @@ def test_one_model_output_cannot_crash_an_evaluation():
     rows = [{"ability": "code", "extra_info": {"id": "c0", "tests": hp.FUNCTIONAL}}]
     cfg = SimpleNamespace(code_max_tests=None, seed=0, code_timeout_s=10, judge_workers=1)
     program = hp.DEEP_PRINT.format(text="'[' * 100000")
-    records = harness._records(spec, "t", rows, [""], [(0, [0])], [[respond(program)]], cfg)
+    records = harness._records(spec, "t", rows, [""], range(1), 1, [[respond(program)]], cfg)
     assert [(r["correct"], r["reward"]) for r in records] == [(False, -1.0)]
 
 

@@ -55,19 +55,15 @@ def statistics_of(reported: pd.DataFrame | None, table: str, setting: str, bench
     return {stat: found[f"{m.group(1)} ({stat})"] for stat in FINAL + BEST if f"{m.group(1)} ({stat})" in found}
 
 
-def _pick(stats: dict[str, float], kinds: tuple[str, ...]) -> list[float]:
-    """The values of ``stats`` of the first statistic kind present: the end point before a range's two ends."""
-    if "end" in kinds and "end" in stats:
-        return [stats["end"]]
-    return [stats[k] for k in kinds if k in stats]
-
-
 def pair_readings(better: dict[str, float], worse: dict[str, float]) -> tuple[str, list[float], list[float]]:
     """(statistic, the better side's values, the worse side's): the same statistic on both sides — a table's
     entries; final against final (an end point, or a range kept as its two ends); else best against best; a
     side with neither is "mixed" (each side's final, else best)."""
     if "table" in better and "table" in worse:
         return "table", [better["table"]], [worse["table"]]
+
+    def _pick(stats: dict[str, float], kinds: tuple[str, ...]) -> list[float]:  # the end point before a range's ends
+        return [stats["end"]] if "end" in kinds and "end" in stats else [stats[k] for k in kinds if k in stats]
     for name, kinds in (("final", FINAL), ("best", BEST)):
         b, w = _pick(better, kinds), _pick(worse, kinds)
         if b and w:

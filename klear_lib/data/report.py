@@ -18,13 +18,11 @@ def funnel_frame(funnel: Funnel) -> pd.DataFrame:
 def split_counts(splits: dict[str, list[dict]]) -> pd.DataFrame:
     """Per split: rows, distinct items, rows per ability and per tier."""
     recs = []
-    for name in sorted(splits):
-        rows = splits[name]
+    for name, rows in sorted(splits.items()):
         ab, tiers = Counter(r["ability"] for r in rows), Counter(tier_of(r) for r in rows)
-        rec = {"split": name, "rows": len(rows), "items": len({item_of(r) for r in rows}),
-               "math": ab.get("math", 0), "code": ab.get("code", 0)}
-        rec.update({f"t{k}": tiers.get(k, 0) for k in range(1, 6)})
-        recs.append(rec)
+        recs.append({"split": name, "rows": len(rows), "items": len({item_of(r) for r in rows}),
+                     "math": ab.get("math", 0), "code": ab.get("code", 0),
+                     **{f"t{k}": tiers.get(k, 0) for k in range(1, 6)}})
     return pd.DataFrame(recs).set_index("split")
 
 
@@ -48,13 +46,8 @@ def difficulty_table(pool: Sequence[dict]) -> pd.DataFrame:
 
 def noise_table(splits: dict[str, list[dict]]) -> pd.DataFrame:
     """Injected-noise rows that survived into each RL/eval split (should be zero after the filters)."""
-    recs = []
-    for name in sorted(splits):
-        rows = [r for r in splits[name] if "extra_info" in r]
-        if not rows:
-            continue
-        noise = Counter(r["extra_info"].get("noise") for r in rows if r["extra_info"].get("noise"))
-        recs.append({"split": name, "rows": len(rows), "noisy_rows": sum(noise.values())})
+    recs = [{"split": name, "rows": len(rows), "noisy_rows": sum(bool(r["extra_info"].get("noise")) for r in rows)}
+            for name in sorted(splits) if (rows := [r for r in splits[name] if "extra_info" in r])]
     return pd.DataFrame(recs).set_index("split")
 
 

@@ -56,8 +56,7 @@ def stage_checkpoint(stage: str, recipe: Recipe) -> str | None:
 
 def available_stages(recipe: Recipe) -> dict[str, str]:
     """``{stage: path}`` for every stage with a model under the recipe's preset (always includes ``base``)."""
-    found = {s: stage_checkpoint(s, recipe) for s in STAGES}
-    return {s: p for s, p in found.items() if p is not None}
+    return {s: p for s in STAGES if (p := stage_checkpoint(s, recipe)) is not None}
 
 
 def checkpoint_label(path: str) -> str:

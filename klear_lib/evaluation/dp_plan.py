@@ -8,6 +8,7 @@ of a split run are those of a single-engine run, whatever the number of GPUs.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Sequence
 
 from klear_lib.evaluation.benchmarks import get_spec, samples_per_problem
@@ -65,14 +66,13 @@ def deal(units: Sequence[Unit], engines: int) -> list[list[Unit]]:
 
 
 def split_table(shares: Sequence[Sequence[Unit]]) -> str:
-    """The split as text: one line per engine and (model, benchmark), its chunks and problems, and the load."""
+    """The split as text: one line per engine and (model, benchmark; ``deal`` sorts by them), its chunks and
+    problems, and the load."""
     lines = []
     for e, share in enumerate(shares):
         lines.append(f"engine {e}: {sum(u.cost for u in share)} samples")
-        groups: dict[tuple[str, str], list[Unit]] = {}
-        for u in share:
-            groups.setdefault((u.model, u.benchmark), []).append(u)
-        for (model, bench), units in groups.items():
+        for (model, bench), group in itertools.groupby(share, key=lambda u: (u.model, u.benchmark)):
+            units = list(group)
             spans = ", ".join(f"{u.first}-{u.last - 1}" for u in units)
             lines.append(f"  {model} {bench}: chunks {[u.chunk for u in units]} (problems {spans}; "
                          f"{sum(u.last - u.first for u in units)} problems)")

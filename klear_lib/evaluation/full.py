@@ -44,7 +44,7 @@ from klear_lib.data.store import read_jsonl
 from klear_lib.evaluation import dp_plan
 from klear_lib.evaluation.benchmarks import get_spec, load_rows, samples_per_problem
 from klear_lib.evaluation.checkpoints import checkpoint_label
-from klear_lib.evaluation.harness import evaluate, parse_samples, sample_key, samples_path, summarize
+from klear_lib.evaluation.harness import evaluate, parse_samples, sample_key, samples_path, stored_chunk, summarize
 from klear_lib.generation import rewrite_samples
 from klear_lib.results import EVAL
 
@@ -62,13 +62,6 @@ def eval_config(budget: str, official: bool, tp: int | None, overrides: dict):
     if taken := sorted(set(overrides) & set(FLAGS)):
         raise ValueError("--set " + ", ".join(f"{k} is set by {FLAGS[k]}" for k in taken))
     return budget_config(budget, official, **overrides, **({"tensor_parallel_size": tp} if tp else {}))
-
-
-def model_list(words: list[str] | None, cfg) -> list[tuple[str, str | None]]:
-    """``ID[@REVISION]`` words as (model, revision); none given: the config's released checkpoints."""
-    if not words:
-        return list(zip(cfg.models, cfg.model_revisions))
-    return [(w.rsplit("@", 1)[0], w.rsplit("@", 1)[1]) if "@" in w else (w, None) for w in words]
 
 
 def run_root(out: str | Path, budget: str, cfg) -> Path:
@@ -102,7 +95,8 @@ def problem_sizes(root: Path, names, load: bool) -> tuple[dict[str, int], dict[s
 def make_plan(args, cfg, sizes: dict[str, int], notes: dict[str, str]) -> dict:
     """The whole run as JSON: config and hash, models, sizes, and each engine's GPUs and units."""
     groups = dp_plan.engine_groups(args.gpus, cfg.tensor_parallel_size, os.environ.get("CUDA_VISIBLE_DEVICES"))
-    models = model_list(args.models, cfg)
+    models = ([tuple(w.rsplit("@", 1)) if "@" in w else (w, None) for w in args.models] if args.models
+              else list(zip(cfg.models, cfg.model_revisions)))  # ID[@REVISION] words; none: the released ones
     shares = dp_plan.deal(dp_plan.work_units(models, sizes, cfg), len(groups))
     return {"budget": args.budget, "official_sampling": args.official_sampling, "tp": cfg.tensor_parallel_size,
             "set": parse_overrides(args.set), "config_hash": config_hash(cfg), "config": to_dict(cfg),
@@ -152,13 +146,10 @@ def unit_records(root: Path, unit: dp_plan.Unit, rows: list[dict], cfg, strict: 
     path = samples_path(chunk_dir(root, unit.chunk), unit.benchmark, checkpoint_label(unit.model), unit.model,
                         unit.revision)
     done = {sample_key(r): r for r in parse_samples(path, warn=strict)[0]}
-    keys = [(rows[i]["extra_info"]["id"], j) for i in range(unit.first, unit.last) for j in range(k)]
-    if all(key in done for key in keys):
-        return [done[key] for key in keys]
-    if strict:
+    if (records := stored_chunk(done, rows, range(unit.first, unit.last), k)) is None and strict:
         raise RuntimeError(f"{unit.model} {unit.benchmark} chunk {unit.chunk}: samples missing in {path}; run the "
                            "command again to finish it")
-    return None
+    return records
 
 
 def run_engine(plan_path: Path, engine: int) -> None:

@@ -60,8 +60,19 @@ def parse_samples(path: Path, warn: bool = True) -> tuple[list[dict], int]:
     deep to parse (no write of ours makes either), raises naming the file and line."""
     if not Path(path).exists():
         return [], 0
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    records = [rec for k, line in enumerate(lines, 1) if (rec := _sample_record(line, f"{path}: line {k}")) is not None]
+    lines, records = Path(path).read_text(encoding="utf-8").splitlines(), []
+    for k, line in enumerate(lines, 1):
+        try:
+            rec = json.loads(line)
+            sample_key(rec)  # raises for a record without the fields of its key
+        except (ValueError, KeyError, TypeError):
+            continue
+        except RecursionError:
+            raise ValueError(f"{path}: line {k}: JSON nested too deep to parse; not a sample record") from None
+        if not isinstance(rec.get("correct"), bool):  # "false" or a missing verdict would count as correct
+            raise ValueError(f"{path}: line {k}: field 'correct' is {rec.get('correct', 'missing')!r}, not true or "
+                             "false")
+        records.append(rec)
     bad = len(lines) - len(records)
     if bad and warn:
         log.warning("%s: dropped %d unparsable line(s), from a write cut short; their samples are generated again",
@@ -69,45 +80,24 @@ def parse_samples(path: Path, warn: bool = True) -> tuple[list[dict], int]:
     return records, bad
 
 
-def _sample_record(line: str, where: str) -> dict | None:
-    """One stored sample, None when the line does not parse or lacks its key (a write cut short)."""
-    try:
-        rec = json.loads(line)
-        sample_key(rec)  # raises for a record without the fields of its key
-    except (ValueError, KeyError, TypeError):
-        return None
-    except RecursionError:
-        raise ValueError(f"{where}: JSON nested too deep to parse; not a sample record") from None
-    if not isinstance(rec.get("correct"), bool):  # "false" or a missing verdict would count as correct
-        raise ValueError(f"{where}: field 'correct' is {rec.get('correct', 'missing')!r}, not true or false")
-    return rec
-
-
 def read_samples(path: Path) -> dict[tuple[str, int], dict]:
     """Stored samples keyed by (problem_id, sample); unparsable lines are dropped (see ``parse_samples``)."""
     return {sample_key(rec): rec for rec in parse_samples(path)[0]}
 
 
-def unfinished(rows: Sequence[dict], k: int, chunks: list[range], done: dict) -> list[int]:
-    """Indices of the chunks with any of their k samples per problem not stored."""
-    return [c for c, chunk in enumerate(chunks)
-            if any((rows[i]["extra_info"]["id"], j) not in done for i in chunk for j in range(k))]
+def stored_chunk(done: dict, rows: Sequence[dict], problems: range, k: int) -> list[dict] | None:
+    """The stored records (``done``: key -> record) of ``problems`` x k samples in (problem, sample) order; None
+    when any is missing."""
+    keys = [(rows[i]["extra_info"]["id"], j) for i in problems for j in range(k)]
+    return [done[key] for key in keys] if all(key in done for key in keys) else None
 
 
-def clear_unfinished(path: Path, records: list[dict], bad: int, stale: set[str]) -> None:
-    """Rewrite the file without the records of problems in ``stale`` (unfinished chunks, generated again whole)
-    when it holds any, or unparsable lines, or a last line without its newline; else leave it."""
-    kept = [r for r in records if r["problem_id"] not in stale]
-    if bad or len(kept) < len(records) or (path.exists() and not artifacts.ends_with_newline(path)):
-        rewrite_samples(path, kept)
-
-
-def _records(spec, stage, rows, prompts, todo_chunk, outs, cfg) -> list[dict]:
+def _records(spec, stage, rows, prompts, chunk: range, k: int, outs, cfg) -> list[dict]:
     """Judge one chunk's completions into sample records: math in this thread (math-verify's signal timeouts
     need the main thread), code ``judge_workers`` sandboxes at a time, each distinct completion of a problem once
     (a small model repeats itself: 43-71% of the stored tiny_lcb samples were repeats; every call of a completion
     gets the same verdict seed, so the repeats share its verdict)."""
-    jobs = [(i, j, text) for (i, js), texts in zip(todo_chunk, outs) for j, text in zip(js, texts)]
+    jobs = [(i, j, text) for i, texts in zip(chunk, outs) for j, text in zip(range(k), texts)]
 
     def judged(key):
         i, text = key
@@ -138,21 +128,24 @@ def evaluate(model_path: str, spec: BenchmarkSpec, rows: Sequence[dict], cfg, ou
     if outside := [c for c in mine if not 0 <= c < len(ranges)]:
         raise ValueError(f"{spec.name}: chunks {outside} do not exist: {len(rows)} problems make {len(ranges)} "
                          f"chunks of {cfg.chunk_problems}")
-    todo = [c for c in unfinished(rows, k, ranges, {sample_key(r) for r in records}) if c in mine]
-    if todo:
-        clear_unfinished(path, records, bad, {rows[i]["extra_info"]["id"] for c in todo for i in ranges[c]})
+    done = {sample_key(r): r for r in records}  # a later line wins, as in read_samples
+    if todo := [c for c in mine if stored_chunk(done, rows, ranges[c], k) is None]:
+        # the file without the records of unfinished chunks (generated again whole) when it holds any, or
+        # unparsable lines, or a last line without its newline
+        stale = {rows[i]["extra_info"]["id"] for c in todo for i in ranges[c]}
+        kept = [r for r in records if r["problem_id"] not in stale]
+        if bad or len(kept) < len(records) or (path.exists() and not artifacts.ends_with_newline(path)):
+            rewrite_samples(path, kept)
         prompts = chat_prompts(_tokenizer(model_path, revision), rows)
         options = {"backend": cfg.backend, "top_k": cfg.top_k, "repetition_penalty": cfg.repetition_penalty,
                    "max_model_len": cfg.max_model_len, "hf_overrides": cfg.hf_overrides, "dtype": cfg.dtype,
                    "revision": revision, "tensor_parallel_size": cfg.tensor_parallel_size}
         for c in tqdm(todo, desc=f"{stage}/{spec.name}", unit="chunk"):
-            group = [(i, list(range(k))) for i in ranges[c]]
             outs = generate_fn(model_path, [prompts[i] for i in ranges[c]], n=k, temperature=cfg.temperature,
                                top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
                                seed=stable_seed(cfg.seed, "eval", spec.name, stage, c, k), **options)
-            append_samples(path, _records(spec, stage, rows, prompts, group, outs, cfg))
-        records, _ = parse_samples(path)
-    done = {sample_key(r): r for r in records}  # a later line wins, as in read_samples
+            append_samples(path, _records(spec, stage, rows, prompts, ranges[c], k, outs, cfg))
+        done = {sample_key(r): r for r in parse_samples(path)[0]}
     keep = [done[(rows[i]["extra_info"]["id"], j)] for c in mine for i in ranges[c] for j in range(k)]
     return pd.DataFrame(keep).sort_values(["problem_index", "sample"], ignore_index=True)
 

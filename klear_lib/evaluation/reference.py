@@ -24,11 +24,6 @@ def reference_response(answer: str) -> str:
     return f"<think>\nreference answer\n</think>\n\\boxed{{{answer}}}"
 
 
-def program_response(program: str) -> str:
-    """A well-formed response carrying ``program`` in a python block after ``</think>``."""
-    return f"<think>\nreference solution\n</think>\n```python\n{program.rstrip()}\n```"
-
-
 def shuffled(values: Sequence[str], seed: int) -> list[str]:
     """A derangement of ``values``: a seeded cyclic shift by 1..n-1 (no item keeps its own answer)."""
     n = len(values)
@@ -73,26 +68,24 @@ def leetcode_rows(max_problems: int | None = None, real_data: str = "mirror") ->
     return rows, [raw[r["extra_info"]["index"]]["solutions"] for r in rows]
 
 
-def _check_program(row: dict, program: str, timeout_s: float) -> dict:
-    """The harness verdict on ``program``; for a failure, the first failing test's status and stderr tail."""
-    tests = row_tests(row)
-    out = {"id": row["extra_info"]["id"], "index": row["extra_info"].get("index"), "n_tests": len(tests),
-           "passed": correct(program_response(program), row, timeout_s=timeout_s), "status": "ok", "error": ""}
-    if not out["passed"]:
-        results = code_judge.execute_tests(program, tests, timeout_s)
-        first = next((r for t, r in zip(tests, results) if not code_judge.passes(t, r)), None)
-        if first is not None:
-            out["status"] = first.status
-            out["error"] = (first.stderr.strip().splitlines() or ["wrong output"])[-1][:200]
-    return out
-
-
 def code_reference_check(rows: Sequence[dict], programs: Sequence[str], timeout_s: float = 10.0,
                          workers: int = 2) -> pd.DataFrame:
-    """Per problem: do the reference ``programs`` pass every test in the sandbox? (one failure reason each)"""
+    """Per problem: do the reference ``programs`` pass every test in the sandbox? The harness verdict, and for a
+    failure the first failing test's status and stderr tail."""
+    def check(row: dict, program: str) -> dict:
+        tests = row_tests(row)
+        out = {"id": row["extra_info"]["id"], "index": row["extra_info"].get("index"), "n_tests": len(tests),
+               "passed": correct(f"<think>\nreference solution\n</think>\n```python\n{program.rstrip()}\n```",
+                                 row, timeout_s=timeout_s), "status": "ok", "error": ""}
+        if not out["passed"]:
+            results = code_judge.execute_tests(program, tests, timeout_s)
+            first = next((r for t, r in zip(tests, results) if not code_judge.passes(t, r)), None)
+            if first is not None:
+                out["status"] = first.status
+                out["error"] = (first.stderr.strip().splitlines() or ["wrong output"])[-1][:200]
+        return out
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        found = list(pool.map(lambda rp: _check_program(rp[0], rp[1], timeout_s), zip(rows, programs)))
-    return pd.DataFrame(found)
+        return pd.DataFrame(list(pool.map(check, rows, programs)))
 
 
 def summarize_math_check(frames: Sequence[pd.DataFrame], skipped: dict | None = None) -> pd.DataFrame:
