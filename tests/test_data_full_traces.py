@@ -77,6 +77,7 @@ def test_shards_together_are_the_single_run(tmp_path, ci_model_path):
 @pytest.mark.parametrize("text,message", [
     ('{"prompt": [{"role": "user", "content": "q"}], "extra_info": {"id": "a"}}\n{bad\n', "line 2: invalid JSON"),
     ('{"prompt": [], "extra_info": {"id": "a"}}\n', "line 1: field 'prompt': missing or empty"),
+    ('["a list"]\n', "line 1: a JSON object expected, not a list"),
     ('{"prompt": [{"role": "user", "content": "q"}]}\n', "line 1: field 'extra_info.id': missing or empty")])
 def test_a_bad_prompt_line_is_named(tmp_path, text, message):
     path = tmp_path / "p.jsonl"

@@ -50,7 +50,9 @@ def read_prompts(path: Path, limit: int | None = None) -> list[dict]:
             row = json.loads(line)
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}: line {k}: invalid JSON ({err.msg})") from None
-        turns = row.get("prompt") if isinstance(row, dict) else None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}: line {k}: a JSON object expected, not a {type(row).__name__}")
+        turns = row.get("prompt")
         has_prompt = isinstance(turns, list) and bool(turns) and isinstance(turns[0], dict) and bool(
             turns[0].get("content"))
         has_id = isinstance(row.get("extra_info"), dict) and bool(row["extra_info"].get("id"))
