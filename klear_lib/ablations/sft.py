@@ -58,25 +58,36 @@ TEACHER_PAIRS = {"rank1": ("reflective", "code_reflective", "DeepSeek-R1-0528"),
                  "rank3": ("mixed", "code_mixed", "QwQ-32B")}
 
 
+def _table2() -> Experiment:
+    """Easy vs hard prompts x only-correct vs mixed traces, math, the top-3 math teachers (miniature scale)."""
+    conds = tuple(
+        Condition("table2", f"{d}/{c}", (("ability", "math"), ("top_k", 3), ("difficulty", d), ("correctness", c)),
+                  BOTH, f"{d.title()}: {'Only True' if c == 'only_correct' else 'Mixed'}", CLAIM2)
+        for d in ("easy", "hard") for c in ("only_correct", "mixed"))
+    return Experiment("table2", "Table 2", CLAIM2, conds,
+                      (("easy/only_correct", "easy/mixed"), ("hard/mixed", "hard/only_correct")), ("tiny_aime",))
+
+
+def _table3() -> Experiment:
+    """One teacher pair per condition (math + code), all answering the same fixed prompts; beyond the paper,
+    ``rank1/no_checks``: the rank-1 traces with their self-checks taken out (not in any verdict; notebook 05)."""
+    conds = tuple(Condition("table3", name, (("teachers", (m, c)),), BOTH, paper, CLAIM3, fixed_prompts=True)
+                  for name, (m, c, paper) in TEACHER_PAIRS.items())
+    m, c, _ = TEACHER_PAIRS["rank1"]
+    no_checks = Condition("table3", "rank1/no_checks", (("teachers", (m, c)), ("strip_checks", True)), BOTH,
+                          NOT_IN_PAPER, CLAIM3, fixed_prompts=True)
+    return Experiment("table3", "Table 3", CLAIM3, conds + (no_checks,), (("rank1", "rank2"), ("rank1", "rank3")),
+                      BOTH)
+
+
 def _top_k(exp: str, ability: str, ks: Sequence[int], benchmarks, claim: str) -> tuple[Condition, ...]:
     return tuple(Condition(exp, f"top{k}", (("ability", ability), ("top_k", k), ("correctness", "all")),
                            benchmarks, f"Top{k}", claim) for k in ks)
 
 
 EXPERIMENTS = {e.id: e for e in (
-    # Easy vs hard prompts x only-correct vs mixed traces, math, the top-3 math teachers (miniature scale).
-    Experiment("table2", "Table 2", CLAIM2, tuple(
-        Condition("table2", f"{d}/{c}", (("ability", "math"), ("top_k", 3), ("difficulty", d), ("correctness", c)),
-                  BOTH, f"{d.title()}: {'Only True' if c == 'only_correct' else 'Mixed'}", CLAIM2)
-        for d in ("easy", "hard") for c in ("only_correct", "mixed")),
-               (("easy/only_correct", "easy/mixed"), ("hard/mixed", "hard/only_correct")), ("tiny_aime",)),
-    # One teacher pair per condition (math + code), all answering the same fixed prompts; beyond the paper,
-    # ``rank1/no_checks``: the rank-1 traces with their self-checks taken out (not in any verdict; notebook 05).
-    Experiment("table3", "Table 3", CLAIM3, tuple(
-        Condition("table3", name, (("teachers", (m, c)),), BOTH, paper, CLAIM3, fixed_prompts=True)
-        for name, (m, c, paper) in TEACHER_PAIRS.items())
-        + (Condition("table3", "rank1/no_checks", (("teachers", TEACHER_PAIRS["rank1"][:2]), ("strip_checks", True)),
-                     BOTH, NOT_IN_PAPER, CLAIM3, fixed_prompts=True),), (("rank1", "rank2"), ("rank1", "rank3")), BOTH),
+    _table2(),
+    _table3(),
     Experiment("table4", "Table 4", CLAIM4, _top_k("table4", "math", (1, 2, 4, 6), BOTH, CLAIM4),
                (("top1", "top4"), ("top1", "top6"), ("top2", "top4"), ("top2", "top6")), ("tiny_aime",)),
     # A code-only miniature model cannot answer math prompts, so Table 5 is read on tiny_lcb only.

@@ -45,7 +45,8 @@ def front_matter(name: str, license_: str, n: int | None, tags: Sequence[str], s
     return "\n".join(lines + ["---", ""])
 
 
-def _sections(*texts: str) -> str:
+def sections(*texts: str) -> str:
+    """A dataset card's seven sections, in order, from their texts."""
     names = ("Motivation", "Composition", "Collection process", "Preprocessing, cleaning and labelling", "Uses",
              "Distribution", "Maintenance")
     return "\n\n".join(f"## {n}\n\n{t}" for n, t in zip(names, texts))
@@ -65,7 +66,7 @@ def world_card(name: str, rows: list[dict], funnel: Funnel, recipe: Recipe, cfg_
     cfg, preset = to_dict(recipe.data), recipe.preset
     role = SPLIT_ROLE.get(name, "held-out in-distribution math evaluation tier" if name.startswith("math_eval")
                           else "")
-    body = _sections(
+    body = sections(
         f"Part of the miniature reasoning world that lets the Klear-Reasoner kit run every stage on a CPU: {role}.",
         f"Generated counts (preset `{preset}`):\n\n{counts}",
         "Synthesised by `klear_lib.data.world.build_world` from the preset's `DataConfig`; teacher responses come "
@@ -112,7 +113,7 @@ def source_card(src: Source, rows: list[dict] | None, funnel: Funnel | None) -> 
         by = pd.Series([r["ability"] for r in rows]).value_counts().sort_index().rename("rows").to_frame()
         by.index.name = "ability"
         composition += f"\n\nMapped from the mirror files (generated): {len(rows)} rows.\n\n{markdown_table(by)}"
-    body = _sections(
+    body = sections(
         f"{src.description}. Role in the paper: {src.paper}.",
         composition,
         f"Collected and published by third parties (license below); the kit reads {', or '.join(origin)}. "

@@ -466,8 +466,9 @@ class GPPOTrainer(GRPOTrainer):
         logps, entropies = self._policy_logps(model, inputs)
         old = inputs.get("old_per_token_logps")
         old = logps.detach() if old is None else old
-        hyper = get_loss(self.args.loss_type).settings(self.args)
-        per_token = get_loss(self.args.loss_type).per_token(logps, old, inputs["advantages"], **hyper)
+        loss = get_loss(self.args.loss_type)
+        hyper = loss.settings(self.args)
+        per_token = loss.per_token(logps, old, inputs["advantages"], **hyper)
         if self.use_vllm and self.vllm_importance_sampling_correction:
             per_token = per_token * inputs["importance_sampling_ratio"]
         normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes

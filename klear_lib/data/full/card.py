@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from klear_lib.data.cards import _sections, front_matter
+from klear_lib.data.cards import sections, front_matter
 from klear_lib.data.curation import Funnel
 from klear_lib.data.report import funnel_frame, split_counts
 from klear_lib.data.sources import SOURCES
@@ -40,7 +40,7 @@ def data_card(splits: dict[str, list[dict]], funnel: Funnel, info: dict) -> str:
     hub_ids = sorted({s["hub_id"] for s in info["sources"].values() if s["hub_id"] and s["group"] != "benchmarks"})
     head = front_matter("Klear-Reasoner full-recipe training files", "other", sum(map(len, splits.values())),
                         ["klear-reasoner", "rl", "sft"], hub_ids)
-    body = _sections(
+    body = sections(
         "The files a run of the paper's recipe trains on, built from released data only: "
         + "; ".join(f"`{n}`: {ROLE[n]}" for n in splits) + ".",
         f"Generated counts:\n\n{markdown_table(counts)}\n\nFiles:\n\n{files}",
