@@ -1,8 +1,12 @@
 """The numerics mode's cost (issue 39): a tiny SFT step and a tiny RL step with the mode pinned and native.
 
+A third variant, ``pinned_mkl_auto``, is the mode with MKL's reproducible branch left to MKL (``MKL_CBWR=AUTO,STRICT``
+instead of ``COMPATIBLE,STRICT``): it prices the one pin that makes Intel and AMD agree (docs/stack.md §11), which
+no other variable can replace. It does not give the same bytes on both CPU makers; it is measured, never used.
+
 The mode is chosen once per process before torch loads (klear_lib.numerics), so each variant runs in a child
-process of its own; rounds alternate which runs first, and ratios are medians of per-round ratios (pinned over
-native: above 1, the mode costs time). A child times ``--steps`` steps of each after one untimed step: SFT on the
+process of its own; rounds rotate which runs first, and ratios are medians of per-round ratios (a variant over
+native: above 1, it costs time). A child times ``--steps`` steps of each after one untimed step: SFT on the
 tiny SFT preset's batch shape (drill rows, length groups as the stage trains them), and a GPPO step on the tiny
 math RL preset (generation with transformers, toy rewards, learning rate 0 so every step sees the same model).
 
@@ -26,7 +30,9 @@ from klear_lib import numerics
 import perf  # benchmarks/perf.py, beside this script
 
 BENCH = "numerics_mode"
-MODES = ("pinned", "native")
+# variant -> (KLEAR_NUMERICS, variables that replace the pinned ones); the first two are the modes themselves
+VARIANTS = {"pinned": ("pinned", {}), "native": ("native", {}),
+            "pinned_mkl_auto": ("native", {"MKL_CBWR": "AUTO,STRICT"})}
 
 
 class StepTimes:
@@ -94,15 +100,17 @@ def child(steps: int) -> None:
     print("RESULT " + json.dumps(out), flush=True)
 
 
-def run_child(mode: str, steps: int) -> dict:
-    """One child under ``mode``; its medians per step."""
-    env = {**os.environ, numerics.MODE_ENV: mode, "TQDM_DISABLE": "1"}
-    for name in numerics.PINNED:  # native: each library's own choice, not this process's pins
-        env.pop(name, None)
+def run_child(variant: str, steps: int) -> dict:
+    """One child under ``variant``; its medians per step."""
+    mode, changed = VARIANTS[variant]
+    env = {k: v for k, v in os.environ.items() if k not in numerics.PINNED}  # native: each library's own choice
+    env.update({numerics.MODE_ENV: mode, "TQDM_DISABLE": "1"})
+    if changed:  # the pinned variables set by hand, with KLEAR_NUMERICS=native so that none is overridden
+        env.update({**numerics.PINNED, **changed})
     proc = subprocess.run([sys.executable, __file__, "--child", "--steps", str(steps)], env=env, capture_output=True,
                           text=True, check=True)
     out = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))[7:])
-    assert out["mode"] == mode, f"the {mode} child ran {out['mode']}"
+    assert out["mode"] == mode, f"the {variant} child ran {out['mode']}"
     return {kind: perf.summary(out[kind])["median"] for kind in ("sft", "rl")}
 
 
@@ -115,22 +123,24 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.child:
         return child(args.steps)
-    before, times = perf.loadavg(), {m: {"sft": [], "rl": []} for m in MODES}
+    names = list(VARIANTS)
+    before, times = perf.loadavg(), {v: {"sft": [], "rl": []} for v in names}
     for r in range(args.rounds):
-        for mode in MODES[r % 2:] + MODES[:r % 2]:
-            for kind, seconds in run_child(mode, args.steps).items():
-                times[mode][kind].append(seconds)
-    note = (f"{args.rounds} rounds of {args.steps} steps, each mode in its own process; "
+        for variant in names[r % len(names):] + names[:r % len(names)]:
+            for kind, seconds in run_child(variant, args.steps).items():
+                times[variant][kind].append(seconds)
+    note = (f"{args.rounds} rounds of {args.steps} steps, each variant in its own process; "
             f"{perf.load_note(before, perf.loadavg())}")
     rows = []
     for kind, what in (("sft", "tiny SFT step"), ("rl", "tiny GPPO step")):
-        for mode in MODES:
-            stats = perf.summary(times[mode][kind])
-            rows.append(perf.row(BENCH, f"{kind}_step_s.{mode}", stats["median"], "s",
-                                 notes=f"{what}, numerics {mode}; {perf.iqr_note(stats)}; {note}"))
-        ratio = perf.summary([a / b for a, b in zip(times["pinned"][kind], times["native"][kind])])
-        rows.append(perf.row(BENCH, f"{kind}_step_s.ratio.pinned", ratio["median"], "x", "native",
-                             f"{what}: pinned over native (above 1: the mode costs time); {perf.iqr_note(ratio)}"))
+        for variant in names:
+            stats = perf.summary(times[variant][kind])
+            rows.append(perf.row(BENCH, f"{kind}_step_s.{variant}", stats["median"], "s",
+                                 notes=f"{what}, numerics {variant}; {perf.iqr_note(stats)}; {note}"))
+        for variant in ("pinned", "pinned_mkl_auto"):  # each over native
+            ratio = perf.summary(perf.paired_ratios({v: times[v][kind] for v in names}, variant, "native"))
+            rows.append(perf.row(BENCH, f"{kind}_step_s.ratio.{variant}", ratio["median"], "x", "native",
+                                 f"{what}: {variant} over native (above 1: it costs time); {perf.iqr_note(ratio)}"))
     perf.emit(rows, args)
 
 
