@@ -37,9 +37,10 @@ EVAL_SEED_GAINS = Table("eval seed gains", ("benchmark", "before", "after", "n_s
 # Per-problem results of every run, one file per experiment (``results/<preset>/problems/<experiment>.csv``): how
 # many of the k samples of each problem were correct, so anyone can recompute a run's avg@k, a claim's verdict or a
 # test of their own without our code. The main job's stages are experiment "main", condition = the stage label.
+# Like every table of drawn results, each row names the machine and numerics mode that drew it.
 PROBLEM_RUN = ("experiment", "condition", "seed", "benchmark")
 PROBLEMS = Table("problems", PROBLEM_RUN + ("problem", "k", "correct", "config_hash"), PROBLEM_RUN + ("problem",),
-                 run_key=PROBLEM_RUN, required=("config_hash",),
+                 run_key=PROBLEM_RUN, required=("config_hash",), provenance=True,
                  types=(("seed", int), ("problem", str), ("k", int), ("correct", int), ("config_hash", str)))
 MAIN = "main"  # the experiment name of the main job's evaluations in the problems files
 

@@ -145,3 +145,24 @@ def test_a_run_with_rows_of_another_config_hash_is_refused(tmp_path):
     stored = tables.upsert(schema, tables.empty(schema), [dict(r, config_hash="yyy") for r in rows])
     assert tables.upsert(schema, stored, [dict(r, config_hash="xxx") for r in rows])["config_hash"].tolist() == \
         ["xxx", "xxx"]  # a rerun of the run replaces its rows whole
+
+
+def test_every_table_of_drawn_rows_names_what_drew_them():
+    """A table whose rows a run draws (they carry the run's config_hash) names the machine and numerics mode on
+    every row (docs/stack.md §11); the per-problem table was once left out."""
+    import importlib
+    import pkgutil
+
+    import klear_lib
+
+    found = {}
+    for info in pkgutil.walk_packages(klear_lib.__path__, "klear_lib."):
+        if info.name.startswith(("klear_lib.integrations", "klear_lib.data.full", "klear_lib.evaluation.full")):
+            continue  # optional engines and the full-scale runners hold no result table
+        module = importlib.import_module(info.name)
+        found |= {t.name: t for t in vars(module).values() if isinstance(t, tables.Table)}
+    # shares measured on a run's samples, keyed by the run: the run's own row (ablations_sft.csv) names what drew it
+    described = {"SFT styles"}
+    drawn = {name for name, t in found.items() if "config_hash" in t.columns} - described
+    assert {"eval", "problems", "ablation", "stability"} <= drawn and described <= set(found)
+    assert [name for name in sorted(drawn) if not found[name].provenance] == []
