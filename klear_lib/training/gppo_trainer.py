@@ -37,7 +37,7 @@ import argparse
 import os
 import socket
 import warnings
-from contextlib import ExitStack, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -157,10 +157,15 @@ def colocated_llm_args(args: GRPOConfig):
         if numerics.mode() == "pinned" and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
             env["VLLM_CPU_OMP_THREADS_BIND"] = numerics.vllm_threads_bind(torch.get_num_threads())
     original = vllm_generation.LLM  # patched with ours winning over TRL's
-    stack = ExitStack()
-    stack.enter_context(mock.patch.dict(os.environ, env))  # while the engine starts, not for the process's children
-    stack.enter_context(mock.patch.object(vllm_generation, "LLM", lambda *a, **kw: original(*a, **{**kw, **extra})))
-    return stack
+
+    def build(*a, **kwargs):
+        os.environ.update(env)  # while the engine starts only: not for the children the process starts later
+        try:
+            return original(*a, **{**kwargs, **extra})
+        finally:
+            for key in env:
+                os.environ.pop(key, None)
+    return mock.patch.object(vllm_generation, "LLM", build)
 
 
 def reload_sync(generation) -> None:
