@@ -1,0 +1,169 @@
+"""Pilots of the study re-run (issue 40): runs drawn before its pre-registration, to choose the benchmarks each
+claim is read on (the models in the 25-75% band) and the seeds per arm (from the spread between seeds). No verdict
+reads a pilot row: the pilots' RL seeds (1000 and up) are none of the sweep's, and their rows live apart.
+
+    .venv/bin/python scripts/pilot.py stages                      # pilot 1: the main job's stages, seed 0
+    .venv/bin/python scripts/pilot.py fig2 --seeds 1000 1001 1002 1003 --workers 2   # pilot 2: Fig. 2 over seeds
+    .venv/bin/python scripts/pilot.py spread                      # pilot 2's spread and the seeds it implies
+
+``stages`` trains the main job's SFT, math RL and code RL (RL seed 0) and reads each on every held-out split;
+``fig2`` runs Fig. 2's arms of the GPPO-vs-GRPO dispute (gppo, clip_higher, grpo) from that SFT model, as the RL
+ablations run them at tiny, read on the candidate benchmarks at the start and the end (step 30). Rows go to
+``results/<preset>/pilot/`` (per-problem counts in ``problems/<experiment>.csv``, with the machine and numerics mode
+that drew them); checkpoints, samples and run records stay in the artifact store (a scratch recipe), so none of the
+study's committed files changes. Both resume: a finished stage, run or evaluation is reused. ``spread`` reads only
+the committed per-problem counts of pilot 2 (no model): for each candidate reading, the arms' rates, the paired
+differences per seed and their spread, the evaluation noise in it, the paper's effect carried to the pilot's base
+rate and the seeds per arm for 80% power (``fig2_spread.csv``).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+
+import klear_lib  # noqa: F401  (first: the numerics mode is set before torch, MKL or NumPy load)
+
+PILOT1 = "pilot1"
+SPLITS = ("math_eval_t1", "math_eval_t2", "math_eval_t3", "math_eval_t4", "tiny_aime", "tiny_lcb")
+FIG2_ARMS = ("gppo", "clip_higher", "grpo")     # the two disputes: GPPO vs clip-higher (paper), GRPO vs GPPO (DGPO)
+FIG2_READ = ("math_eval_t2", "math_eval_t3")  # pilot 1: tiers 2-3 in band at every stage (tiny_aime, below it,
+                                              # is what the stored Fig. 2 rows read; its spread is known from them)
+
+
+def scratch_recipe(preset: str, **stages):
+    from klear_lib.configs import recipe
+    return dataclasses.replace(recipe(preset, **stages), scratch=True)
+
+
+def stages(preset: str, k: int) -> None:
+    """Pilot 1: SFT, then math RL and code RL with RL seed 0 (the main job's recipe), each read on ``SPLITS`` at
+    avg@``k`` on every problem of the split."""
+    from klear_lib import tables
+    from klear_lib.configs import config_hash
+    from klear_lib.pipeline import eval_stage, rl_stage, sft_stage
+    from klear_lib.results import PROBLEMS, problems_csv
+
+    r = scratch_recipe(preset, eval={"k_math": k, "k_code": k, "max_problems": None})
+    sft = sft_stage(r)
+    rl_math = rl_stage(r, sft, "math")
+    models = {"sft": sft, "rl_math": rl_math, "rl_code": rl_stage(r, rl_math, "code")}
+    out = problems_csv(_pilot_dir(preset), PILOT1)
+    for stage, path in models.items():
+        counts: list[dict] = []
+        eval_stage(r, stage, path, SPLITS, write_csv=False, problems=counts)  # the label seeds the sampling
+        tables.upsert_file(PROBLEMS, [{"experiment": PILOT1, "condition": stage, "seed": r.eval.seed, **c,
+                                       "config_hash": config_hash(r.eval)} for c in counts], out)
+    print(f"wrote {out}")
+
+
+def fig2(preset: str, seeds: list[int], workers: int) -> None:
+    """Pilot 2: Fig. 2's disputed arms for ``seeds``, each read at the start and after its 30 steps on
+    ``FIG2_READ`` (every problem, avg@4, the tiny RL ablations' evaluation)."""
+    from klear_lib.ablations.rl import RL
+    from klear_lib.configs.study import RL_ABLATIONS
+
+    # the tiny scale's runs, with one held-out point at the end (save_steps = 30, the run's length) read on the
+    # candidate benchmarks, and these arms only
+    scale = dataclasses.replace(RL_ABLATIONS[preset], arms={"fig2": FIG2_ARMS}, curve_every=30,
+                                benchmarks={"tiny_aime": FIG2_READ})
+    r = scratch_recipe(preset, study={"rl_ablations": scale})
+    path = _pilot_dir(preset) / "fig2.csv"
+    rows = RL.run_experiment(r, "fig2", seeds=seeds, path=path, workers=workers)
+    print(f"wrote {path}: {len(rows)} rows")
+
+
+# Candidate readings of Fig. 2's claims: each held-out split, and tiers 2 and 3 pooled (400 problems)
+READINGS = {"math_eval_t2": ("math_eval_t2",), "math_eval_t3": ("math_eval_t3",),
+            "math_eval_t23": ("math_eval_t2", "math_eval_t3")}
+# (better, worse, source table, the source's settings of the two arms (each pair one reading), its benchmarks, the
+# size of the claim's Holm family when each claim is read on one benchmark): Fig. 2's three pairs are one family,
+# DGPO's claim one of its own (its 1.5B and 7B tables are two readings, as in claims.csv)
+DISPUTES = (("gppo", "clip_higher", "Figure 2", (("GPPO (end)", "GRPO w/ Clip-Higher (end)"),), ("aime24", "aime25"),
+             3),
+            ("grpo", "gppo", "DGPO", (("GRPO (R1-Distill-Qwen-1.5B)", "GPPO (R1-Distill-Qwen-1.5B)"),
+                                      ("GRPO (R1-Distill-Qwen-7B)", "GPPO (R1-Distill-Qwen-7B)")), ("math_avg@32",), 1))
+
+
+def spread(preset: str) -> None:
+    """Pilot 2's spread: per candidate reading and disputed pair, the paired differences over seeds and what they
+    imply (the design of docs/design.md, "Verdicts": the paper's smallest reading carried to our base rate,
+    Bonferroni within the claim's family, the spread at its one-sided 80% upper bound)."""
+    import numpy as np
+    import pandas as pd
+
+    from klear_lib import stats as S
+    from klear_lib import tables
+    from klear_lib.ablations.claims import paper_readings
+    from klear_lib.results import PROBLEMS, load_reported, problems_csv
+
+    counts = tables.read(PROBLEMS, problems_csv(_pilot_dir(preset), "fig2"))
+    reported = load_reported()
+    rows = []
+    for reading, splits in READINGS.items():
+        mine = counts[counts["benchmark"].isin(splits)]
+        rate = mine.assign(p=mine["correct"] / mine["k"])
+        # per (arm, seed): avg@k over the reading's problems and the variance of that estimate from sampling alone
+        # (within-problem binomial, unbiased: p(1-p)/(k-1) per problem, over n² problems)
+        per_run = rate.groupby(["condition", "seed"]).apply(
+            lambda g: pd.Series({"avg": g["p"].mean(), "n": len(g), "k": g["k"].iloc[0],
+                                 "noise_var": (g["p"] * (1 - g["p"]) / (g["k"] - 1)).sum() / len(g) ** 2}),
+            include_groups=False)
+        for better, worse, table, settings, benches, family in DISPUTES:
+            a, b = per_run.loc[better], per_run.loc[worse]
+            seeds = sorted(set(a.index) & set(b.index))
+            d = (a.loc[seeds, "avg"] - b.loc[seeds, "avg"]).to_numpy()
+            sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
+            noise = float(np.sqrt((a.loc[seeds, "noise_var"] + b.loc[seeds, "noise_var"]).mean()))
+            base = float((a.loc[seeds, "avg"].mean() + b.loc[seeds, "avg"].mean()) / 2)
+            reads = [r for pair in settings for r in paper_readings(reported, table, pair, benches)[1]]
+            carried = min(S.carry(x / 100, y / 100, base) for _, x, y in reads)
+            alpha = S.ALPHA / family
+            upper = S.sd_upper(sd, len(d) - 1)
+            # the spread between seeds less the sampling noise in it, and the samples per problem that would bring
+            # the noise down to a quarter of the spread (noise² ≤ (train² + noise²)/16, noise² ∝ 1/k)
+            train = float(np.sqrt(max(sd ** 2 - noise ** 2, 0.0)))
+            k = int(a["k"].iloc[0])
+            k_quarter = math.ceil(k * 15 * noise ** 2 / train ** 2) if train > 0 else None
+            rows.append({"reading": reading, "better": better, "worse": worse, "seeds": len(d),
+                         "problems": int(a["n"].iloc[0]), "k": k,
+                         "better_pct": 100 * a.loc[seeds, "avg"].mean(), "worse_pct": 100 * b.loc[seeds, "avg"].mean(),
+                         "diff_pts": 100 * d.mean(), "diffs_pts": ";".join(f"{100 * x:+.2f}" for x in d),
+                         "sd_pts": 100 * sd, "sd_upper_pts": 100 * upper, "eval_noise_pts": 100 * noise,
+                         "noise_share": noise / sd if sd else float("nan"), "sd_train_pts": 100 * train,
+                         "k_for_quarter_noise": k_quarter,
+                         "paper_readings": ";".join(f"{x:.1f}/{y:.1f}" for _, x, y in reads),
+                         "carried_pts": 100 * carried, "family_alpha": alpha,
+                         "seeds_80_observed_sd": S.seeds_for_power(carried, sd, alpha),
+                         "seeds_80_upper_sd": S.seeds_for_power(carried, upper, alpha)})
+    out = pd.DataFrame(rows)
+    path = _pilot_dir(preset) / "fig2_spread.csv"
+    out.to_csv(path, index=False, float_format="%.4g")
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(out.drop(columns=["paper_readings"]).to_string(index=False))
+    print(f"wrote {path}")
+
+
+def _pilot_dir(preset: str):
+    from klear_lib import paths
+    return paths.results_dir(preset) / "pilot"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("pilot", choices=("stages", "fig2", "spread"))
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--k", type=int, default=4, help="samples per problem (stages)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002, 1003], help="RL seeds (fig2)")
+    ap.add_argument("--workers", type=int, default=2, help="runs at a time (fig2; one torch thread each)")
+    args = ap.parse_args()
+    if args.pilot == "stages":
+        stages(args.preset, args.k)
+    elif args.pilot == "fig2":
+        fig2(args.preset, args.seeds, args.workers)
+    else:
+        spread(args.preset)
+
+
+if __name__ == "__main__":  # spawned sweep workers re-import this file
+    main()
