@@ -14,7 +14,8 @@ that drew them); checkpoints, samples and run records stay in the artifact store
 study's committed files changes. Both resume: a finished stage, run or evaluation is reused. ``spread`` reads only
 the committed per-problem counts of pilot 2 (no model): for each candidate reading, the arms' rates, the paired
 differences per seed and their spread, the evaluation noise in it, the paper's effect carried to the pilot's base
-rate and the seeds per arm for 80% power (``fig2_spread.csv``).
+rate and the seeds per arm for 80% power, at the pilot's avg@4 and projected to the re-run's avg@16
+(``fig2_spread.csv``).
 """
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ def fig2(preset: str, seeds: list[int], workers: int) -> None:
     print(f"wrote {path}: {len(rows)} rows")
 
 
+SWEEP_K = 16  # samples per problem of the re-run's math reading (docs/design.md, "Where the re-run reads its claims")
 # Candidate readings of Fig. 2's claims: each held-out split, and tiers 2 and 3 pooled (400 problems)
 READINGS = {"math_eval_t2": ("math_eval_t2",), "math_eval_t3": ("math_eval_t3",),
             "math_eval_t23": ("math_eval_t2", "math_eval_t3")}
@@ -125,6 +127,10 @@ def spread(preset: str) -> None:
             train = float(np.sqrt(max(sd ** 2 - noise ** 2, 0.0)))
             k = int(a["k"].iloc[0])
             k_quarter = math.ceil(k * 15 * noise ** 2 / train ** 2) if train > 0 else None
+            # the same spread read at the re-run's SWEEP_K samples per problem (its noise scaled by k/SWEEP_K), the
+            # spread that sizes the pre-registered N (results/tiny/preregistration.md)
+            sweep_sd = float(np.hypot(train, noise * math.sqrt(k / SWEEP_K)))
+            sweep_upper = S.sd_upper(sweep_sd, len(d) - 1)
             rows.append({"reading": reading, "better": better, "worse": worse, "seeds": len(d),
                          "problems": int(a["n"].iloc[0]), "k": k,
                          "better_pct": 100 * a.loc[seeds, "avg"].mean(), "worse_pct": 100 * b.loc[seeds, "avg"].mean(),
@@ -135,7 +141,10 @@ def spread(preset: str) -> None:
                          "paper_readings": ";".join(f"{x:.1f}/{y:.1f}" for _, x, y in reads),
                          "carried_pts": 100 * carried, "family_alpha": alpha,
                          "seeds_80_observed_sd": S.seeds_for_power(carried, sd, alpha),
-                         "seeds_80_upper_sd": S.seeds_for_power(carried, upper, alpha)})
+                         "seeds_80_upper_sd": S.seeds_for_power(carried, upper, alpha),
+                         "sweep_k": SWEEP_K, "sweep_sd_pts": 100 * sweep_sd, "sweep_sd_upper_pts": 100 * sweep_upper,
+                         "sweep_noise_share": noise * math.sqrt(k / SWEEP_K) / sweep_sd,
+                         "sweep_seeds_80_upper_sd": S.seeds_for_power(carried, sweep_upper, alpha)})
     out = pd.DataFrame(rows)
     path = _pilot_dir(preset) / "fig2_spread.csv"
     out.to_csv(path, index=False, float_format="%.4g")
