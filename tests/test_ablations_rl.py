@@ -59,10 +59,14 @@ def test_conditions_map_to_their_config_overrides():
     assert rl.rl_config(CI, fig5.condition("filtered")) == default == rl.rl_config(CI, t6.condition("a0.1"))
 
 
-def test_tiny_reads_every_tiny_aime_problem_and_a_capped_tiny_lcb_in_calls_of_their_own():
-    calls = rl.eval_calls(TINY, ["tiny_aime", "tiny_lcb"], seed=2)
-    assert [c[0] for c in calls] == [["tiny_aime"], ["tiny_lcb"]]
-    assert calls[0][1].eval.max_problems is None and calls[1][1].eval.max_problems == 100
+def test_tiny_reads_math_on_the_pooled_tiers_at_avg16_and_a_capped_tiny_lcb_in_calls_of_their_own():
+    # the re-run's reading (docs/design.md, "Where the re-run reads its claims"): tiny_aime maps to tiers 2-3 pooled
+    gppo = rl.EXPERIMENTS["fig2"].condition("gppo")
+    assert rl.RL.benchmarks_at(TINY, gppo) == ("math_eval_t23",)
+    calls = rl.eval_calls(TINY, ["math_eval_t23", "tiny_lcb"], seed=2)
+    assert [c[0] for c in calls] == [["math_eval_t23"], ["tiny_lcb"]]
+    assert (calls[0][1].eval.max_problems, calls[0][1].eval.k_math) == (None, 16)
+    assert (calls[1][1].eval.max_problems, calls[1][1].eval.k_code) == (100, 4)
     assert all(c[1].eval.seed == 2 for c in calls)  # one sampling seed for every condition of a seed
     assert rl.eval_calls(CI, ["tiny_aime", "tiny_lcb"], seed=0) == [(["tiny_aime", "tiny_lcb"],
                                                                      rl.eval_recipe(CI, 0))]
@@ -71,7 +75,8 @@ def test_tiny_reads_every_tiny_aime_problem_and_a_capped_tiny_lcb_in_calls_of_th
 def test_scales_set_steps_curves_and_the_papers_full_settings():
     fig2, fig3 = rl.EXPERIMENTS["fig2"].condition("gppo"), rl.EXPERIMENTS["fig3"].condition("soft")
     tiny2, tiny3 = rl.rl_config(TINY, fig2), rl.rl_config(TINY, fig3)
-    assert (tiny2.max_steps, tiny2.save_steps, tiny2.updates_per_step) == (30, 15, 8)
+    assert (tiny2.max_steps, tiny2.save_steps, tiny2.updates_per_step) == (30, 30, 8)  # Fig. 2: read at its end
+    assert rl.rl_config(TINY, rl.EXPERIMENTS["fig5"].condition("filtered")).save_steps == 15
     assert (tiny3.max_steps, tiny3.save_steps, tiny3.updates_per_step) == (10, 5, 4)
     full2, full3 = rl.rl_config(FULL, fig2), rl.rl_config(FULL, fig3)
     assert (full2.max_steps, full2.learning_rate, full2.updates_per_step) == (250, 1e-6, 8)
@@ -108,8 +113,8 @@ def test_ci_runs_the_first_pair_only_and_tiny_runs_all(family):
 
 def test_tiny_reads_secondary_benchmarks_at_the_last_curve_point_only():
     gppo, soft = rl.EXPERIMENTS["fig2"].condition("gppo"), rl.EXPERIMENTS["fig3"].condition("soft")
-    assert rl.curve_benchmarks(TINY, gppo, last=False) == ("tiny_aime",)
-    assert rl.curve_benchmarks(TINY, gppo, last=True) == ("tiny_aime",)  # tiny: Fig. 2 reads its primary only
+    assert rl.curve_benchmarks(TINY, gppo, last=False) == ("math_eval_t23",)
+    assert rl.curve_benchmarks(TINY, gppo, last=True) == ("math_eval_t23",)  # tiny: Fig. 2 reads its primary only
     assert rl.curve_benchmarks(CI, gppo, last=True) == ("tiny_aime", "tiny_lcb")
     assert rl.curve_benchmarks(TINY, rl.EXPERIMENTS["fig3"].condition("soft"), last=True) == ("tiny_lcb",)
     assert rl.curve_benchmarks(TINY, soft, last=False) == ("tiny_lcb",)  # the primary benchmark is kept
@@ -118,7 +123,9 @@ def test_tiny_reads_secondary_benchmarks_at_the_last_curve_point_only():
 
 
 def test_rl_seeds_resolve_per_preset():
-    assert rl.RL.seeds(TINY, "fig2") == list(range(10)) and rl.RL.seeds(CI, "fig2") == [0]
+    # Fig. 2: the N of results/tiny/preregistration.md
+    assert rl.RL.seeds(TINY, "fig2") == list(range(40)) and rl.RL.seeds(CI, "fig2") == [0]
+    assert rl.RL.seeds(TINY, "fig3") == list(range(10))
     assert rl.RL.seeds(TINY, "fig2", 2) == [0, 1] and rl.RL.seeds(TINY, "fig2", [4]) == [4]
 
 
@@ -139,7 +146,15 @@ def test_run_key_hashes_each_config_and_keeps_the_stored_keys():
     for preset in ("ci", "tiny"):  # every stored row of every family is found under its condition's identity
         recipe_ = recipe(preset)
         for family in (sft.SFT, rl.RL):
-            assert len(family.current_rows(recipe_)) == len(tables.read(family.table, family.csv(recipe_.results)))
+            stored = tables.read(family.table, family.csv(recipe_.results))
+            if (preset, family) == ("tiny", rl.RL):
+                # the earlier design's rows, all drawn before the numerics mode: the study re-run replaces them
+                # (results/tiny/preregistration.md), and every row it draws, in results/tiny/rerun/, is current
+                assert set(stored["numerics"]) == {"unknown"}
+                rerun = dataclasses.replace(recipe_, results_subdir="rerun")
+                assert len(family.current_rows(rerun)) == len(tables.read(family.table, family.csv(rerun.results)))
+                continue
+            assert len(family.current_rows(recipe_)) == len(stored)
         keys = {tuple(c.fields(0).values())[:3]: S.cell_hash(recipe_, c) for c in S.cells(recipe_.study.stability)}
         stored = tables.read(S.TABLE, S.STABILITY.csv(recipe_.results))
         assert [keys[k] for k in zip(stored["loss"], stored["learning_rate"], stored["updates_per_step"])] == \
@@ -158,7 +173,7 @@ def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkey
         rows = [_row(cond.experiment, cond.label, seed, b, 0.25, h) for b in rl.RL.benchmarks_at(recipe_, cond)]
         return F.RunRows(rows, F.tagged(scores.to_dict("records"), cond.fields(seed), h, R.CURVE_KEEP, rl_step=2))
 
-    def fake_setup(recipe_, todo):
+    def fake_setup(recipe_, todo, workers):
         starts.append(recipe_.preset)
         prepared.append((len(todo), "sft-ckpt"))
         return "sft-ckpt"
@@ -193,7 +208,7 @@ def test_runs_draw_the_fixed_seeds_once_and_resume_from_the_stored_rows(monkeypa
                          F.tagged(counts, cond.fields(seed), h))
 
     ci = _with(CI, rl_ablations=dataclasses.replace(CI.study.rl_ablations, seeds=1, fixed_seeds={"fig2": seeds_run}))
-    monkeypatch.setattr(rl, "RL", dataclasses.replace(rl.RL, run=fake_run, setup=lambda recipe_, todo: "sft-ckpt"))
+    monkeypatch.setattr(rl, "RL", dataclasses.replace(rl.RL, run=fake_run, setup=lambda recipe_, todo, workers: "sft-ckpt"))
     monkeypatch.setattr(F.Family, "csv", lambda self, results: tmp_path / "t.csv")
     assert rl.RL.seeds(ci, "fig2") == list(range(seeds_run)) and rl.RL.seeds(ci, "fig3") == [0]
     runs = rl.RL.run_experiment(ci, "fig2")
@@ -226,11 +241,11 @@ def test_setup_evaluates_the_start_once_per_seed_on_what_its_runs_read_there(mon
     todo = [(fig2.condition("gppo"), 0), (fig3.condition("soft"), 0), (fig2.condition("cispo"), 0),
             (t6.condition(rl.START), 1)]
     assert rl.setup(TINY, todo) == "sft-ckpt"
-    assert calls == [(rl.START_STAGE, "sft-ckpt", ("tiny_aime",), 0, False),  # tiny_lcb: a call of its own
+    assert calls == [(rl.START_STAGE, "sft-ckpt", ("math_eval_t23",), 0, False),  # tiny_lcb: a call of its own
                      (rl.START_STAGE, "sft-ckpt", ("tiny_lcb",), 0, False),
-                     (rl.START_STAGE, "sft-ckpt", ("tiny_aime",), 1, False)]
-    assert rl.curve_benchmarks(TINY, fig2.condition("gppo"), last=False) == ("tiny_aime",)  # tiny_lcb: at the end
-    assert rl.curve_benchmarks(TINY, t6.condition(rl.START), last=True) == ("tiny_aime",)
+                     (rl.START_STAGE, "sft-ckpt", ("math_eval_t23",), 1, False)]
+    assert rl.curve_benchmarks(TINY, fig2.condition("gppo"), last=False) == ("math_eval_t23",)  # tiny_lcb: at the end
+    assert rl.curve_benchmarks(TINY, t6.condition(rl.START), last=True) == ("math_eval_t23",)
 
 
 def test_checkpoints_map_optimizer_updates_to_rl_steps(tmp_path):
@@ -355,7 +370,8 @@ def test_stability_table_round_trip_and_reuse(monkeypatch, tmp_path):
 
     monkeypatch.setattr(S, "STABILITY", dataclasses.replace(S.STABILITY, run=fake_cell))
     monkeypatch.setattr(S, "evaluated_start",
-                        lambda recipe_, todo, threads: calls.extend(("start", run.eval.seed) for _, run in todo))
+                        lambda recipe_, todo, threads, workers: calls.extend(("start", run.eval.seed)
+                                                                             for _, run in todo))
     path = tmp_path / "stability.csv"
     first = S.run_grid(CI, path=path, losses=["gppo", "cispo"])
     assert calls[0] == ("start", 0) and len(calls) == 9  # the start is evaluated once before any run
@@ -644,7 +660,7 @@ def test_rl_runs_in_two_workers_give_the_files_of_runs_one_at_a_time(monkeypatch
         monkeypatch.setenv("KLEAR_ARTIFACTS", str(store))  # spawned workers inherit the environment
         monkeypatch.setattr(paths, "RESULTS", results)
         family = dataclasses.replace(rl.RL, run=partial(_run_recording_in, results),
-                                     setup=lambda recipe_, todo: init)  # the SFT checkpoint of the real store
+                                     setup=lambda recipe_, todo, workers: init)  # the SFT checkpoint of the real store
         with torch_threads(1):  # one at a time under another count than the workers' default
             rows = family.run_experiment(CI, "table6", seeds=[0, 1], path=results / "ablations_rl.csv",
                                          workers=workers, conditions=[cond])
@@ -657,6 +673,26 @@ def test_rl_runs_in_two_workers_give_the_files_of_runs_one_at_a_time(monkeypatch
     assert sorted(set(zip(curves["seed"], curves["rl_step"]))) == [(s, t) for s in (0, 1) for t in (0, 1, 2)]
     assert out[2][0].equals(out[1][0]) and len(out[2][0]) == 2 * 2  # 2 seeds x (avg@k, pass@k) on tiny_aime
     assert out[2][1] == out[1][1]  # table, curves and run records, byte for byte
+
+
+@pytest.mark.slow
+def test_the_start_evaluated_in_two_workers_gives_the_samples_of_one_at_a_time(monkeypatch, tmp_path):
+    rl.sft_stage(CI)  # the ci SFT checkpoint in the real store (trained there if missing)
+    real, fig2 = artifacts.root(), rl.EXPERIMENTS["fig2"]
+    todo = [(fig2.condition(label), seed) for seed in (0, 1, 2) for label in ("gppo", "clip_higher")]
+    out = {}
+    for workers in (1, 2):  # a fresh store each, sharing the ci world and SFT checkpoint: each evaluates afresh
+        store = tmp_path / f"store{workers}"
+        (store / "ci").mkdir(parents=True)
+        for part in ("data", "sft"):
+            (store / "ci" / part).symlink_to(real / "ci" / part)
+        monkeypatch.setenv("KLEAR_ARTIFACTS", str(store))  # spawned workers inherit the environment
+        rl.setup(CI, todo, workers=workers)
+        out[workers] = {str(p.relative_to(store)): p.read_bytes() for p in sorted((store / "ci").rglob("*"))
+                        if p.is_file() and not p.is_relative_to(store / "ci" / "data")
+                        and not p.is_relative_to(store / "ci" / "sft")}
+    assert len([p for p in out[1] if p.endswith(".jsonl")]) >= 3  # a samples file per seed
+    assert out[2] == out[1]
 
 
 def test_torch_threads_pins_the_count_and_restores_it():

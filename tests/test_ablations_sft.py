@@ -241,7 +241,7 @@ def test_run_experiment_reuses_rows_with_the_same_hash(monkeypatch, tmp_path):
         return [_row(cond.experiment, cond.label, seed, b, 0.25, sft.condition_hash(recipe_, cond))
                 for b in sft.SFT.benchmarks_at(recipe_, cond)]
 
-    monkeypatch.setattr(sft, "SFT", dataclasses.replace(sft.SFT, run=fake_run, setup=lambda recipe_, todo: []))
+    monkeypatch.setattr(sft, "SFT", dataclasses.replace(sft.SFT, run=fake_run, setup=lambda recipe_, todo, workers: []))
     path = tmp_path / "ablations_sft.csv"
     first = sft.SFT.run_experiment(CI, "table4", seeds=[0, 1], path=path)
     assert sorted(calls) == [("top1", 0), ("top1", 1), ("top4", 0), ("top4", 1)] and len(first) == 8

@@ -303,3 +303,18 @@ def test_config_cli_help_has_no_markup(capsys):
     with pytest.raises(SystemExit):
         config_cli(["--help"])
     assert "``" not in capsys.readouterr().out
+
+
+def test_a_rerun_writes_its_results_runs_and_figures_beside_the_study(monkeypatch, tmp_path):
+    from klear_lib import paths
+    from klear_lib.configs import recipe
+
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)
+    study = recipe("tiny")
+    rerun = dataclasses.replace(study, results_subdir="rerun")
+    assert (study.results, study.runs) == (tmp_path / "tiny", tmp_path / "tiny" / "runs")
+    assert (rerun.results, rerun.runs) == (tmp_path / "tiny" / "rerun", tmp_path / "tiny" / "rerun" / "runs")
+    assert rerun.figure("rl_fig2_heldout") == tmp_path / "tiny" / "rerun" / "figures" / "tiny_rl_fig2_heldout.png"
+    assert rerun.artifacts == study.artifacts and rerun.rl_math == study.rl_math  # the same runs, filed apart
+    with pytest.raises(KeyError, match="no stage 'results_subdir'"):
+        study.replace(results_subdir={})

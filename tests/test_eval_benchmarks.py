@@ -116,3 +116,13 @@ def test_reference_response_is_well_formed():
 def test_leetcode_reference_check_on_the_fixture(fake_mirror):
     leet, summary = leetcode_reference_check(recipe("tiny", study={"reference_code_problems": None}))
     assert summary == "1 of 1 reference programs pass all their tests" and leet.passed.all()
+
+
+def test_a_pooled_world_benchmark_is_its_splits_in_order():
+    ci = recipe("ci")
+    t2, t3 = bm.load_rows("math_eval_t2", ci), bm.load_rows("math_eval_t3", ci)
+    pooled = bm.load_rows("math_eval_t23", ci)
+    assert pooled == t2 + t3 and t2 and t3
+    assert len({r["extra_info"]["id"] for r in pooled}) == len(t2) + len(t3)  # disjoint: a problem counts once
+    assert bm.load_rows("math_eval_t23", ci, max_problems=3) == pooled[:3]
+    assert bm.get_spec("math_eval_t23").problems is None

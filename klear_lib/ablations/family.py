@@ -148,9 +148,9 @@ class Family:
     """An ablation family: a runner of conditions × seeds into rows of its table, reused by condition identity.
 
     ``run(recipe, condition, seed, context)`` trains and evaluates one run and returns its rows (a ``RunRows``);
-    ``setup(recipe, todo)`` builds the context the due runs share (data, the start checkpoint), only when a run is
-    due, in this process. ``run`` must pickle (a module-level function) for ``workers`` > 1 and writes no file
-    another run writes: the tables are written here. ``key(recipe, condition)`` is the condition's ``run_key``."""
+    ``setup(recipe, todo, workers=...)`` builds the context the due runs share (data, the start checkpoint), only
+    when a run is due, from this process (it may use ``workers`` processes). ``run`` must pickle (a module-level
+    function) for ``workers`` > 1 and writes no file another run writes: the tables are written here. ``key(recipe, condition)`` is the condition's ``run_key``."""
 
     name: str                                 # table stem, run-name prefix and ``Study`` field: "ablations_sft"
     experiments: Mapping[str, Experiment]
@@ -250,7 +250,8 @@ class Family:
         stored, held = self._held(recipe, conds, seeds, path)
         todo = [cs for cs, (_, ok) in held.items() if retrain or not ok]
         stored = run_missing(todo, partial(self.run, recipe), partial(self._save, path), stored,
-                             setup=partial(self.setup, recipe, todo), desc=f"{exp.id} runs", workers=workers)
+                             setup=partial(self.setup, recipe, todo, workers=workers), desc=f"{exp.id} runs",
+                             workers=workers)
         wanted = {rid for rid, _ in held.values()}
         mine = [rid in wanted for rid in tables.run_ids(self.table, stored, ("config_hash",))]
         return stored[mine].reset_index(drop=True)

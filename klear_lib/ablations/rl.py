@@ -13,11 +13,14 @@ checkpoint, which every run with a seed evaluates, is evaluated once before any 
 """
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
+from tqdm.auto import tqdm
 
 from klear_lib import plots, tables
 from klear_lib.ablations import rl_runs as R
@@ -66,14 +69,16 @@ def _cond(exp: str, label: str, overrides: dict, reward: str, rows: str, benchma
                      train)
 
 
-# Fig. 2's arena: the paper's three losses, then two arms beyond the paper. "grpo" is DGPO's baseline, GRPO with
+# Fig. 2's arena: the paper's three losses, then three arms beyond the paper. "grpo" is DGPO's baseline, GRPO with
 # the symmetric clip ε_l = ε_h = 0.2 (docs/paper.md §8); "gppo_b0.25" is GPPO with β_low = 0.25, the default of
-# the authors' later general-β code and the low end of their advice (docs/paper.md §1.5).
+# the authors' later general-β code and the low end of their advice (docs/paper.md §1.5); "dgpo" is DGPO's own loss
+# (n = 1, m = 2, its authors' scripts; klear_lib/losses/dgpo.py).
 FIG2_ARMS = (("gppo", {"loss_type": "gppo"}, "GPPO (end)"),
              ("clip_higher", {"loss_type": "clip_higher"}, "GRPO w/ Clip-Higher (end)"),
              ("cispo", {"loss_type": "cispo"}, "CISPO (range low)"),  # Fig. 2 gives CISPO as a range: its low end
              ("grpo", {"loss_type": "clip_higher", "clip_high": 0.2}, NOT_IN_PAPER),
-             ("gppo_b0.25", {"loss_type": "gppo", "beta_low": 0.25}, NOT_IN_PAPER))
+             ("gppo_b0.25", {"loss_type": "gppo", "beta_low": 0.25}, NOT_IN_PAPER),
+             ("dgpo", {"loss_type": "dgpo"}, NOT_IN_PAPER))
 # A control beyond the paper, run only where a scale names it (``RLScale.arms``): RL whose rewards are drawn at random
 # (``RLConfig.random_reward``), everything else equal; what the other arms gain over it is what the reward teaches.
 FIG2_CONTROLS = (("random_reward", {"random_reward": True}, NOT_IN_PAPER),)
@@ -222,26 +227,39 @@ def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | 
                    tagged(counts, fields, key))
 
 
-def evaluated_start(recipe: Recipe, calls: Sequence[tuple[list[str], Recipe]], threads: int | None) -> Path:
-    """The start checkpoint of every RL run (the recipe's SFT model, like the paper's "earlier SFT model"), with
-    each (benchmarks, run recipe) of ``calls`` evaluated on it before any run starts: the runs of one seed share
-    that samples file, and parallel runs must not all write it. The runs then read the stored samples, so their
-    rows are those of runs made one at a time."""
-    init = sft_stage(recipe)
+def _evaluate(init: Path, calls: Sequence[tuple[list[str], Recipe]], threads: int | None) -> None:
     with torch_threads(threads):
         for benchmarks, run in calls:
             eval_stage(run, START_STAGE, init, benchmarks, write_csv=False)
+
+
+def evaluated_start(recipe: Recipe, calls: Sequence[tuple[list[str], Recipe]], threads: int | None,
+                    workers: int = 1) -> Path:
+    """The start checkpoint of every RL run (the recipe's SFT model, like the paper's "earlier SFT model"), with
+    each (benchmarks, run recipe) of ``calls`` evaluated on it before any run starts: the runs of one seed share
+    that samples file, and parallel runs must not all write it. The runs then read the stored samples, so their
+    rows are those of runs made one at a time. ``workers`` > 1 evaluates the calls that many at a time, each in a
+    spawned process: every call has a samples file of its own (its eval seed), and each pins ``threads``, so the
+    samples are those of one at a time."""
+    init = sft_stage(recipe)
+    if workers > 1 and len(calls) > 1:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for done in tqdm(as_completed([pool.submit(_evaluate, init, [call], threads) for call in calls]),
+                             total=len(calls), desc="start evaluations", unit="call"):
+                done.result()
+    else:
+        _evaluate(init, calls, threads)
     return init
 
 
-def setup(recipe: Recipe, todo: Sequence[tuple[Condition, int]]) -> Path:
+def setup(recipe: Recipe, todo: Sequence[tuple[Condition, int]], workers: int = 1) -> Path:
     """What every due RL run shares: the start checkpoint, evaluated for every seed of ``todo`` on the benchmarks
-    its runs read there (``evaluated_start``)."""
+    its runs read there (``evaluated_start``, ``workers`` at a time)."""
     need: dict[int, set[str]] = {}
     for condition, seed in todo:  # the start is a run's first curve point, and its last where it does not train
         need.setdefault(int(seed), set()).update(curve_benchmarks(recipe, condition, last=not condition.train))
     calls = [call for seed, benchmarks in sorted(need.items()) for call in eval_calls(recipe, sorted(benchmarks), seed)]
-    return evaluated_start(recipe, calls, RL.get_scale(recipe).torch_threads)
+    return evaluated_start(recipe, calls, RL.get_scale(recipe).torch_threads, workers)
 
 
 def records(runs_dir: Path, runs: pd.DataFrame) -> pd.DataFrame:

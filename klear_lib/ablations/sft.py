@@ -176,4 +176,4 @@ def describe(recipe: Recipe) -> pd.DataFrame:
 
 # The context every SFT run shares (``Family.setup``): the teacher pool of the recipe's world.
 SFT = Family("ablations_sft", EXPERIMENTS, "sft_ablations", condition_hash, run_condition,
-             lambda recipe, todo: load_split("sft_pool", recipe))
+             lambda recipe, todo, workers=1: load_split("sft_pool", recipe))

@@ -195,11 +195,11 @@ def _heldout(run: Recipe, path: Path, stage: str) -> dict:
     return scores[scores["metric"] == "avg@k"].iloc[0].to_dict()
 
 
-def _setup(recipe: Recipe, todo: Sequence[tuple[Cell, int]]) -> Path:
+def _setup(recipe: Recipe, todo: Sequence[tuple[Cell, int]], workers: int = 1) -> Path:
     """The start checkpoint, evaluated once per seed of ``todo`` before any run (``rl.evaluated_start``)."""
     grid, seeds = STABILITY.get_scale(recipe), sorted({int(s) for _, s in todo})
     calls = [([grid.benchmark], recipe.replace(eval={**grid.eval, "seed": s})) for s in seeds]
-    return evaluated_start(recipe, calls, grid.torch_threads)
+    return evaluated_start(recipe, calls, grid.torch_threads, workers)
 
 
 def run_cell(recipe: Recipe, cell: Cell, seed: int, init: Path | None = None) -> list[dict]:

@@ -46,6 +46,9 @@ class Recipe:
     sft: SFTConfig | None = None
     traces: TracesConfig | None = None
     scratch: bool = False        # a rehearsal: results, runs and figures under <artifacts>/<preset>/results
+    # a re-run of the study in progress: its committed results, runs and figures under results/<preset>/<subdir>/,
+    # beside the study's until it replaces them (results/tiny/rerun/: docs/design.md, "Where the re-run reads ...")
+    results_subdir: str | None = None
     stage_processes: bool = False  # each RL stage trains in a process of its own (GPU memory freed after it)
 
     def rl(self, reward: str) -> RLConfig:
@@ -55,7 +58,8 @@ class Recipe:
     def replace(self, **stages: dict[str, Any]) -> "Recipe":
         """This recipe with some stages' fields changed, e.g. ``replace(sft={"num_epochs": 10})``; ``study`` takes
         the study's fields. An unknown stage or field raises ``KeyError`` naming the known ones."""
-        known = [f.name for f in dataclasses.fields(self) if f.name not in ("preset", "scratch", "stage_processes")]
+        known = [f.name for f in dataclasses.fields(self)
+                 if f.name not in ("preset", "scratch", "results_subdir", "stage_processes")]
         changes = {}
         for stage, overrides in stages.items():
             if stage not in known:
@@ -68,13 +72,18 @@ class Recipe:
 
     @property
     def results(self) -> Path:
-        """``results/<preset>/`` (committed tables), created on demand; a rehearsal's under its artifacts."""
-        return paths.made(self.artifacts / "results") if self.scratch else paths.results_dir(self.preset)
+        """``results/<preset>/`` (committed tables), created on demand; a rehearsal's under its artifacts, a re-run's
+        in its subfolder."""
+        if self.scratch:
+            return paths.made(self.artifacts / "results")
+        return paths.made(paths.results_dir(self.preset) / self.results_subdir) if self.results_subdir else \
+            paths.results_dir(self.preset)
 
     @property
     def runs(self) -> Path:
         """``results/<preset>/runs/``: per-step run records."""
-        return paths.made(self.results / "runs") if self.scratch else paths.runs_dir(self.preset)
+        return paths.made(self.results / "runs") if self.scratch or self.results_subdir else \
+            paths.runs_dir(self.preset)
 
     @property
     def artifacts(self) -> Path:
@@ -83,8 +92,10 @@ class Recipe:
 
     def figure(self, what: str) -> Path:
         """Where the figure ``what`` of this preset goes: ``results/figures/<preset>_<what>.png``, under
-        ``results/figures/<preset>/`` for a smoke run (``Study.smoke``), under a rehearsal's results folder."""
-        folder = self.results if self.scratch else paths.FIGURES / self.preset if self.study.smoke else paths.FIGURES
+        ``results/figures/<preset>/`` for a smoke run (``Study.smoke``), under a rehearsal's results folder or a
+        re-run's ``figures/``."""
+        folder = (self.results if self.scratch else self.results / "figures" if self.results_subdir
+                  else paths.FIGURES / self.preset if self.study.smoke else paths.FIGURES)
         return folder / f"{self.preset}_{what}.png"
 
     def check_in_process(self, what: str) -> None:

@@ -25,6 +25,8 @@ class BenchmarkSpec:
     source: str                            # name in klear_lib.data.sources, or "world" for the miniature splits
     window: tuple[str, str] | None = None  # [start, end) on extra_info.contest_date
     note: str = ""
+    parts: tuple[str, ...] = ()            # world only: the held-out splits pooled into this one (their ids are
+                                           # disjoint); empty: the split of the benchmark's own name
 
     @property
     def problems(self) -> int | None:
@@ -46,6 +48,10 @@ SPECS = {s.name: s for s in (
     BenchmarkSpec("tiny_lcb", "code", None, "world", note="miniature LiveCodeBench: held-out code split"),
     *(BenchmarkSpec(f"math_eval_t{k}", "math", None, "world", note=f"miniature math, held-out tier {k}")
       for k in range(1, 6)),
+    # the study re-run's math reading (docs/design.md, "Where the re-run reads its claims"): tiers 2 and 3, where
+    # the SFT model and every RL arm of the pilots scored inside the paper's 25-75% band
+    BenchmarkSpec("math_eval_t23", "math", None, "world", note="miniature math, held-out tiers 2 and 3 pooled",
+                  parts=("math_eval_t2", "math_eval_t3")),
 )}
 
 
@@ -66,7 +72,7 @@ def load_rows(name: str, recipe: Recipe, max_problems: int | None = None) -> lis
     held-out split of that name, or the real benchmark from where the recipe reads real data."""
     spec = get_spec(name)
     if spec.source == "world":
-        rows = load_split(spec.name, recipe)
+        rows = [r for split in spec.parts or (spec.name,) for r in load_split(split, recipe)]
     else:  # through the data loaders, window applied
         rows = [r for r in load_benchmark(spec.source, recipe.study.real_data)
                 if in_window(r, spec.window, undated="raise")]
