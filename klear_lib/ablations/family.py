@@ -150,7 +150,8 @@ class Family:
     ``run(recipe, condition, seed, context)`` trains and evaluates one run and returns its rows (a ``RunRows``);
     ``setup(recipe, todo, workers=...)`` builds the context the due runs share (data, the start checkpoint), only
     when a run is due, from this process (it may use ``workers`` processes). ``run`` must pickle (a module-level
-    function) for ``workers`` > 1 and writes no file another run writes: the tables are written here. ``key(recipe, condition)`` is the condition's ``run_key``."""
+    function) for ``workers`` > 1 and writes no file another run writes: the tables are written here.
+    ``key(recipe, condition)`` is the condition's ``run_key``."""
 
     name: str                                 # table stem, run-name prefix and ``Study`` field: "ablations_sft"
     experiments: Mapping[str, Experiment]

@@ -109,10 +109,10 @@ RL_ABLATIONS = {
     # at once (WORKERS). Every condition of a seed is read on the same problems with the same sampling seed (common
     # random numbers). Math is read where the pilots of the study re-run put every model inside the paper's 25-75%
     # band (docs/design.md, "Where the re-run reads its claims"): held-out tiers 2 and 3 pooled (400 problems) at
-    # avg@16, where evaluation noise is under a fifth of the seed-to-seed spread of Fig. 2's paired differences;
-    # tiny_aime (tier 5, 1-8% for every model) is read no more. Fig. 2 is read at its end only (save_steps = its 30
-    # steps, as pilot 2 that sized it): its claims are read there, and a step-15 point at avg@16 would add a third
-    # to each run. Its seeds are pre-registered (results/tiny/preregistration.md); the other experiments keep the
+    # avg@16, where evaluation noise is 0.17 of the seed-to-seed spread of GRPO - GPPO (not so for GPPO -
+    # clip-higher, whose training spread is smaller; docs/design.md); tiny_aime (tier 5, below the band for every
+    # model piloted) is read no more. Fig. 2 is read at its end only (save_steps = its 30 steps, as pilot 2 that
+    # sized it): its claims are read there, and a step-15 point at avg@16 (1.6 min) would add a quarter to each run. Its seeds are pre-registered (results/tiny/preregistration.md); the other experiments keep the
     # 10 of the earlier design until their own sections are (docs/design.md, "Verdicts", says why seeds are fixed).
     "tiny": RLScale(seeds=3, per_experiment={"fig2": {"max_steps": 30, "save_steps": 30},
                                              "fig3": {"max_steps": 10, "save_steps": 5},
