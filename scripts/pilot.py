@@ -26,7 +26,8 @@ import math
 import klear_lib  # noqa: F401  (first: the numerics mode is set before torch, MKL or NumPy load)
 
 PILOT1 = "pilot1"
-SPLITS = ("math_eval_t1", "math_eval_t2", "math_eval_t3", "math_eval_t4", "tiny_aime", "tiny_lcb")
+SPLITS = ("math_eval_t1", "math_eval_t2", "math_eval_t3", "math_eval_t4", "tiny_aime", "tiny_lcb",
+          "code_eval_t4", "code_eval_t5")  # the code ones added after a first reading put tiny_lcb at the ceiling
 FIG2_ARMS = ("gppo", "clip_higher", "grpo")     # the two disputes: GPPO vs clip-higher (paper), GRPO vs GPPO (DGPO)
 FIG2_READ = ("math_eval_t2", "math_eval_t3")  # pilot 1: tiers 2-3 in band at every stage (tiny_aime, below it,
                                               # is what the stored Fig. 2 rows read; its spread is known from them)

@@ -123,3 +123,19 @@ def test_template_ngrams_are_ignored_but_items_still_caught():
     assert [r["extra_info"]["id"] for r in kept] == ["fresh"]
     kept, _ = cu.decontaminate(train, evals, n=9)  # the literal rule drops the template-sharing prompt too
     assert kept == []
+
+
+def test_heldout_side_decontamination_is_the_same_rule_seen_from_the_other_side():
+    """A held-out candidate goes exactly when ``decontaminate`` would drop some training text against it."""
+    long_train = "Find the number of ordered pairs of integers such that both are prime and their sum is 40"
+    train = ["Compute 19*2.", long_train, "Please evaluate the following tiny sum now: 3 plus 4."]
+    cands = [_row("Compute 19*2.", rid="same"), _row("Compute 19+2.", rid="short-collides"),
+             _row("Evaluate the following tiny sum", rid="short-inside"), _row("Compute 19*3.", rid="clean"),
+             _row("Please help: find the number of ordered pairs of integers such that both are prime today",
+                  rid="long-shares-9gram"), _row("Find the number of ordered sets of reals", rid="long-clean")]
+    kept, step = cu.decontaminate_heldout(cands, train, n=9)
+    assert [r["extra_info"]["id"] for r in kept] == ["clean", "long-clean"]
+    assert step.stage == "decontaminate_9gram_vs_training" and step.dropped == {"contaminated": 4}
+    for cand in cands:  # the forward rule, one candidate at a time as the only evaluation text
+        forward = any(not cu.decontaminate([_row(t)], [cu.prompt_text(cand)], n=9)[0] for t in train)
+        assert forward == (cand not in kept), cand["extra_info"]["id"]

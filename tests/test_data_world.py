@@ -8,6 +8,7 @@ import pytest
 from klear_lib.configs import get_config, recipe
 from klear_lib.data import EVAL_SPLITS, build_world, load_split, sft_subset
 from klear_lib.data import curation as cu
+from klear_lib.data import world as world_mod
 from klear_lib.data.schema import dumps_rows, validate_rl_row, validate_sft_row
 from klear_lib.data.sources import benchmark_texts
 from klear_lib.data.store import funnel_csv, load_world, world_dir
@@ -57,6 +58,19 @@ def test_no_heldout_item_survives_into_training(world):
         assert not any(index.hits(cu.prompt_text(r)) for r in rows), name
     assert sum(s.dropped.get("heldout_id", 0) + s.dropped.get("contaminated", 0)
                for p, s in world.funnel.steps if not p.startswith("eval")) > 0, "decontamination never fired"
+
+
+def test_code_eval_splits_are_drawn_last_and_change_no_other_split(world, monkeypatch):
+    assert {r["extra_info"]["tier"] for r in world.splits["code_eval_t4"]} == {4}
+    assert {r["extra_info"]["tier"] for r in world.splits["code_eval_t5"]} == {5}
+    assert {r["ability"] for n in world_mod.CODE_EVAL_SPLITS for r in world.splits[n]} == {"code"}
+    monkeypatch.setattr(world_mod, "CODE_EVAL_SPLITS", ())
+    without = build_world(get_config("data", "ci"))
+    assert set(world.splits) - set(without.splits) == {"code_eval_t4", "code_eval_t5"}
+    assert {k: v for k, v in _digest(without).items() if k != "funnel"} == \
+        {k: v for k, v in _digest(world).items() if k in without.splits}
+    dropped = {p: s.dropped for p, s in world.funnel.steps if s.stage == "decontaminate_9gram_vs_training"}
+    assert set(dropped) == {"eval:code_eval_t4", "eval:code_eval_t5"}
 
 
 def test_eval_splits_are_disjoint_and_clean(world):

@@ -20,7 +20,10 @@ SPLIT_ROLE = {"sft_pool": "every teacher response to every SFT prompt, with diff
               "sft": "the default SFT set: top-2 teachers per ability, no correctness filter, K-Center Greedy budget",
               "math_rl": "math RL prompts after majority-verify filtering", "code_rl": "code RL problems after the "
               "test-count and teacher pass-rate filters", "tiny_aime": "held-out hardest math tier (miniature AIME)",
-              "tiny_lcb": "held-out code problems (miniature LiveCodeBench)"}
+              "tiny_lcb": "held-out code problems (miniature LiveCodeBench)",
+              "code_eval_t4": "held-out code problems of tier 4, the hardest tier of training, drawn after the "
+              "training pools and checked against them", "code_eval_t5": "held-out code problems of tier 5, a tier "
+              "no training split has, drawn after the training pools and checked against them"}
 
 
 def cards_dir(recipe: Recipe) -> Path:

@@ -172,9 +172,30 @@ def decontaminate(rows: Sequence[dict], eval_texts: Iterable[str], n: int = 9, i
     return keep_where(rows, f"decontaminate_{index.n}gram", lambda r: "contaminated" if index.hits(text(r)) else None)
 
 
-def exclude_ids(rows: Sequence[dict], ids: set[str], stage: str = "exclude_heldout_ids") -> tuple[list[dict], Step]:
-    """Drop rows whose id is held out (an evaluation item)."""
-    return keep_where(rows, stage, lambda r: "heldout_id" if item_of(r) in ids else None)
+def decontaminate_heldout(rows: Sequence[dict], train_texts: Iterable[str], n: int = 9,
+                          boilerplate_df: int | None = None, heldout_texts: Iterable[str] = ()
+                          ) -> tuple[list[dict], Step]:
+    """Drop held-out candidates that a training text would have been dropped against by ``decontaminate``: the
+    same rule, applied from the other side, for a held-out split drawn after the training pools (which must stay
+    as they are). Boilerplate is counted over the held-out texts (``heldout_texts`` and the candidates), as there."""
+    index = ngram_index([*heldout_texts, *map(prompt_text, rows)], n, boilerplate_df)
+    train = {normalise_prompt(t) for t in train_texts}
+    train_grams = set().union(*(ngrams(t, n) for t in train)) & index.grams
+
+    def reason(row):
+        toks = tokens(prompt_text(row))
+        if len(toks) >= n:
+            return "contaminated" if ngrams(prompt_text(row), n) & train_grams else None
+        seq = " ".join(toks)  # shorter than n: contaminated when a training text holds its whole token sequence
+        return "contaminated" if any(f" {seq} " in f" {' '.join(tokens(t))} " for t in train) else None
+
+    return keep_where(rows, f"decontaminate_{n}gram_vs_training", reason)
+
+
+def exclude_ids(rows: Sequence[dict], ids: set[str], stage: str = "exclude_heldout_ids",
+                reason: str = "heldout_id") -> tuple[list[dict], Step]:
+    """Drop rows whose id is in ``ids`` (by default the held-out items), counted under ``reason``."""
+    return keep_where(rows, stage, lambda r: reason if item_of(r) in ids else None)
 
 
 def item_of(row: dict) -> str:

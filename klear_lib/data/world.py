@@ -2,7 +2,9 @@
 the pure filters of ``curation`` with every drop counted in one ``Funnel`` (docs/paper.md §2.2-2.3, docs/design.md).
 
 Held-out splits are drawn first; every training pool then loses their ids (exact) and anything sharing a
-9-gram with them or with the real benchmarks. Deterministic in ``cfg`` (seeds via ``klear_lib.seeding``).
+9-gram with them or with the real benchmarks. The held-out code splits of one tier each (``code_eval_t<k>``) are
+drawn last, checked against the pools as they stand, so that adding them (for the study re-run) left every training
+split byte-identical and no trained model stale. Deterministic in ``cfg`` (seeds via ``klear_lib.seeding``).
 """
 from __future__ import annotations
 
@@ -26,7 +28,13 @@ from klear_lib.seeding import py_rng
 
 log = logging.getLogger(__name__)
 MATH_EVAL_SPLITS = tuple(f"math_eval_t{k}" for k in tm.TIERS)
-EVAL_SPLITS = ("tiny_aime", "tiny_lcb", *MATH_EVAL_SPLITS)
+# tier 4 is the hardest code tier of training; tier 5 is held out of it, as math's tier 5 (tiny_aime) is
+CODE_EVAL_SPLITS = tuple(f"code_eval_t{k}" for k in (4, 5))
+FIRST_EVAL_SPLITS = ("tiny_aime", "tiny_lcb", *MATH_EVAL_SPLITS)  # drawn before the training pools
+EVAL_SPLITS = (*FIRST_EVAL_SPLITS, *CODE_EVAL_SPLITS)
+# About 45% of tier 4-5 code candidates share a 9-gram with a prompt of the tiny pools (2026-12-04), so a split drawn
+# after them draws this many times the candidates of the first ones
+LATE_CANDIDATE_FACTOR = 2.5
 TRAIN_SPLITS = ("sft_pool", "sft", "math_rl", "code_rl", "math_rl_unfiltered", "code_rl_unfiltered")
 TASKS = {"math": tm, "code": tc}
 
@@ -39,9 +47,10 @@ def _candidates(cfg, ability: str, concern: str, n: int, split: str, weights, ti
 
 
 def eval_splits(cfg, funnel: cu.Funnel) -> dict[str, list[dict]]:
-    """The held-out splits: ``tiny_aime`` (tier 5), ``tiny_lcb`` (code), ``math_eval_t1..t5``; ids disjoint."""
+    """The held-out splits drawn first: ``tiny_aime`` (tier 5), ``tiny_lcb`` (code), ``math_eval_t1..t5``; ids
+    disjoint."""
     n_cand, out, seen = math.ceil(cfg.n_eval * (1 + cfg.candidate_margin)), {}, set()
-    for name in EVAL_SPLITS:
+    for name in FIRST_EVAL_SPLITS:
         if name == "tiny_lcb":
             rows = _candidates(cfg, "code", f"eval:{name}", n_cand, name, cfg.code_tier_weights)
         else:
@@ -51,6 +60,26 @@ def eval_splits(cfg, funnel: cu.Funnel) -> dict[str, list[dict]]:
                           lambda r: cu.exclude_ids(r, seen, "exclude_other_eval_ids"),
                           lambda r: cu.take_first(r, cfg.n_eval))
         seen |= {cu.item_of(r) for r in rows}
+        out[name] = sorted(rows, key=cu.item_of)
+    return out
+
+
+def late_eval_splits(cfg, splits: dict[str, list[dict]], funnel: cu.Funnel) -> dict[str, list[dict]]:
+    """``code_eval_t<k>``: held-out code problems of tier k, drawn after the training pools in ``splits``. A candidate
+    goes when its id is in any other split, or when a training prompt shares a 9-gram with it (the pools' rule,
+    applied from the held-out side: ``curation.decontaminate_heldout``)."""
+    train = [r for name in TRAIN_SPLITS for r in splits[name]]
+    taken = {cu.item_of(r) for rows in splits.values() for r in rows}
+    heldout = [cu.prompt_text(r) for name in FIRST_EVAL_SPLITS for r in splits[name]]
+    n_cand, out = math.ceil(cfg.n_eval * (1 + cfg.candidate_margin) * LATE_CANDIDATE_FACTOR), {}
+    for name in CODE_EVAL_SPLITS:
+        rows = _candidates(cfg, "code", f"eval:{name}", n_cand, name, [1.0], tiers=(int(name[-1]),))
+        rows = funnel.run(f"eval:{name}", rows, cu.exact_dedup,
+                          lambda r: cu.exclude_ids(r, taken, "exclude_other_split_ids", "id_in_other_split"),
+                          lambda r: cu.decontaminate_heldout(r, map(cu.prompt_text, train), cfg.ngram_decontam,
+                                                             cfg.ngram_boilerplate_df, heldout),
+                          lambda r: cu.take_first(r, cfg.n_eval))
+        taken |= {cu.item_of(r) for r in rows}
         out[name] = sorted(rows, key=cu.item_of)
     return out
 
@@ -185,4 +214,5 @@ def build_world(cfg) -> World:
     for ability in ("math", "code"):
         splits[f"{ability}_rl"], splits[f"{ability}_rl_unfiltered"] = rl_split(cfg, ability, heldout, index, funnel)
     splits.update(evals)
+    splits.update(late_eval_splits(cfg, splits, funnel))
     return World(splits=splits, funnel=funnel, config_hash=config_hash(cfg))

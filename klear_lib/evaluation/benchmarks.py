@@ -48,6 +48,8 @@ SPECS = {s.name: s for s in (
     BenchmarkSpec("tiny_lcb", "code", None, "world", note="miniature LiveCodeBench: held-out code split"),
     *(BenchmarkSpec(f"math_eval_t{k}", "math", None, "world", note=f"miniature math, held-out tier {k}")
       for k in range(1, 6)),
+    *(BenchmarkSpec(f"code_eval_t{k}", "code", None, "world", note=f"miniature code, held-out tier {k}")
+      for k in (4, 5)),
     # the study re-run's math reading (docs/design.md, "Where the re-run reads its claims"): tiers 2 and 3, where
     # the SFT model and every RL arm of the pilots scored inside the paper's 25-75% band
     BenchmarkSpec("math_eval_t23", "math", None, "world", note="miniature math, held-out tiers 2 and 3 pooled",
