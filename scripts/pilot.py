@@ -5,6 +5,8 @@ reads a pilot row: the pilots' RL seeds (1000 and up) are none of the sweep's, a
     .venv/bin/python scripts/pilot.py stages                      # pilot 1: the main job's stages, seed 0
     .venv/bin/python scripts/pilot.py fig2 --seeds 1000 1001 1002 1003 --workers 2   # pilot 2: Fig. 2 over seeds
     .venv/bin/python scripts/pilot.py spread                      # pilot 2's spread and the seeds it implies
+    .venv/bin/python scripts/pilot.py code --seeds 1000 1001 1002 1003 --workers 2   # pilot 3: Figs. 3-4 over seeds
+    .venv/bin/python scripts/pilot.py spread --of code            # pilot 3's spread
 
 ``stages`` trains the main job's SFT, math RL and code RL (RL seed 0) and reads each on every held-out split;
 ``fig2`` runs Fig. 2's arms of the GPPO-vs-GRPO dispute (gppo, clip_higher, grpo) from that SFT model, as the RL
@@ -15,7 +17,9 @@ study's committed files changes. Both resume: a finished stage, run or evaluatio
 the committed per-problem counts of pilot 2 (no model): for each candidate reading, the arms' rates, the paired
 differences per seed and their spread, the evaluation noise in it, the paper's effect carried to the pilot's base
 rate and the seeds per arm for 80% power, at the pilot's avg@4 and projected to the re-run's avg@16
-(``fig2_spread.csv``).
+(``fig2_spread.csv``). ``code`` is pilot 3, the same for the code claims (Fig. 3: soft against hard code reward;
+Fig. 4: test-filtered against unfiltered problems), read on the held-out code tiers 4 and 5 that pilot 1's reading
+of ``tiny_lcb`` called for; ``spread --of code`` writes ``code_spread.csv``.
 """
 from __future__ import annotations
 
@@ -75,10 +79,34 @@ def fig2(preset: str, seeds: list[int], workers: int) -> None:
     print(f"wrote {path}: {len(rows)} rows")
 
 
+CODE_ARMS = {"fig3": ("soft", "hard"), "fig4": ("filtered", "unfiltered")}
+CODE_READ = ("code_eval_t4", "code_eval_t5")
+
+
+def code(preset: str, seeds: list[int], workers: int) -> None:
+    """Pilot 3: the arms of Figs. 3 and 4 for ``seeds``, each read at the start and after its 10 code steps on
+    ``CODE_READ`` (every problem, avg@4, the tiny RL ablations' evaluation)."""
+    from klear_lib.ablations.rl import RL
+    from klear_lib.configs.study import RL_ABLATIONS
+
+    # the tiny scale's code runs (10 steps), with one held-out point at the end, read on the candidate benchmarks
+    base = RL_ABLATIONS[preset]
+    per = {**base.per_experiment, **{e: {**base.per_experiment.get(e, {}), "save_steps": 10} for e in CODE_ARMS}}
+    scale = dataclasses.replace(base, arms=CODE_ARMS, curve_every=10, per_experiment=per,
+                                benchmarks={"tiny_lcb": CODE_READ})
+    r = scratch_recipe(preset, study={"rl_ablations": scale})
+    for experiment in CODE_ARMS:
+        path = _pilot_dir(preset) / f"{experiment}.csv"
+        rows = RL.run_experiment(r, experiment, seeds=seeds, path=path, workers=workers)
+        print(f"wrote {path}: {len(rows)} rows")
+
+
 SWEEP_K = 16  # samples per problem of the re-run's math reading (docs/design.md, "Where the re-run reads its claims")
 # Candidate readings of Fig. 2's claims: each held-out split, and tiers 2 and 3 pooled (400 problems)
 READINGS = {"math_eval_t2": ("math_eval_t2",), "math_eval_t3": ("math_eval_t3",),
             "math_eval_t23": ("math_eval_t2", "math_eval_t3")}
+CODE_READINGS = {"code_eval_t4": ("code_eval_t4",), "code_eval_t5": ("code_eval_t5",),
+                 "code_eval_t45": ("code_eval_t4", "code_eval_t5")}
 # (better, worse, source table, the source's settings of the two arms (each pair one reading), its benchmarks, the
 # size of the claim's Holm family when each claim is read on one benchmark): Fig. 2's three pairs are one family,
 # DGPO's claim one of its own (its 1.5B and 7B tables are two readings, as in claims.csv)
@@ -86,12 +114,20 @@ DISPUTES = (("gppo", "clip_higher", "Figure 2", (("GPPO (end)", "GRPO w/ Clip-Hi
              3),
             ("grpo", "gppo", "DGPO", (("GRPO (R1-Distill-Qwen-1.5B)", "GPPO (R1-Distill-Qwen-1.5B)"),
                                       ("GRPO (R1-Distill-Qwen-7B)", "GPPO (R1-Distill-Qwen-7B)")), ("math_avg@32",), 1))
+# Figs. 3 and 4 are one pair each, read on LiveCodeBench v5 (the analogue of the miniature's code benchmark)
+CODE_DISPUTES = (("soft", "hard", "Figure 3", (("soft reward (best)", "hard reward (best)"),), ("lcb_v5",), 1),
+                 ("filtered", "unfiltered", "Figure 4", (("test-case filtered (end)", "unfiltered (end)"),),
+                  ("lcb_v5",), 1))
+# pilot -> (the experiments whose per-problem counts it reads, its candidate readings, its pairs, the CSV it writes)
+SPREADS = {"fig2": (("fig2",), READINGS, DISPUTES, "fig2_spread.csv"),
+           "code": (tuple(CODE_ARMS), CODE_READINGS, CODE_DISPUTES, "code_spread.csv")}
 
 
-def spread(preset: str) -> None:
-    """Pilot 2's spread: per candidate reading and disputed pair, the paired differences over seeds and what they
-    imply (the design of docs/design.md, "Verdicts": the paper's smallest reading carried to our base rate,
-    Bonferroni within the claim's family, the spread at its one-sided 80% upper bound)."""
+def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
+    """A pilot's spread (``of``: pilot 2, ``fig2``, or pilot 3, ``code``): per candidate reading and pair, the paired
+    differences over seeds and what they imply (the design of docs/design.md, "Verdicts": the paper's smallest
+    reading carried to our base rate, Bonferroni within the claim's family, the spread at its one-sided 80% upper
+    bound), at the pilot's k and projected to ``sweep_k`` samples per problem."""
     import numpy as np
     import pandas as pd
 
@@ -100,10 +136,11 @@ def spread(preset: str) -> None:
     from klear_lib.ablations.claims import paper_readings
     from klear_lib.results import PROBLEMS, load_reported, problems_csv
 
-    counts = tables.read(PROBLEMS, problems_csv(_pilot_dir(preset), "fig2"))
+    experiments, readings, disputes, name = SPREADS[of]
+    counts = pd.concat([tables.read(PROBLEMS, problems_csv(_pilot_dir(preset), e)) for e in experiments])
     reported = load_reported()
     rows = []
-    for reading, splits in READINGS.items():
+    for reading, splits in readings.items():
         mine = counts[counts["benchmark"].isin(splits)]
         rate = mine.assign(p=mine["correct"] / mine["k"])
         # per (arm, seed): avg@k over the reading's problems and the variance of that estimate from sampling alone
@@ -112,7 +149,7 @@ def spread(preset: str) -> None:
             lambda g: pd.Series({"avg": g["p"].mean(), "n": len(g), "k": g["k"].iloc[0],
                                  "noise_var": (g["p"] * (1 - g["p"]) / (g["k"] - 1)).sum() / len(g) ** 2}),
             include_groups=False)
-        for better, worse, table, settings, benches, family in DISPUTES:
+        for better, worse, table, settings, benches, family in disputes:
             a, b = per_run.loc[better], per_run.loc[worse]
             seeds = sorted(set(a.index) & set(b.index))
             d = (a.loc[seeds, "avg"] - b.loc[seeds, "avg"]).to_numpy()
@@ -128,9 +165,9 @@ def spread(preset: str) -> None:
             train = float(np.sqrt(max(sd ** 2 - noise ** 2, 0.0)))
             k = int(a["k"].iloc[0])
             k_quarter = math.ceil(k * 15 * noise ** 2 / train ** 2) if train > 0 else None
-            # the same spread read at the re-run's SWEEP_K samples per problem (its noise scaled by k/SWEEP_K), the
+            # the same spread read at the re-run's sweep_k samples per problem (its noise scaled by k/sweep_k), the
             # spread that sizes the pre-registered N (results/tiny/preregistration.md)
-            sweep_sd = float(np.hypot(train, noise * math.sqrt(k / SWEEP_K)))
+            sweep_sd = float(np.hypot(train, noise * math.sqrt(k / sweep_k)))
             sweep_upper = S.sd_upper(sweep_sd, len(d) - 1)
             rows.append({"reading": reading, "better": better, "worse": worse, "seeds": len(d),
                          "problems": int(a["n"].iloc[0]), "k": k,
@@ -143,11 +180,11 @@ def spread(preset: str) -> None:
                          "carried_pts": 100 * carried, "family_alpha": alpha,
                          "seeds_80_observed_sd": S.seeds_for_power(carried, sd, alpha),
                          "seeds_80_upper_sd": S.seeds_for_power(carried, upper, alpha),
-                         "sweep_k": SWEEP_K, "sweep_sd_pts": 100 * sweep_sd, "sweep_sd_upper_pts": 100 * sweep_upper,
-                         "sweep_noise_share": noise * math.sqrt(k / SWEEP_K) / sweep_sd,
+                         "sweep_k": sweep_k, "sweep_sd_pts": 100 * sweep_sd, "sweep_sd_upper_pts": 100 * sweep_upper,
+                         "sweep_noise_share": noise * math.sqrt(k / sweep_k) / sweep_sd,
                          "sweep_seeds_80_upper_sd": S.seeds_for_power(carried, sweep_upper, alpha)})
     out = pd.DataFrame(rows)
-    path = _pilot_dir(preset) / "fig2_spread.csv"
+    path = _pilot_dir(preset) / name
     out.to_csv(path, index=False, float_format="%.4g")
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(out.drop(columns=["paper_readings"]).to_string(index=False))
@@ -161,18 +198,22 @@ def _pilot_dir(preset: str):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("pilot", choices=("stages", "fig2", "spread"))
+    ap.add_argument("pilot", choices=("stages", "fig2", "code", "spread"))
+    ap.add_argument("--of", choices=tuple(SPREADS), default="fig2", help="the pilot whose spread (spread)")
+    ap.add_argument("--sweep-k", type=int, default=SWEEP_K, help="samples per problem to project to (spread)")
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--k", type=int, default=4, help="samples per problem (stages)")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002, 1003], help="RL seeds (fig2)")
-    ap.add_argument("--workers", type=int, default=2, help="runs at a time (fig2; one torch thread each)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002, 1003], help="RL seeds (fig2, code)")
+    ap.add_argument("--workers", type=int, default=2, help="runs at a time (fig2, code; one torch thread each)")
     args = ap.parse_args()
     if args.pilot == "stages":
         stages(args.preset, args.k)
     elif args.pilot == "fig2":
         fig2(args.preset, args.seeds, args.workers)
+    elif args.pilot == "code":
+        code(args.preset, args.seeds, args.workers)
     else:
-        spread(args.preset)
+        spread(args.preset, args.of, args.sweep_k)
 
 
 if __name__ == "__main__":  # spawned sweep workers re-import this file
