@@ -137,7 +137,8 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
     from klear_lib.results import PROBLEMS, load_reported, problems_csv
 
     experiments, readings, disputes, name = SPREADS[of]
-    counts = pd.concat([tables.read(PROBLEMS, problems_csv(_pilot_dir(preset), e)) for e in experiments])
+    files = [problems_csv(_pilot_dir(preset), e) for e in experiments]
+    counts = pd.concat([tables.read(PROBLEMS, f) for f in files if f.exists()])  # a pilot still running: its part
     reported = load_reported()
     rows = []
     for reading, splits in readings.items():
@@ -150,6 +151,8 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
                                  "noise_var": (g["p"] * (1 - g["p"]) / (g["k"] - 1)).sum() / len(g) ** 2}),
             include_groups=False)
         for better, worse, table, settings, benches, family in disputes:
+            if not {better, worse} <= set(per_run.index.get_level_values("condition")):
+                continue  # an experiment of the pilot not drawn yet
             a, b = per_run.loc[better], per_run.loc[worse]
             seeds = sorted(set(a.index) & set(b.index))
             d = (a.loc[seeds, "avg"] - b.loc[seeds, "avg"]).to_numpy()
