@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 import klear_lib  # noqa: F401  (first: the numerics mode is set before torch, MKL or NumPy load)
 
 SUBDIR = "rerun"
-REGISTERED = ("fig2",)  # experiments with a section of the pre-registration, committed before their rows
+REGISTERED = ("fig2", "fig3", "fig4")  # experiments with a section of the pre-registration, committed before their rows
 
 
 def rerun_recipe(preset: str):
