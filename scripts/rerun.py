@@ -2,6 +2,7 @@
 experiment's runs, into ``results/<preset>/rerun/`` beside the study they will replace, and how far they got.
 
     .venv/bin/python scripts/rerun.py sweep fig2 --workers 2 --stop-by 07:40   # resumes from the stored rows
+    .venv/bin/python scripts/rerun.py sweep fig3 && .venv/bin/python scripts/rerun.py sweep fig4   # one run shared
     .venv/bin/python scripts/rerun.py status                                   # runs stored, no result shown
 
 ``sweep`` runs the experiment's registered seeds (``RLScale.fixed_seeds``) a chunk of ``workers`` seeds at a time,
