@@ -20,7 +20,7 @@ from klear_lib.ablations import rl, sft, table
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import stability as S
 from klear_lib.configs import recipe
-from klear_lib.configs.study import RLScale
+from klear_lib.configs.study import RL_ABLATIONS, RLScale
 from klear_lib.data import load_split
 from klear_lib.results import PROBLEMS, load_reported
 from klear_lib.seeding import torch_threads
@@ -77,7 +77,7 @@ def test_scales_set_steps_curves_and_the_papers_full_settings():
     tiny2, tiny3 = rl.rl_config(TINY, fig2), rl.rl_config(TINY, fig3)
     assert (tiny2.max_steps, tiny2.save_steps, tiny2.updates_per_step) == (30, 30, 8)  # Fig. 2: read at its end
     assert rl.rl_config(TINY, rl.EXPERIMENTS["fig5"].condition("filtered")).save_steps == 15
-    assert (tiny3.max_steps, tiny3.save_steps, tiny3.updates_per_step) == (10, 5, 4)
+    assert (tiny3.max_steps, tiny3.save_steps, tiny3.updates_per_step) == (10, 10, 4)  # Figs. 3-4: at their end
     full2, full3 = rl.rl_config(FULL, fig2), rl.rl_config(FULL, fig3)
     assert (full2.max_steps, full2.learning_rate, full2.updates_per_step) == (250, 1e-6, 8)
     assert (full3.max_steps, full3.learning_rate, full3.updates_per_step) == (100, 5e-7, 4)
@@ -116,8 +116,8 @@ def test_tiny_reads_secondary_benchmarks_at_the_last_curve_point_only():
     assert rl.curve_benchmarks(TINY, gppo, last=False) == ("math_eval_t23",)
     assert rl.curve_benchmarks(TINY, gppo, last=True) == ("math_eval_t23",)  # tiny: Fig. 2 reads its primary only
     assert rl.curve_benchmarks(CI, gppo, last=True) == ("tiny_aime", "tiny_lcb")
-    assert rl.curve_benchmarks(TINY, rl.EXPERIMENTS["fig3"].condition("soft"), last=True) == ("tiny_lcb",)
-    assert rl.curve_benchmarks(TINY, soft, last=False) == ("tiny_lcb",)  # the primary benchmark is kept
+    assert rl.curve_benchmarks(TINY, soft, last=True) == ("code_eval_t4",)  # tiny_lcb's reading at tiny
+    assert rl.curve_benchmarks(TINY, soft, last=False) == ("code_eval_t4",)  # the primary benchmark is kept
     assert rl.curve_benchmarks(CI, gppo, last=False) == ("tiny_aime", "tiny_lcb")
     assert rl.curve_benchmarks(FULL, gppo, last=False) == ("aime24", "aime25", "lcb_v5")  # curve_primary_only off
 
@@ -125,7 +125,8 @@ def test_tiny_reads_secondary_benchmarks_at_the_last_curve_point_only():
 def test_rl_seeds_resolve_per_preset():
     # Fig. 2: the N of results/tiny/preregistration.md
     assert rl.RL.seeds(TINY, "fig2") == list(range(40)) and rl.RL.seeds(CI, "fig2") == [0]
-    assert rl.RL.seeds(TINY, "fig3") == list(range(10))
+    assert rl.RL.seeds(TINY, "fig3") == rl.RL.seeds(TINY, "fig4") == list(range(40))  # paired across both
+    assert rl.RL.seeds(TINY, "fig5") == list(range(10))
     assert rl.RL.seeds(TINY, "fig2", 2) == [0, 1] and rl.RL.seeds(TINY, "fig2", [4]) == [4]
 
 
@@ -137,6 +138,19 @@ def test_condition_hash_ignores_the_seed_and_text_but_not_overrides_or_scale(mon
     assert rl.condition_hash(CI, dataclasses.replace(cond, overrides=(("loss_type", "cispo"),))) != h
     assert rl.condition_hash(CI, dataclasses.replace(cond, rows=rl.UNFILTERED)) != h
     assert rl.condition_hash(_with(CI, rl_ablations=RLScale(seeds=1, reduced=True, eval={"k_math": 3})), cond) != h
+
+
+def test_a_code_reading_changes_no_key_of_a_math_experiment_read_on_its_primary_only():
+    # Figs. 3-4 were registered while Fig. 2's re-run was being drawn: their reading (scale.benchmarks' tiny_lcb
+    # entry) must leave every stored Fig. 2 row under its key, and still change the code experiments' own keys
+    scale = RL_ABLATIONS["tiny"]
+    other = _with(TINY, rl_ablations=dataclasses.replace(
+        scale, benchmarks={**scale.benchmarks, "tiny_lcb": ("code_eval_t5",)}))
+    for cond in rl.RL.conditions_for(TINY, "fig2"):
+        assert rl.condition_hash(other, cond) == rl.condition_hash(TINY, cond), cond.label
+    for cond in rl.RL.conditions_for(TINY, "fig3"):
+        assert rl.condition_hash(other, cond) != rl.condition_hash(TINY, cond), cond.label
+    assert rl.RL.benchmarks_at(TINY, rl.EXPERIMENTS["fig3"].condition("soft")) == ("code_eval_t4",)
 
 
 def test_run_key_hashes_each_config_and_keeps_the_stored_keys():
@@ -241,8 +255,8 @@ def test_setup_evaluates_the_start_once_per_seed_on_what_its_runs_read_there(mon
     todo = [(fig2.condition("gppo"), 0), (fig3.condition("soft"), 0), (fig2.condition("cispo"), 0),
             (t6.condition(rl.START), 1)]
     assert rl.setup(TINY, todo) == "sft-ckpt"
-    assert calls == [(rl.START_STAGE, "sft-ckpt", ("math_eval_t23",), 0, False),  # tiny_lcb: a call of its own
-                     (rl.START_STAGE, "sft-ckpt", ("tiny_lcb",), 0, False),
+    assert calls == [(rl.START_STAGE, "sft-ckpt", ("code_eval_t4",), 0, False),  # one call per eval config
+                     (rl.START_STAGE, "sft-ckpt", ("math_eval_t23",), 0, False),
                      (rl.START_STAGE, "sft-ckpt", ("math_eval_t23",), 1, False)]
     assert rl.curve_benchmarks(TINY, fig2.condition("gppo"), last=False) == ("math_eval_t23",)  # tiny_lcb: at the end
     assert rl.curve_benchmarks(TINY, t6.condition(rl.START), last=True) == ("math_eval_t23",)
