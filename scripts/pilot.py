@@ -7,6 +7,8 @@ reads a pilot row: the pilots' RL seeds (1000 and up) are none of the sweep's, a
     .venv/bin/python scripts/pilot.py spread                      # pilot 2's spread and the seeds it implies
     .venv/bin/python scripts/pilot.py code --seeds 1000 1001 1002 1003 --workers 2   # pilot 3: Figs. 3-4 over seeds
     .venv/bin/python scripts/pilot.py spread --of code            # pilot 3's spread
+    .venv/bin/python scripts/pilot.py math --seeds 1000 1001 1002 1003 --workers 2   # pilot 4: Fig. 5, Table 6
+    .venv/bin/python scripts/pilot.py spread --of math            # pilot 4's spread
 
 ``stages`` trains the main job's SFT, math RL and code RL (RL seed 0) and reads each on every held-out split;
 ``fig2`` runs Fig. 2's arms of the GPPO-vs-GRPO dispute (gppo, clip_higher, grpo) from that SFT model, as the RL
@@ -19,7 +21,10 @@ differences per seed and their spread, the evaluation noise in it, the paper's e
 rate and the seeds per arm for 80% power, at the pilot's avg@4 and projected to the re-run's avg@16
 (``fig2_spread.csv``). ``code`` is pilot 3, the same for the code claims (Fig. 3: soft against hard code reward;
 Fig. 4: test-filtered against unfiltered problems), read on the held-out code tiers 4 and 5 that pilot 1's reading
-of ``tiny_lcb`` called for; ``spread --of code`` writes ``code_spread.csv``.
+of ``tiny_lcb`` called for; ``spread --of code`` writes ``code_spread.csv``. ``math`` is pilot 4, for the other
+math claims (Fig. 5: zero-advantage groups dropped against kept; Table 6: the SFT-loss weight α = 0.1 against 0, 0.05
+and 0.2), read like pilot 2. Their claimed arm (filtered, α = 0.1) is the RL default, so it trains as pilot 2's
+``gppo`` and reuses its runs; ``spread --of math`` writes ``math_spread.csv``.
 """
 from __future__ import annotations
 
@@ -101,6 +106,25 @@ def code(preset: str, seeds: list[int], workers: int) -> None:
         print(f"wrote {path}: {len(rows)} rows")
 
 
+# pilot 4: the arms of Fig. 5 and Table 6; "filtered" and "a0.1" are the RL defaults, so they are pilot 2's gppo runs
+MATH_ARMS = {"fig5": ("filtered", "unfiltered"), "table6": ("a0.1", "a0", "a0.05", "a0.2")}
+
+
+def math_claims(preset: str, seeds: list[int], workers: int) -> None:
+    """Pilot 4: the arms of Fig. 5 and Table 6 for ``seeds``, read like pilot 2 (start and step 30, ``FIG2_READ``,
+    every problem, avg@4); the runs their claimed arm shares with pilot 2's ``gppo`` are reused, not redrawn."""
+    from klear_lib.ablations.rl import RL
+    from klear_lib.configs.study import RL_ABLATIONS
+
+    scale = dataclasses.replace(RL_ABLATIONS[preset], arms=MATH_ARMS, curve_every=30,
+                                benchmarks={"tiny_aime": FIG2_READ})
+    r = scratch_recipe(preset, study={"rl_ablations": scale})
+    for experiment in MATH_ARMS:
+        path = _pilot_dir(preset) / f"{experiment}.csv"
+        rows = RL.run_experiment(r, experiment, seeds=seeds, path=path, workers=workers)
+        print(f"wrote {path}: {len(rows)} rows")
+
+
 SWEEP_K = 16  # samples per problem of the re-run's math reading (docs/design.md, "Where the re-run reads its claims")
 # Candidate readings of Fig. 2's claims: each held-out split, and tiers 2 and 3 pooled (400 problems)
 READINGS = {"math_eval_t2": ("math_eval_t2",), "math_eval_t3": ("math_eval_t3",),
@@ -118,13 +142,21 @@ DISPUTES = (("gppo", "clip_higher", "Figure 2", (("GPPO (end)", "GRPO w/ Clip-Hi
 CODE_DISPUTES = (("soft", "hard", "Figure 3", (("soft reward (best)", "hard reward (best)"),), ("lcb_v5",), 1),
                  ("filtered", "unfiltered", "Figure 4", (("test-case filtered (end)", "unfiltered (end)"),),
                   ("lcb_v5",), 1))
+# Fig. 5 is one pair read on AIME 2024 (the only benchmark of the figure); Table 6's three pairs are one family, read
+# on AIME 2024 and 2025
+ALPHA0 = 'α = 0 ("standard GRPO loss")'
+MATH_DISPUTES = (("filtered", "unfiltered", "Figure 5", (("zero-advantage filtered (peak)", "unfiltered (range high)"),),
+                  ("aime24",), 1),
+                 *(("a0.1", worse, "Table 6", (("α = 0.1", setting),), ("aime24", "aime25"), 3)
+                   for worse, setting in (("a0", ALPHA0), ("a0.05", "α = 0.05"), ("a0.2", "α = 0.2"))))
 # pilot -> (the experiments whose per-problem counts it reads, its candidate readings, its pairs, the CSV it writes)
 SPREADS = {"fig2": (("fig2",), READINGS, DISPUTES, "fig2_spread.csv"),
-           "code": (tuple(CODE_ARMS), CODE_READINGS, CODE_DISPUTES, "code_spread.csv")}
+           "code": (tuple(CODE_ARMS), CODE_READINGS, CODE_DISPUTES, "code_spread.csv"),
+           "math": (tuple(MATH_ARMS), READINGS, MATH_DISPUTES, "math_spread.csv")}
 
 
 def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
-    """A pilot's spread (``of``: pilot 2, ``fig2``, or pilot 3, ``code``): per candidate reading and pair, the paired
+    """A pilot's spread (``of``: pilot 2, ``fig2``, pilot 3, ``code``, or pilot 4, ``math``): per candidate reading and pair, the paired
     differences over seeds and what they imply (the design of docs/design.md, "Verdicts": the paper's smallest
     reading carried to our base rate, Bonferroni within the claim's family, the spread at its one-sided 80% upper
     bound), at the pilot's k and projected to ``sweep_k`` samples per problem."""
@@ -201,13 +233,13 @@ def _pilot_dir(preset: str):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("pilot", choices=("stages", "fig2", "code", "spread"))
+    ap.add_argument("pilot", choices=("stages", "fig2", "code", "math", "spread"))
     ap.add_argument("--of", choices=tuple(SPREADS), default="fig2", help="the pilot whose spread (spread)")
     ap.add_argument("--sweep-k", type=int, default=SWEEP_K, help="samples per problem to project to (spread)")
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--k", type=int, default=4, help="samples per problem (stages)")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002, 1003], help="RL seeds (fig2, code)")
-    ap.add_argument("--workers", type=int, default=2, help="runs at a time (fig2, code; one torch thread each)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002, 1003], help="RL seeds (fig2, code, math)")
+    ap.add_argument("--workers", type=int, default=2, help="runs at a time (fig2, code, math; one torch thread each)")
     args = ap.parse_args()
     if args.pilot == "stages":
         stages(args.preset, args.k)
@@ -215,6 +247,8 @@ def main() -> None:
         fig2(args.preset, args.seeds, args.workers)
     elif args.pilot == "code":
         code(args.preset, args.seeds, args.workers)
+    elif args.pilot == "math":
+        math_claims(args.preset, args.seeds, args.workers)
     else:
         spread(args.preset, args.of, args.sweep_k)
 
