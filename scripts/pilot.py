@@ -145,8 +145,8 @@ CODE_DISPUTES = (("soft", "hard", "Figure 3", (("soft reward (best)", "hard rewa
 # Fig. 5 is one pair read on AIME 2024 (the only benchmark of the figure); Table 6's three pairs are one family, read
 # on AIME 2024 and 2025
 ALPHA0 = 'α = 0 ("standard GRPO loss")'
-MATH_DISPUTES = (("filtered", "unfiltered", "Figure 5", (("zero-advantage filtered (peak)", "unfiltered (range high)"),),
-                  ("aime24",), 1),
+MATH_DISPUTES = (("filtered", "unfiltered", "Figure 5",
+                  (("zero-advantage filtered (peak)", "unfiltered (range high)"),), ("aime24",), 1),
                  *(("a0.1", worse, "Table 6", (("α = 0.1", setting),), ("aime24", "aime25"), 3)
                    for worse, setting in (("a0", ALPHA0), ("a0.05", "α = 0.05"), ("a0.2", "α = 0.2"))))
 # pilot -> (the experiments whose per-problem counts it reads, its candidate readings, its pairs, the CSV it writes)
@@ -156,10 +156,10 @@ SPREADS = {"fig2": (("fig2",), READINGS, DISPUTES, "fig2_spread.csv"),
 
 
 def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
-    """A pilot's spread (``of``: pilot 2, ``fig2``, pilot 3, ``code``, or pilot 4, ``math``): per candidate reading and pair, the paired
-    differences over seeds and what they imply (the design of docs/design.md, "Verdicts": the paper's smallest
-    reading carried to our base rate, Bonferroni within the claim's family, the spread at its one-sided 80% upper
-    bound), at the pilot's k and projected to ``sweep_k`` samples per problem."""
+    """A pilot's spread (``of``: pilot 2, ``fig2``, pilot 3, ``code``, or pilot 4, ``math``): per candidate reading
+    and pair, the paired differences over seeds and what they imply (the design of docs/design.md, "Verdicts": the
+    paper's smallest reading carried to our base rate, Bonferroni within the claim's family, the spread at its
+    one-sided 80% upper bound), at the pilot's k and projected to ``sweep_k`` samples per problem."""
     import numpy as np
     import pandas as pd
 
@@ -193,6 +193,7 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
             base = float((a.loc[seeds, "avg"].mean() + b.loc[seeds, "avg"].mean()) / 2)
             reads = [r for pair in settings for r in paper_readings(reported, table, pair, benches)[1]]
             carried = min(S.carry(x / 100, y / 100, base) for _, x, y in reads)
+            most = max(S.carry(x / 100, y / 100, base) for _, x, y in reads)  # sizes the power where carried is 0
             alpha = S.ALPHA / family
             upper = S.sd_upper(sd, len(d) - 1)
             # the spread between seeds less the sampling noise in it, and the samples per problem that would bring
@@ -217,7 +218,9 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
                          "seeds_80_upper_sd": S.seeds_for_power(carried, upper, alpha),
                          "sweep_k": sweep_k, "sweep_sd_pts": 100 * sweep_sd, "sweep_sd_upper_pts": 100 * sweep_upper,
                          "sweep_noise_share": noise * math.sqrt(k / sweep_k) / sweep_sd,
-                         "sweep_seeds_80_upper_sd": S.seeds_for_power(carried, sweep_upper, alpha)})
+                         "sweep_seeds_80_upper_sd": S.seeds_for_power(carried, sweep_upper, alpha),
+                         "carried_most_pts": 100 * most,
+                         "sweep_seeds_80_upper_sd_most": S.seeds_for_power(most, sweep_upper, alpha)})
     out = pd.DataFrame(rows)
     path = _pilot_dir(preset) / name
     out.to_csv(path, index=False, float_format="%.4g")
@@ -238,7 +241,8 @@ def main() -> None:
     ap.add_argument("--sweep-k", type=int, default=SWEEP_K, help="samples per problem to project to (spread)")
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--k", type=int, default=4, help="samples per problem (stages)")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002, 1003], help="RL seeds (fig2, code, math)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002, 1003],
+                    help="RL seeds (fig2, code, math)")
     ap.add_argument("--workers", type=int, default=2, help="runs at a time (fig2, code, math; one torch thread each)")
     args = ap.parse_args()
     if args.pilot == "stages":

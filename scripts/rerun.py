@@ -3,6 +3,7 @@ experiment's runs, into ``results/<preset>/rerun/`` beside the study they will r
 
     .venv/bin/python scripts/rerun.py sweep fig2 --workers 2 --stop-by 07:40   # resumes from the stored rows
     .venv/bin/python scripts/rerun.py sweep fig3 && .venv/bin/python scripts/rerun.py sweep fig4   # one run shared
+    .venv/bin/python scripts/rerun.py sweep fig5 && .venv/bin/python scripts/rerun.py sweep table6  # reuse fig2's gppo
     .venv/bin/python scripts/rerun.py status                                   # runs stored, no result shown
 
 ``sweep`` runs the experiment's registered seeds (``RLScale.fixed_seeds``) a chunk of ``workers`` seeds at a time,
@@ -25,7 +26,8 @@ from datetime import datetime, timezone
 import klear_lib  # noqa: F401  (first: the numerics mode is set before torch, MKL or NumPy load)
 
 SUBDIR = "rerun"
-REGISTERED = ("fig2", "fig3", "fig4")  # experiments with a section of the pre-registration, committed before their rows
+# experiments with a section of the pre-registration, committed before their rows
+REGISTERED = ("fig2", "fig3", "fig4", "fig5", "table6")
 
 
 def rerun_recipe(preset: str):

@@ -76,7 +76,12 @@ def test_scales_set_steps_curves_and_the_papers_full_settings():
     fig2, fig3 = rl.EXPERIMENTS["fig2"].condition("gppo"), rl.EXPERIMENTS["fig3"].condition("soft")
     tiny2, tiny3 = rl.rl_config(TINY, fig2), rl.rl_config(TINY, fig3)
     assert (tiny2.max_steps, tiny2.save_steps, tiny2.updates_per_step) == (30, 30, 8)  # Fig. 2: read at its end
-    assert rl.rl_config(TINY, rl.EXPERIMENTS["fig5"].condition("filtered")).save_steps == 15
+    # Fig. 5 and Table 6 at their end too: their claimed arm (the RL default) is then Fig. 2's gppo run, trained and
+    # read once (results/tiny/preregistration.md, section 3)
+    shared = [rl.EXPERIMENTS[e].condition(c) for e, c in (("fig5", "filtered"), ("table6", "a0.1"))]
+    assert all(rl.rl_config(TINY, c).save_steps == 30 for c in shared)
+    assert {rl.trains_as(TINY, c) for c in (fig2, *shared)} == {rl.trains_as(TINY, fig2)}
+    assert rl.trains_as(TINY, rl.EXPERIMENTS["fig5"].condition("unfiltered")) != rl.trains_as(TINY, fig2)
     assert (tiny3.max_steps, tiny3.save_steps, tiny3.updates_per_step) == (10, 10, 4)  # Figs. 3-4: at their end
     full2, full3 = rl.rl_config(FULL, fig2), rl.rl_config(FULL, fig3)
     assert (full2.max_steps, full2.learning_rate, full2.updates_per_step) == (250, 1e-6, 8)
@@ -126,7 +131,7 @@ def test_rl_seeds_resolve_per_preset():
     # Fig. 2: the N of results/tiny/preregistration.md
     assert rl.RL.seeds(TINY, "fig2") == list(range(40)) and rl.RL.seeds(CI, "fig2") == [0]
     assert rl.RL.seeds(TINY, "fig3") == rl.RL.seeds(TINY, "fig4") == list(range(40))  # paired across both
-    assert rl.RL.seeds(TINY, "fig5") == list(range(10))
+    assert rl.RL.seeds(TINY, "fig5") == rl.RL.seeds(TINY, "table6") == list(range(40))  # paired with Fig. 2's gppo
     assert rl.RL.seeds(TINY, "fig2", 2) == [0, 1] and rl.RL.seeds(TINY, "fig2", [4]) == [4]
 
 
