@@ -71,17 +71,23 @@ def stages(preset: str, k: int) -> None:
 def fig2(preset: str, seeds: list[int], workers: int) -> None:
     """Pilot 2: Fig. 2's disputed arms for ``seeds``, each read at the start and after its 30 steps on
     ``FIG2_READ`` (every problem, avg@4, the tiny RL ablations' evaluation)."""
+    # the tiny scale's runs, with one held-out point at the end (save_steps = 30, the run's length) read on the
+    # candidate benchmarks, and these arms only
+    _run_arms(preset, {"fig2": FIG2_ARMS}, seeds, workers, curve_every=30, benchmarks={"tiny_aime": FIG2_READ})
+
+
+def _run_arms(preset: str, arms: dict, seeds: list[int], workers: int, **scale) -> None:
+    """Each experiment of ``arms`` (its arms only) for ``seeds``, on the tiny RL ablations' scale with ``scale``'s
+    changes, in a scratch recipe; rows to ``<pilot dir>/<experiment>.csv``."""
     from klear_lib.ablations.rl import RL
     from klear_lib.configs.study import RL_ABLATIONS
 
-    # the tiny scale's runs, with one held-out point at the end (save_steps = 30, the run's length) read on the
-    # candidate benchmarks, and these arms only
-    scale = dataclasses.replace(RL_ABLATIONS[preset], arms={"fig2": FIG2_ARMS}, curve_every=30,
-                                benchmarks={"tiny_aime": FIG2_READ})
-    r = scratch_recipe(preset, study={"rl_ablations": scale})
-    path = _pilot_dir(preset) / "fig2.csv"
-    rows = RL.run_experiment(r, "fig2", seeds=seeds, path=path, workers=workers)
-    print(f"wrote {path}: {len(rows)} rows")
+    changed = dataclasses.replace(RL_ABLATIONS[preset], arms=arms, **scale)
+    r = scratch_recipe(preset, study={"rl_ablations": changed})
+    for experiment in arms:
+        path = _pilot_dir(preset) / f"{experiment}.csv"
+        rows = RL.run_experiment(r, experiment, seeds=seeds, path=path, workers=workers)
+        print(f"wrote {path}: {len(rows)} rows")
 
 
 CODE_ARMS = {"fig3": ("soft", "hard"), "fig4": ("filtered", "unfiltered")}
@@ -91,19 +97,13 @@ CODE_READ = ("code_eval_t4", "code_eval_t5")
 def code(preset: str, seeds: list[int], workers: int) -> None:
     """Pilot 3: the arms of Figs. 3 and 4 for ``seeds``, each read at the start and after its 10 code steps on
     ``CODE_READ`` (every problem, avg@4, the tiny RL ablations' evaluation)."""
-    from klear_lib.ablations.rl import RL
     from klear_lib.configs.study import RL_ABLATIONS
 
     # the tiny scale's code runs (10 steps), with one held-out point at the end, read on the candidate benchmarks
     base = RL_ABLATIONS[preset]
     per = {**base.per_experiment, **{e: {**base.per_experiment.get(e, {}), "save_steps": 10} for e in CODE_ARMS}}
-    scale = dataclasses.replace(base, arms=CODE_ARMS, curve_every=10, per_experiment=per,
-                                benchmarks={"tiny_lcb": CODE_READ})
-    r = scratch_recipe(preset, study={"rl_ablations": scale})
-    for experiment in CODE_ARMS:
-        path = _pilot_dir(preset) / f"{experiment}.csv"
-        rows = RL.run_experiment(r, experiment, seeds=seeds, path=path, workers=workers)
-        print(f"wrote {path}: {len(rows)} rows")
+    _run_arms(preset, CODE_ARMS, seeds, workers, curve_every=10, per_experiment=per,
+              benchmarks={"tiny_lcb": CODE_READ})
 
 
 # pilot 4: the arms of Fig. 5 and Table 6; "filtered" and "a0.1" are the RL defaults, so they are pilot 2's gppo runs
@@ -113,16 +113,7 @@ MATH_ARMS = {"fig5": ("filtered", "unfiltered"), "table6": ("a0.1", "a0", "a0.05
 def math_claims(preset: str, seeds: list[int], workers: int) -> None:
     """Pilot 4: the arms of Fig. 5 and Table 6 for ``seeds``, read like pilot 2 (start and step 30, ``FIG2_READ``,
     every problem, avg@4); the runs their claimed arm shares with pilot 2's ``gppo`` are reused, not redrawn."""
-    from klear_lib.ablations.rl import RL
-    from klear_lib.configs.study import RL_ABLATIONS
-
-    scale = dataclasses.replace(RL_ABLATIONS[preset], arms=MATH_ARMS, curve_every=30,
-                                benchmarks={"tiny_aime": FIG2_READ})
-    r = scratch_recipe(preset, study={"rl_ablations": scale})
-    for experiment in MATH_ARMS:
-        path = _pilot_dir(preset) / f"{experiment}.csv"
-        rows = RL.run_experiment(r, experiment, seeds=seeds, path=path, workers=workers)
-        print(f"wrote {path}: {len(rows)} rows")
+    _run_arms(preset, MATH_ARMS, seeds, workers, curve_every=30, benchmarks={"tiny_aime": FIG2_READ})
 
 
 SWEEP_K = 16  # samples per problem of the re-run's math reading (docs/design.md, "Where the re-run reads its claims")
