@@ -9,6 +9,8 @@ reads a pilot row: the pilots' RL seeds (1000 and up) are none of the sweep's, a
     .venv/bin/python scripts/pilot.py spread --of code            # pilot 3's spread
     .venv/bin/python scripts/pilot.py math --seeds 1000 1001 1002 1003 --workers 2   # pilot 4: Fig. 5, Table 6
     .venv/bin/python scripts/pilot.py spread --of math            # pilot 4's spread
+    .venv/bin/python scripts/pilot.py main --seeds 1000 1001 1002 1003 --workers 2   # pilot 5: main job + control
+    .venv/bin/python scripts/pilot.py spread --of main            # pilot 5's spread
 
 ``stages`` trains the main job's SFT, math RL and code RL (RL seed 0) and reads each on every held-out split;
 ``fig2`` runs Fig. 2's arms of the GPPO-vs-GRPO dispute (gppo, clip_higher, grpo) from that SFT model, as the RL
@@ -24,7 +26,9 @@ Fig. 4: test-filtered against unfiltered problems), read on the held-out code ti
 of ``tiny_lcb`` called for; ``spread --of code`` writes ``code_spread.csv``. ``math`` is pilot 4, for the other
 math claims (Fig. 5: zero-advantage groups dropped against kept; Table 6: the SFT-loss weight α = 0.1 against 0, 0.05
 and 0.2), read like pilot 2. Their claimed arm (filtered, α = 0.1) is the RL default, so it trains as pilot 2's
-``gppo`` and reuses its runs; ``spread --of math`` writes ``math_spread.csv``.
+``gppo`` and reuses its runs; ``spread --of math`` writes ``math_spread.csv``. ``main`` is pilot 5, for the main
+job's headline: its math RL then code RL from the SFT model, with the task's reward and with the random-reward
+control, every stage read on math tiers 2-3 and code tier 4; ``spread --of main`` writes ``main_spread.csv``.
 """
 from __future__ import annotations
 
@@ -116,6 +120,70 @@ def math_claims(preset: str, seeds: list[int], workers: int) -> None:
     _run_arms(preset, MATH_ARMS, seeds, workers, curve_every=30, benchmarks={"tiny_aime": FIG2_READ})
 
 
+# pilot 5: the main job (math RL, then code RL, from the SFT model) with the task's reward and with the random-reward
+# control (RLConfig.random_reward: each rollout's reward drawn at random, everything else equal)
+MAIN_ARMS = {"reward": {}, "random": {"random_reward": True}}
+MAIN_READ = ("math_eval_t2", "math_eval_t3", "code_eval_t4")  # the in-band readings of the math and code claims
+MAIN_PILOT = "main"
+
+
+def main_job(preset: str, seeds: list[int], workers: int, k: int) -> None:
+    """Pilot 5: the main job's RL for ``seeds`` in both arms of ``MAIN_ARMS``, ``workers`` seeds' runs at a time
+    (one torch thread each), every stage read on ``MAIN_READ`` (every problem, avg@``k``). The SFT model is read
+    once (pilot 1's reading, reused); both arms of a seed are read under the same stage labels, so the same
+    sampling seeds."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    import multiprocessing
+
+    from klear_lib import tables
+    from klear_lib.pipeline import sft_stage
+    from klear_lib.results import PROBLEMS, problems_csv
+
+    r = _main_recipe(preset, k)
+    sft = sft_stage(r)
+    out = problems_csv(_pilot_dir(preset), MAIN_PILOT)
+    tables.upsert_file(PROBLEMS, _read(r, "sft", sft, condition="sft", seed=r.eval.seed), out)
+    todo = [(arm, seed) for seed in seeds for arm in MAIN_ARMS]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        runs = {pool.submit(_main_run, preset, k, arm, seed, str(sft)): (arm, seed) for arm, seed in todo}
+        for done in as_completed(runs):
+            tables.upsert_file(PROBLEMS, done.result(), out)  # stored as each run ends: a killed pilot resumes
+            print(f"{runs[done]} read", flush=True)
+    print(f"wrote {out}")
+
+
+def _main_recipe(preset: str, k: int):
+    return scratch_recipe(preset, eval={"k_math": k, "k_code": k, "max_problems": None})
+
+
+def _read(r, label: str, path, condition: str, seed: int) -> list[dict]:
+    from klear_lib.configs import config_hash
+    from klear_lib.pipeline import eval_stage
+
+    counts: list[dict] = []
+    eval_stage(r, label, path, MAIN_READ, write_csv=False, problems=counts)  # the label seeds the sampling
+    return [{"experiment": MAIN_PILOT, "condition": condition, "seed": seed, **c, "config_hash": config_hash(r.eval)}
+            for c in counts]
+
+
+def _main_run(preset: str, k: int, arm: str, seed: int, sft: str) -> list[dict]:
+    """One arm of one seed: math RL then code RL from ``sft`` (one torch thread), each read on ``MAIN_READ``;
+    conditions ``<arm>/rl_math`` and ``<arm>/rl_code``."""
+    from klear_lib.pipeline import rl_stage
+    from klear_lib.seeding import torch_threads
+
+    r = _main_recipe(preset, k)
+    seeded = r.replace(rl_math={"seed": seed, **MAIN_ARMS[arm]}, rl_code={"seed": seed, **MAIN_ARMS[arm]})
+    rows = []
+    with torch_threads(1):
+        init = sft
+        for reward in ("math", "code"):
+            stage = f"rl_{reward}"
+            init = rl_stage(seeded, init, reward, name=f"pilot5-{arm}-{stage}-s{seed}")
+            rows += _read(seeded, f"{stage}-s{seed}", init, condition=f"{arm}/{stage}", seed=seed)
+    return rows
+
+
 SWEEP_K = 16  # samples per problem of the re-run's math reading (docs/design.md, "Where the re-run reads its claims")
 # Candidate readings of Fig. 2's claims: each held-out split, and tiers 2 and 3 pooled (400 problems)
 READINGS = {"math_eval_t2": ("math_eval_t2",), "math_eval_t3": ("math_eval_t3",),
@@ -140,14 +208,25 @@ MATH_DISPUTES = (("filtered", "unfiltered", "Figure 5",
                   (("zero-advantage filtered (peak)", "unfiltered (range high)"),), ("aime24",), 1),
                  *(("a0.1", worse, "Table 6", (("α = 0.1", setting),), ("aime24", "aime25"), 3)
                    for worse, setting in (("a0", ALPHA0), ("a0.05", "α = 0.05"), ("a0.2", "α = 0.2"))))
+# Pilot 5's pairs, each read on math (tiers 2-3) and code (tier 4): the reward's part of the RL gain (the task's reward
+# against the random-reward control, the same stages from the same SFT model) and the RL gain itself (over the SFT
+# model, read once for every seed). The paper has no control; both are sized by its RL gain (Table 1: SFT model to
+# Klear-Reasoner-8B at 32K), the size they would have if all of the gain came from the reward. Each pair's two
+# readings are one Holm family; the paper's benchmarks follow the reading.
+MAIN_READINGS = {"math_eval_t23": ("math_eval_t2", "math_eval_t3"), "code_eval_t4": ("code_eval_t4",)}
+RL_GAIN = (("Klear-Reasoner-8B (32K)", "Klear-Reasoner-8B-SFT"),)
+MAIN_BENCHES = {"math_eval_t23": ("aime24", "aime25"), "code_eval_t4": ("lcb_v5", "lcb_v6")}
+MAIN_DISPUTES = tuple((f"reward/{stage}", worse, "Table 1", RL_GAIN, MAIN_BENCHES, 2)
+                      for stage in ("rl_code", "rl_math") for worse in (f"random/{stage}", "sft"))
 # pilot -> (the experiments whose per-problem counts it reads, its candidate readings, its pairs, the CSV it writes)
 SPREADS = {"fig2": (("fig2",), READINGS, DISPUTES, "fig2_spread.csv"),
            "code": (tuple(CODE_ARMS), CODE_READINGS, CODE_DISPUTES, "code_spread.csv"),
-           "math": (tuple(MATH_ARMS), READINGS, MATH_DISPUTES, "math_spread.csv")}
+           "math": (tuple(MATH_ARMS), READINGS, MATH_DISPUTES, "math_spread.csv"),
+           "main": ((MAIN_PILOT,), MAIN_READINGS, MAIN_DISPUTES, "main_spread.csv")}
 
 
 def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
-    """A pilot's spread (``of``: pilot 2, ``fig2``, pilot 3, ``code``, or pilot 4, ``math``): per candidate reading
+    """A pilot's spread (``of``: pilot 2, ``fig2``, 3, ``code``, 4, ``math``, or 5, ``main``): per candidate reading
     and pair, the paired differences over seeds and what they imply (the design of docs/design.md, "Verdicts": the
     paper's smallest reading carried to our base rate, Bonferroni within the claim's family, the spread at its
     one-sided 80% upper bound), at the pilot's k and projected to ``sweep_k`` samples per problem."""
@@ -177,11 +256,14 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
             if not {better, worse} <= set(per_run.index.get_level_values("condition")):
                 continue  # an experiment of the pilot not drawn yet
             a, b = per_run.loc[better], per_run.loc[worse]
+            if len(b) == 1 and not set(a.index) & set(b.index):  # one reading for every seed: the SFT model
+                b = pd.DataFrame([b.iloc[0]] * len(a), index=a.index)
             seeds = sorted(set(a.index) & set(b.index))
             d = (a.loc[seeds, "avg"] - b.loc[seeds, "avg"]).to_numpy()
             sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
             noise = float(np.sqrt((a.loc[seeds, "noise_var"] + b.loc[seeds, "noise_var"]).mean()))
             base = float((a.loc[seeds, "avg"].mean() + b.loc[seeds, "avg"].mean()) / 2)
+            benches = benches.get(reading, ()) if isinstance(benches, dict) else benches  # per reading (pilot 5)
             reads = [r for pair in settings for r in paper_readings(reported, table, pair, benches)[1]]
             carried = min(S.carry(x / 100, y / 100, base) for _, x, y in reads)
             most = max(S.carry(x / 100, y / 100, base) for _, x, y in reads)  # sizes the power where carried is 0
@@ -208,7 +290,7 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
                          "seeds_80_observed_sd": S.seeds_for_power(carried, sd, alpha),
                          "seeds_80_upper_sd": S.seeds_for_power(carried, upper, alpha),
                          "sweep_k": sweep_k, "sweep_sd_pts": 100 * sweep_sd, "sweep_sd_upper_pts": 100 * sweep_upper,
-                         "sweep_noise_share": noise * math.sqrt(k / sweep_k) / sweep_sd,
+                         "sweep_noise_share": noise * math.sqrt(k / sweep_k) / sweep_sd if sweep_sd else float("nan"),
                          "sweep_seeds_80_upper_sd": S.seeds_for_power(carried, sweep_upper, alpha),
                          "carried_most_pts": 100 * most,
                          "sweep_seeds_80_upper_sd_most": S.seeds_for_power(most, sweep_upper, alpha)})
@@ -227,14 +309,14 @@ def _pilot_dir(preset: str):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("pilot", choices=("stages", "fig2", "code", "math", "spread"))
+    ap.add_argument("pilot", choices=("stages", "fig2", "code", "math", "main", "spread"))
     ap.add_argument("--of", choices=tuple(SPREADS), default="fig2", help="the pilot whose spread (spread)")
     ap.add_argument("--sweep-k", type=int, default=SWEEP_K, help="samples per problem to project to (spread)")
     ap.add_argument("--preset", default="tiny")
-    ap.add_argument("--k", type=int, default=4, help="samples per problem (stages)")
+    ap.add_argument("--k", type=int, default=4, help="samples per problem (stages, main)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002, 1003],
-                    help="RL seeds (fig2, code, math)")
-    ap.add_argument("--workers", type=int, default=2, help="runs at a time (fig2, code, math; one torch thread each)")
+                    help="RL seeds (fig2, code, math, main)")
+    ap.add_argument("--workers", type=int, default=2, help="runs at a time (fig2, code, math, main; one torch thread each)")
     args = ap.parse_args()
     if args.pilot == "stages":
         stages(args.preset, args.k)
@@ -244,6 +326,8 @@ def main() -> None:
         code(args.preset, args.seeds, args.workers)
     elif args.pilot == "math":
         math_claims(args.preset, args.seeds, args.workers)
+    elif args.pilot == "main":
+        main_job(args.preset, args.seeds, args.workers, args.k)
     else:
         spread(args.preset, args.of, args.sweep_k)
 
