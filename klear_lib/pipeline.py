@@ -23,7 +23,7 @@ from klear_lib.evaluation.checkpoints import checkpoint_label, register_stage_ch
 from klear_lib.evaluation.harness import evaluate, problem_counts, summarize
 from klear_lib.models import load_or_build
 from klear_lib.models.factory import pinned_start
-from klear_lib.results import EVAL, MAIN, PROBLEMS, eval_csv, problems_csv
+from klear_lib.results import CONTROL, EVAL, MAIN, PROBLEMS, eval_csv, problems_csv
 from klear_lib.training.checkpoints import last_complete
 from klear_lib.training.gppo_trainer import build_rl_trainer
 from klear_lib.training.sft import train_sft
@@ -38,16 +38,24 @@ def seed_stage(stage: str, seed: int, main_seed: int = 0) -> str:
     return stage if seed == main_seed else f"{stage}-s{seed}"
 
 
-def rl_seeds(recipe: Recipe, init: str | Path, seeds, main_seed: int = 0) -> dict[int, dict[str, Path]]:
+def rl_seeds(recipe: Recipe, init: str | Path, seeds, main_seed: int = 0,
+             control: bool = False) -> dict[int, dict[str, Path]]:
     """Math RL then code RL from ``init`` for every seed: {seed: {"rl_math": path, "rl_code": path}}. The main
     seed's stages are the pipeline's own (registered); the others are named ``rl_math-s<seed>`` (their run
-    records ``results/<preset>/runs/rl_math-s<seed>.csv``)."""
+    records ``results/<preset>/runs/rl_math-s<seed>.csv``). ``control`` adds, per seed, the same two stages with
+    every reward drawn at random (``RLConfig.random_reward``), everything else equal: ``random_rl_math`` and
+    ``random_rl_code`` (``-s<seed>`` for the others; never registered), what RL gains without the task's signal."""
     out = {}
     for seed in seeds:
-        name = {r: None if seed == main_seed else seed_stage(f"rl_{r}", seed, main_seed) for r in ("math", "code")}
-        seeded = recipe.replace(rl_math={"seed": seed}, rl_code={"seed": seed})
-        math = rl_stage(seeded, init, "math", name=name["math"])
-        out[seed] = {"rl_math": math, "rl_code": rl_stage(seeded, math, "code", name=name["code"])}
+        out[seed] = {}
+        for prefix in (("", CONTROL) if control else ("",)):
+            arm = {"seed": seed, **({"random_reward": True} if prefix else {})}
+            seeded = recipe.replace(rl_math=arm, rl_code=arm)
+            own = seed == main_seed and not prefix  # only the main seed's own stages are the pipeline's
+            name = {r: None if own else seed_stage(f"{prefix}rl_{r}", seed, main_seed) for r in ("math", "code")}
+            math = rl_stage(seeded, init, "math", name=name["math"])
+            out[seed] |= {f"{prefix}rl_math": math, f"{prefix}rl_code": rl_stage(seeded, math, "code",
+                                                                                 name=name["code"])}
     return out
 
 

@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from klear_lib.results import STAGE_ORDER  # noqa: E402
+from klear_lib.results import CONTROL, STAGE_ORDER  # noqa: E402
 from klear_lib.stats import t_interval  # noqa: E402
 
 
@@ -82,14 +82,16 @@ def stage_rows_over_seeds(eval_rows: pd.DataFrame, seed_gains: pd.DataFrame) -> 
     """``eval_rows`` (the main seed's avg@k per stage) plus one row per further RL seed and stage, as
     ``<stage>-s<i>`` (i = 1, 2, ... in ``per_seed`` order), for ``stage_bars``: each seed's level is the SFT
     model's avg@k plus that seed's paired gain over SFT (``eval_seed_gains.csv``: the same problems and sampling
-    seed, so the paired gain is the difference of the two means)."""
+    seed, so the paired gain is the difference of the two means). A stage with no row of the main seed in
+    ``eval_rows`` (the random-reward control's) gets its main seed the same way, as ``<stage>-s0``."""
     avg = eval_rows[eval_rows["metric"] == "avg@k"].set_index(["stage", "benchmark"])
     extra = []
     for r in seed_gains[seed_gains["before"] == "sft"].itertuples():
         if ("sft", r.benchmark) not in avg.index:
             continue
         sft = avg.loc[("sft", r.benchmark)]
-        for i, gain in enumerate(str(r.per_seed).split(";")[1:], start=1):
+        first = 1 if (r.after, r.benchmark) in avg.index else 0
+        for i, gain in list(enumerate(str(r.per_seed).split(";")))[first:]:
             extra.append({"stage": f"{r.after}-s{i}", "benchmark": r.benchmark, "metric": "avg@k", "k": sft["k"],
                           "mean": sft["mean"] + float(gain), "n_problems": sft.get("n_problems", r.n_problems)})
     return pd.concat([eval_rows, pd.DataFrame(extra)], ignore_index=True)
@@ -105,7 +107,8 @@ def stage_bars(eval_rows: pd.DataFrame, metric: str = "avg@k", title: str = ""):
     rank = {s: i for i, s in enumerate(STAGE_ORDER)}
     benches = sorted(df["benchmark"].unique())
     stages = sorted(dict.fromkeys(df["base"]), key=lambda s: rank.get(s, len(rank)))
-    fig, axes = plt.subplots(1, len(benches), figsize=(0.8 + 3.4 * len(benches), 3.3), squeeze=False,
+    width = max(3.4, 0.75 * len(stages))  # per panel: five stages with the control's two
+    fig, axes = plt.subplots(1, len(benches), figsize=(0.8 + width * len(benches), 3.3), squeeze=False,
                              layout="constrained")
     seeds_seen = 1
     for ax, bench in zip(axes[0], benches):
@@ -130,7 +133,8 @@ def stage_bars(eval_rows: pd.DataFrame, metric: str = "avg@k", title: str = ""):
         k = metric.replace("@k", f"@{int(first['k'])}")
         size = f", {int(first['n_problems'])} problems" if "n_problems" in sub else ""
         ax.set_title(f"{bench}: {k}{size}", fontsize=9)
-        ax.set_xticks(range(len(stages)), stages, fontsize=8)
+        # the random-reward control's stages on two lines: "random" over the stage it controls
+        ax.set_xticks(range(len(stages)), [s.replace(CONTROL, CONTROL[:-1] + "\n", 1) for s in stages], fontsize=8)
         ax.set_ylabel(f"{k} (%)", fontsize=8)
         ax.set_ylim(bottom=0)
         ax.tick_params(labelsize=8)

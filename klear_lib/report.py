@@ -17,7 +17,7 @@ from klear_lib.ablations import rl, sft, stability
 from klear_lib.data.sources import SOURCES
 from klear_lib.configs import Recipe, recipe
 from klear_lib.paths import REPO
-from klear_lib.results import EVAL, EVAL_SEED_GAINS, eval_csv, load_reported, side_by_side
+from klear_lib.results import CONTROL, EVAL, EVAL_SEED_GAINS, eval_csv, load_reported, side_by_side
 from klear_lib.tables import markdown_table
 
 SEED_SUFFIX = r"-s\d+$"  # stage labels of the main job's further RL seeds (klear_lib.pipeline.seed_stage)
@@ -66,8 +66,8 @@ def seed_gains_section(recipe: Recipe) -> str:
                                            for v in df["per_seed"]]})
     note = (f"Generated from `results/{recipe.preset}/eval_seed_gains.csv` (notebook 03): each RL stage's avg@k gain over "
             "the stage before, in points, the mean over RL seeds trained from the one SFT model and read on the same "
-            "problems with the same sampling seed, with the t-interval over seeds (the seed is the unit; at 3 seeds "
-            "it is wide, which is what 3 seeds can say).")
+            "problems, with the t-interval over seeds (the seed is the unit; at 3 seeds it is wide, which is what 3 "
+            "seeds can say).")
     return f"{note}\n\n{markdown_table(table)}"
 
 
@@ -109,6 +109,14 @@ def _headline(recipe: Recipe) -> str | None:
             f" over {int(g['n_seeds'])} RL seeds** from the one SFT model (avg@{int(first['k'].iloc[0])} "
             f"{100 * start:.1f}% → {100 * (start + g['gain']):.1f}%, the mean over seeds; per seed {per_seed}; "
             f"95% t-interval over the seeds, each seed read on the same {int(g['n_problems'])} problems).")
+    own, ctrl = ("tiny_aime", CONTROL + "rl_math", "rl_math"), ("tiny_aime", "sft", CONTROL + "rl_math")
+    if own in gains.index and ctrl in gains.index:  # the random-reward control was trained (Study.main_control)
+        o, c = gains.loc[own], gains.loc[ctrl]
+        by_seed = ", ".join(_pts(float(v)) for v in str(o["per_seed"]).split(";"))
+        text += (f" **Over its random-reward control** (the same runs with every reward drawn at random) **math RL "
+                 f"gains {_pts(o['gain'])} points {_ci(o['seed_ci_low'], o['seed_ci_high'])}**, the part the task's "
+                 f"reward makes (per seed {by_seed}); the control alone moves `tiny_aime` by {_pts(c['gain'])} "
+                 f"{_ci(c['seed_ci_low'], c['seed_ci_high'])}.")
     lcb = [gains.loc[key] for key in (("tiny_lcb", "sft", "rl_math"), ("tiny_lcb", "rl_math", "rl_code"))
            if key in gains.index]
     if len(lcb) == 2:

@@ -69,6 +69,7 @@ def load_reported(path: Path | str = RESULTS / "reported.csv") -> pd.DataFrame:
 
 
 STAGE_ORDER = ("base", "sft", "rl_math", "rl_code")  # the pipeline's stages in order: checkpoints, tables, figures
+CONTROL = "random_"  # the prefix of the main job's random-reward control stages (random_rl_math, random_rl_code)
 
 
 def side_by_side(ours: pd.DataFrame, reported: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:

@@ -94,3 +94,25 @@ def test_a_stage_folder_refuses_rows_whose_contents_changed_under_the_same_ids(t
     assert pipeline.stage_key(get_config("rl_math", "ci"), changed, "init") == key
     with pytest.raises(ValueError, match="these ids but other contents"):
         pipeline.rl_stage(recipe("ci"), "init", "math", changed, name="attempts/x")
+
+
+def test_the_random_reward_control_trains_each_seeds_two_stages_again_and_registers_none(monkeypatch):
+    from klear_lib import pipeline
+
+    calls = []
+
+    def fake_rl_stage(rec, init, reward, rows=None, name=None):
+        cfg = rec.rl(reward)
+        calls.append((reward, cfg.seed, cfg.random_reward, str(init), name))
+        return f"{'random' if cfg.random_reward else 'task'}-{reward}-{cfg.seed}"
+
+    monkeypatch.setattr(pipeline, "rl_stage", fake_rl_stage)
+    out = pipeline.rl_seeds(recipe("ci"), "sft", [0, 1], main_seed=0, control=True)
+    assert out[0] == {"rl_math": "task-math-0", "rl_code": "task-code-0", "random_rl_math": "random-math-0",
+                      "random_rl_code": "random-code-0"}
+    assert set(out[1]) == set(out[0])
+    # every code stage starts from its own arm's math stage; only the main seed's task stages are the pipeline's own
+    assert ("code", 1, True, "random-math-1", "random_rl_code-s1") in calls
+    assert ("math", 0, True, "sft", "random_rl_math") in calls and ("math", 0, False, "sft", None) in calls
+    assert [c[4] for c in calls if c[4] is None] == [None, None] and len(calls) == 8
+    assert set(pipeline.rl_seeds(recipe("ci"), "sft", [0], main_seed=0)[0]) == {"rl_math", "rl_code"}

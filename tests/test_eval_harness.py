@@ -277,6 +277,15 @@ def test_seed_gains_average_the_rl_seeds_over_the_problems_they_share():
     assert 0 <= got["ci_low"] < 0.25 < got["ci_high"] <= 1  # problems resampled too: the interval opens up
     pairs = (("sft", "rl_code"),)  # no such stage: no row
     assert seed_gains(samples, stages, seed=0, pairs=pairs).empty
+    # the random-reward control (default pairs): its gain over SFT and each stage's gain over it, per seed
+    control = {0: _samples({0: [True, False], 1: [True, False], 2: [False, False], 3: [True, True]}),
+               1: _samples({0: [False, False], 1: [True, False], 2: [False, False], 3: [True, True]})}
+    samples |= {("random_rl_math", "b"): control[0], ("random_rl_math-s1", "b"): control[1]}
+    stages = {s: {**stages[s], "random_rl_math": "random_rl_math" + ("-s1" if s else "")} for s in stages}
+    got = seed_gains(samples, stages, seed=0).set_index(["before", "after"])
+    assert set(got.index) == {("sft", "rl_math"), ("sft", "random_rl_math"), ("random_rl_math", "rl_math")}
+    assert got.loc[("sft", "random_rl_math"), "per_seed"] == "0.1250;0.0000"
+    assert got.loc[("random_rl_math", "rl_math"), "per_seed"] == "0.1250;0.2500"  # the reward's part, per seed
 
 
 def test_extraction_table_reads_the_stored_texts_strictly_and_leniently():

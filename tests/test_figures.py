@@ -32,6 +32,20 @@ def test_stage_bars_draw_one_axis_per_benchmark_and_every_seed():
     assert len(dots) == 1 and len(dots[0].get_offsets()) == 3  # the seed dots of rl_math on tiny_aime
 
 
+def test_the_random_reward_control_gets_every_seed_a_bar_its_main_seed_included():
+    # the control has no main-seed row in eval.csv (notebook 03 reads only the pipeline's own stages there)
+    gains = pd.DataFrame({"benchmark": ["tiny_aime"] * 2, "before": ["sft"] * 2,
+                          "after": ["rl_math", "random_rl_math"], "n_problems": [200] * 2,
+                          "per_seed": ["0.019;0.035", "0.002;-0.004"]})
+    rows = plots.stage_rows_over_seeds(_eval_rows(), gains)
+    control = rows[rows["stage"].str.startswith("random_rl_math")]
+    assert sorted(control["stage"]) == ["random_rl_math-s0", "random_rl_math-s1"]
+    assert sorted(control["mean"].round(3)) == [0.04, 0.046]  # the SFT model's 4.4% plus each seed's gain
+    assert list(rows.loc[rows["stage"].str.startswith("rl_math-s"), "stage"]) == ["rl_math-s1"]
+    axis = plots.stage_bars(rows).axes[0]
+    assert [t.get_text() for t in axis.get_xticklabels()] == ["sft", "rl_math", "rl_code", "random\nrl_math"]
+
+
 def test_seed_curves_say_their_smoothing_and_draw_shares_in_percent():
     rec = pd.DataFrame({"rl_step": list(range(1, 61)) * 2, "seed": [0] * 60 + [1] * 60, "stage": "rl_math",
                         "accuracy": np.linspace(0.2, 0.5, 120), "entropy": np.linspace(0.1, 0.05, 120)})

@@ -100,6 +100,19 @@ def test_standing_section_reads_each_number_from_the_table_it_names(monkeypatch,
     assert "by +2.1 points [−2.0, +6.0] over 3 RL seeds" in text and "avg@16 4.0% → 6.1%" in text
     assert "per seed +1.8, +3.0, +1.5" in text and "95% t-interval over the seeds" in text
     assert text.endswith(f"(`{tmp_path / 'eval_seed_gains.csv'}`, `{tmp_path / 'eval.csv'}`)")
+    assert "random-reward control" not in text  # not trained: not claimed
+    gain = {"benchmark": "tiny_aime", "n_seeds": 3, "ci_low": 0.0, "ci_high": 0.0, "n_problems": 200,
+            "significant": False}
+    tables.write(EVAL_SEED_GAINS, pd.DataFrame([
+        {**gain, "before": "sft", "after": "rl_math", "gain": 0.021, "seed_ci_low": -0.02, "seed_ci_high": 0.06,
+         "per_seed": "0.0184;0.0300;0.0146"},
+        {**gain, "before": "sft", "after": "random_rl_math", "gain": -0.003, "seed_ci_low": -0.01,
+         "seed_ci_high": 0.004, "per_seed": "-0.0016;-0.0060;-0.0014"},
+        {**gain, "before": "random_rl_math", "after": "rl_math", "gain": 0.024, "seed_ci_low": 0.003,
+         "seed_ci_high": 0.045, "per_seed": "0.0200;0.0360;0.0160"}]), tmp_path / "eval_seed_gains.csv")
+    text = report.standing_section(recipe("tiny"))
+    assert "**math RL gains +2.4 points [+0.3, +4.5]**, the part the task's reward makes" in text
+    assert "(per seed +2.0, +3.6, +1.6); the control alone moves `tiny_aime` by −0.3 [−1.0, +0.4]." in text
 
 
 def test_readme_standing_section_is_current():

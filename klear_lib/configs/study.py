@@ -63,6 +63,11 @@ class Study:
     # RL seeds of the main job (notebook 03): each trains math RL then code RL from the one SFT checkpoint, so the
     # headline gain is a mean over seeds. UNVERIFIED at full: the paper reports one run, and one 8B run is its cost.
     main_rl_seeds: int = 1
+    # The random-reward control of the main job (issue 40): per RL seed, math then code RL again with every reward
+    # drawn at random (RLConfig.random_reward), everything else equal; each stage's gain over its control is the
+    # part the task's reward makes. A control beyond the paper. Off at tiny until the main job's re-run is
+    # pre-registered (results/tiny/preregistration.md); off at full and gpu (it doubles the RL cost).
+    main_control: bool = False
     # Where real files come from: "mirror" at ci/tiny (the offline scales never download: real files come from a
     # mirror or are skipped), "auto" at full (a mirror when set, else the network).
     real_data: str = "auto"
@@ -187,7 +192,8 @@ def _ablations(preset: str) -> dict:
 
 
 PRESETS = {
-    "ci": Study(main_rl_seeds=2, real_data="mirror", reference_code_problems=24, smoke=True, **_ablations("ci")),
+    "ci": Study(main_rl_seeds=2, main_control=True, real_data="mirror", reference_code_problems=24, smoke=True,
+                **_ablations("ci")),
     "tiny": Study(main_rl_seeds=3, real_data="mirror", reference_code_problems=300, **_ablations("tiny")),
     "full": Study(main_rl_seeds=1, real_data="auto", **_ablations("full")),
     # Fig. 2's arena only: no data world to draw SFT subsets from; the stability map is tiny's question

@@ -31,6 +31,7 @@ from klear_lib.evaluation.benchmarks import BenchmarkSpec, get_spec, samples_per
 from klear_lib.generation import append_samples, chat_prompts, fixed_chunks, generate, prefill_of, rewrite_samples
 from klear_lib.rewards import judge
 from klear_lib.rewards.math import is_correct_lenient
+from klear_lib.results import CONTROL
 from klear_lib.seeding import np_rng, stable_seed
 from klear_lib.stats import t_interval
 
@@ -201,7 +202,11 @@ def _verdicts(samples: pd.DataFrame) -> dict:
 
 
 STAGE_PAIRS = (("base", "sft"), ("sft", "rl_math"), ("rl_math", "rl_code"), ("sft", "rl_code"))
-SEED_PAIRS = STAGE_PAIRS[1:]  # the RL stages, which the main job trains over seeds
+# the RL stages, which the main job trains over seeds, and with its random-reward control (klear_lib.pipeline.rl_seeds):
+# the control's gains and the part of each RL stage's gain that the task's reward makes (the stage over its control,
+# both from the same start); a pair whose stages were not trained gives no row
+SEED_PAIRS = (*STAGE_PAIRS[1:], *(("sft", CONTROL + s) for s in ("rl_math", "rl_code")),
+              *((CONTROL + s, s) for s in ("rl_math", "rl_code")))
 SEED_GAIN_COLUMNS = ["benchmark", "before", "after", "n_seeds", "gain", "ci_low", "ci_high", "seed_ci_low",
                      "seed_ci_high", "n_problems", "per_seed", "significant"]
 
@@ -231,7 +236,8 @@ def seed_gains(samples: dict, stages: dict, seed: int, pairs=SEED_PAIRS) -> pd.D
 
     ``samples``: (stage label, benchmark) -> samples; ``stages``: RL seed -> {stage: its label for that seed} (a
     stage missing there, the SFT start, has one label for all seeds). Per seed the gain is the mean per-problem
-    difference on the problems every seed answered (common random numbers: the same problems and sampling seed).
+    difference on the problems every seed answered (the same problems; each stage label samples with its own seed,
+    ``evaluate``).
     ``gain`` is its mean over seeds; ``seed_ci_low``/``seed_ci_high`` the t-interval over seeds alone (the seed as
     the unit; infinite with one seed), the interval ``significant`` and the README read; ``ci_low``/``ci_high`` a
     percentile bootstrap resampling seeds and problems together, kept for the record only: at 3 seeds it covers
