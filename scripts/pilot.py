@@ -257,7 +257,8 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
                 continue  # an experiment of the pilot not drawn yet
             a, b = per_run.loc[better], per_run.loc[worse]
             if len(b) == 1 and not set(a.index) & set(b.index):  # one reading for every seed: the SFT model
-                b = pd.DataFrame([b.iloc[0]] * len(a), index=a.index)
+                # its sampling noise shifts every seed's gain alike, so none of it is in the spread between seeds
+                b = pd.DataFrame([b.iloc[0].copy()] * len(a), index=a.index).assign(noise_var=0.0)
             seeds = sorted(set(a.index) & set(b.index))
             d = (a.loc[seeds, "avg"] - b.loc[seeds, "avg"]).to_numpy()
             sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
