@@ -32,19 +32,20 @@ log = logging.getLogger(__name__)
 RL_SPLITS = {"math": "math_rl", "code": "code_rl"}
 
 
-def seed_stage(stage: str, seed: int, main_seed: int = 0) -> str:
+def seed_stage(stage: str, seed: int, main_seed: int | None = 0) -> str:
     """The stage label of ``stage`` trained with RL seed ``seed``: the pipeline's own name for the main seed
     (notebook 04 evaluates it), ``<stage>-s<seed>`` for the others."""
     return stage if seed == main_seed else f"{stage}-s{seed}"
 
 
-def rl_seeds(recipe: Recipe, init: str | Path, seeds, main_seed: int = 0,
+def rl_seeds(recipe: Recipe, init: str | Path, seeds, main_seed: int | None = 0,
              control: bool = False) -> dict[int, dict[str, Path]]:
     """Math RL then code RL from ``init`` for every seed: {seed: {"rl_math": path, "rl_code": path}}. The main
     seed's stages are the pipeline's own (registered); the others are named ``rl_math-s<seed>`` (their run
     records ``results/<preset>/runs/rl_math-s<seed>.csv``). ``control`` adds, per seed, the same two stages with
     every reward drawn at random (``RLConfig.random_reward``), everything else equal: ``random_rl_math`` and
-    ``random_rl_code`` (``-s<seed>`` for the others; never registered), what RL gains without the task's signal."""
+    ``random_rl_code`` (``-s<seed>`` for the others; never registered), what RL gains without the task's signal.
+    ``main_seed=None``: no seed's stages are the pipeline's own (a pilot's)."""
     out = {}
     for seed in seeds:
         out[seed] = {}

@@ -121,17 +121,16 @@ def math_claims(preset: str, seeds: list[int], workers: int) -> None:
 
 
 # pilot 5: the main job (math RL, then code RL, from the SFT model) with the task's reward and with the random-reward
-# control (RLConfig.random_reward: each rollout's reward drawn at random, everything else equal)
-MAIN_ARMS = {"reward": {}, "random": {"random_reward": True}}
+# control, as notebook 03 trains them (klear_lib.pipeline.rl_seeds with control=True)
 MAIN_READ = ("math_eval_t2", "math_eval_t3", "code_eval_t4")  # the in-band readings of the math and code claims
 MAIN_PILOT = "main"
 
 
 def main_job(preset: str, seeds: list[int], workers: int, k: int) -> None:
-    """Pilot 5: the main job's RL for ``seeds`` in both arms of ``MAIN_ARMS``, ``workers`` seeds' runs at a time
-    (one torch thread each), every stage read on ``MAIN_READ`` (every problem, avg@``k``). The SFT model is read
-    once (pilot 1's reading, reused); both arms of a seed are read under the same stage labels, so the same
-    sampling seeds."""
+    """Pilot 5: the main job's RL and its random-reward control for ``seeds``, ``workers`` seeds at a time (one
+    torch thread each), every stage read on ``MAIN_READ`` (every problem, avg@``k``). The SFT model is read once
+    (pilot 1's reading, reused); both arms of a seed are read under the same stage labels, so the same sampling
+    seeds. Conditions ``reward/<stage>`` and ``random/<stage>``."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     import multiprocessing
 
@@ -143,12 +142,11 @@ def main_job(preset: str, seeds: list[int], workers: int, k: int) -> None:
     sft = sft_stage(r)
     out = problems_csv(_pilot_dir(preset), MAIN_PILOT)
     tables.upsert_file(PROBLEMS, _read(r, "sft", sft, condition="sft", seed=r.eval.seed), out)
-    todo = [(arm, seed) for seed in seeds for arm in MAIN_ARMS]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        runs = {pool.submit(_main_run, preset, k, arm, seed, str(sft)): (arm, seed) for arm, seed in todo}
+        runs = {pool.submit(_main_run, preset, k, seed, str(sft)): seed for seed in seeds}
         for done in as_completed(runs):
-            tables.upsert_file(PROBLEMS, done.result(), out)  # stored as each run ends: a killed pilot resumes
-            print(f"{runs[done]} read", flush=True)
+            tables.upsert_file(PROBLEMS, done.result(), out)  # stored as each seed ends: a killed pilot resumes
+            print(f"seed {runs[done]} read", flush=True)
     print(f"wrote {out}")
 
 
@@ -166,22 +164,19 @@ def _read(r, label: str, path, condition: str, seed: int) -> list[dict]:
             for c in counts]
 
 
-def _main_run(preset: str, k: int, arm: str, seed: int, sft: str) -> list[dict]:
-    """One arm of one seed: math RL then code RL from ``sft`` (one torch thread), each read on ``MAIN_READ``;
-    conditions ``<arm>/rl_math`` and ``<arm>/rl_code``."""
-    from klear_lib.pipeline import rl_stage
+def _main_run(preset: str, k: int, seed: int, sft: str) -> list[dict]:
+    """One seed, both arms: ``rl_seeds`` (no main seed: no stage of a pilot is registered as the pipeline's own),
+    one torch thread, each stage read on ``MAIN_READ`` under its task-reward stage's label."""
+    from klear_lib.pipeline import rl_seeds
+    from klear_lib.results import CONTROL
     from klear_lib.seeding import torch_threads
 
     r = _main_recipe(preset, k)
-    seeded = r.replace(rl_math={"seed": seed, **MAIN_ARMS[arm]}, rl_code={"seed": seed, **MAIN_ARMS[arm]})
-    rows = []
     with torch_threads(1):
-        init = sft
-        for reward in ("math", "code"):
-            stage = f"rl_{reward}"
-            init = rl_stage(seeded, init, reward, name=f"pilot5-{arm}-{stage}-s{seed}")
-            rows += _read(seeded, f"{stage}-s{seed}", init, condition=f"{arm}/{stage}", seed=seed)
-    return rows
+        stages = rl_seeds(r, sft, [seed], main_seed=None, control=True)[seed]
+        return [row for stage, path in stages.items() for row in _read(
+            r, f"{stage.removeprefix(CONTROL)}-s{seed}", path, seed=seed,
+            condition=f"{'random' if stage.startswith(CONTROL) else 'reward'}/{stage.removeprefix(CONTROL)}")]
 
 
 SWEEP_K = 16  # samples per problem of the re-run's math reading (docs/design.md, "Where the re-run reads its claims")
