@@ -38,19 +38,27 @@ def seed_stage(stage: str, seed: int, main_seed: int | None = 0) -> str:
     return stage if seed == main_seed else f"{stage}-s{seed}"
 
 
+# The random-reward controls (Study.main_control): the control arm's RL settings beyond the task arm's
+CONTROLS = {"blind": {"random_reward": True},                          # every reward a coin flip
+            "format": {"random_reward": True, "random_format": True}}  # the task reward's format scores kept
+
+
 def rl_seeds(recipe: Recipe, init: str | Path, seeds, main_seed: int | None = 0,
-             control: bool = False) -> dict[int, dict[str, Path]]:
+             control: str | None = None) -> dict[int, dict[str, Path]]:
     """Math RL then code RL from ``init`` for every seed: {seed: {"rl_math": path, "rl_code": path}}. The main
     seed's stages are the pipeline's own (registered); the others are named ``rl_math-s<seed>`` (their run
-    records ``results/<preset>/runs/rl_math-s<seed>.csv``). ``control`` adds, per seed, the same two stages with
-    every reward drawn at random (``RLConfig.random_reward``), everything else equal: ``random_rl_math`` and
-    ``random_rl_code`` (``-s<seed>`` for the others; never registered), what RL gains without the task's signal.
+    records ``results/<preset>/runs/rl_math-s<seed>.csv``). ``control`` (a key of ``CONTROLS``) adds, per seed, the
+    same two stages with every reward drawn at random (``RLConfig.random_reward``; ``"format"`` keeps the task
+    reward's format scores), everything else equal: ``random_rl_math`` and ``random_rl_code`` (``-s<seed>`` for the
+    others; never registered), what RL gains without the task's signal.
     ``main_seed=None``: no seed's stages are the pipeline's own (a pilot's)."""
+    if control is not None and control not in CONTROLS:
+        raise ValueError(f"control={control!r}; choose None or one of {sorted(CONTROLS)}")
     out = {}
     for seed in seeds:
         out[seed] = {}
         for prefix in (("", CONTROL) if control else ("",)):
-            arm = {"seed": seed, **({"random_reward": True} if prefix else {})}
+            arm = {"seed": seed, **(CONTROLS[control] if prefix else {})}
             seeded = recipe.replace(rl_math=arm, rl_code=arm)
             own = seed == main_seed and not prefix  # only the main seed's own stages are the pipeline's
             name = {r: None if own else seed_stage(f"{prefix}rl_{r}", seed, main_seed) for r in ("math", "code")}

@@ -121,16 +121,20 @@ def math_claims(preset: str, seeds: list[int], workers: int) -> None:
 
 
 # pilot 5: the main job (math RL, then code RL, from the SFT model) with the task's reward and with the random-reward
-# control, as notebook 03 trains them (klear_lib.pipeline.rl_seeds with control=True)
+# control, as notebook 03 trains them (klear_lib.pipeline.rl_seeds with a control); the control's rows are condition
+# "random/<stage>" (blind coin flips) or "format/<stage>" (the task reward's format scores kept)
 MAIN_READ = ("math_eval_t2", "math_eval_t3", "code_eval_t4")  # the in-band readings of the math and code claims
 MAIN_PILOT = "main"
 
 
-def main_job(preset: str, seeds: list[int], workers: int, k: int) -> None:
+MAIN_CONTROLS = {"blind": "random", "format": "format"}  # control -> its rows' condition prefix
+
+
+def main_job(preset: str, seeds: list[int], workers: int, k: int, control: str = "blind") -> None:
     """Pilot 5: the main job's RL and its random-reward control for ``seeds``, ``workers`` seeds at a time (one
     torch thread each), every stage read on ``MAIN_READ`` (every problem, avg@``k``). The SFT model is read once
     (pilot 1's reading, reused); both arms of a seed are read under the same stage labels, so the same sampling
-    seeds. Conditions ``reward/<stage>`` and ``random/<stage>``."""
+    seeds. Conditions ``reward/<stage>`` and ``MAIN_CONTROLS[control]/<stage>``."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     import multiprocessing
 
@@ -143,7 +147,7 @@ def main_job(preset: str, seeds: list[int], workers: int, k: int) -> None:
     out = problems_csv(_pilot_dir(preset), MAIN_PILOT)
     tables.upsert_file(PROBLEMS, _read(r, "sft", sft, condition="sft", seed=r.eval.seed), out)
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        runs = {pool.submit(_main_run, preset, k, seed, str(sft)): seed for seed in seeds}
+        runs = {pool.submit(_main_run, preset, k, seed, str(sft), control): seed for seed in seeds}
         for done in as_completed(runs):
             tables.upsert_file(PROBLEMS, done.result(), out)  # stored as each seed ends: a killed pilot resumes
             print(f"seed {runs[done]} read", flush=True)
@@ -164,7 +168,7 @@ def _read(r, label: str, path, condition: str, seed: int) -> list[dict]:
             for c in counts]
 
 
-def _main_run(preset: str, k: int, seed: int, sft: str) -> list[dict]:
+def _main_run(preset: str, k: int, seed: int, sft: str, control: str) -> list[dict]:
     """One seed, both arms: ``rl_seeds`` (no main seed: no stage of a pilot is registered as the pipeline's own),
     one torch thread, each stage read on ``MAIN_READ`` under its task-reward stage's label."""
     from klear_lib.pipeline import rl_seeds
@@ -173,10 +177,10 @@ def _main_run(preset: str, k: int, seed: int, sft: str) -> list[dict]:
 
     r = _main_recipe(preset, k)
     with torch_threads(1):
-        stages = rl_seeds(r, sft, [seed], main_seed=None, control=True)[seed]
+        stages = rl_seeds(r, sft, [seed], main_seed=None, control=control)[seed]
         return [row for stage, path in stages.items() for row in _read(
             r, f"{stage.removeprefix(CONTROL)}-s{seed}", path, seed=seed,
-            condition=f"{'random' if stage.startswith(CONTROL) else 'reward'}/{stage.removeprefix(CONTROL)}")]
+            condition=f"{MAIN_CONTROLS[control] if stage.startswith(CONTROL) else 'reward'}/{stage.removeprefix(CONTROL)}")]
 
 
 SWEEP_K = 16  # samples per problem of the re-run's math reading (docs/design.md, "Where the re-run reads its claims")
@@ -204,7 +208,7 @@ MATH_DISPUTES = (("filtered", "unfiltered", "Figure 5",
                  *(("a0.1", worse, "Table 6", (("α = 0.1", setting),), ("aime24", "aime25"), 3)
                    for worse, setting in (("a0", ALPHA0), ("a0.05", "α = 0.05"), ("a0.2", "α = 0.2"))))
 # Pilot 5's pairs, each read on math (tiers 2-3) and code (tier 4): the reward's part of the RL gain (the task's reward
-# against the random-reward control, the same stages from the same SFT model) and the RL gain itself (over the SFT
+# against each random-reward control, the same stages from the same SFT model) and the RL gain itself (over the SFT
 # model, read once for every seed). The paper has no control; both are sized by its RL gain (Table 1: SFT model to
 # Klear-Reasoner-8B at 32K), the size they would have if all of the gain came from the reward. Each pair's two
 # readings are one Holm family; the paper's benchmarks follow the reading.
@@ -212,7 +216,8 @@ MAIN_READINGS = {"math_eval_t23": ("math_eval_t2", "math_eval_t3"), "code_eval_t
 RL_GAIN = (("Klear-Reasoner-8B (32K)", "Klear-Reasoner-8B-SFT"),)
 MAIN_BENCHES = {"math_eval_t23": ("aime24", "aime25"), "code_eval_t4": ("lcb_v5", "lcb_v6")}
 MAIN_DISPUTES = tuple((f"reward/{stage}", worse, "Table 1", RL_GAIN, MAIN_BENCHES, 2)
-                      for stage in ("rl_code", "rl_math") for worse in (f"random/{stage}", "sft"))
+                      for stage in ("rl_code", "rl_math")
+                      for worse in (*(f"{c}/{stage}" for c in MAIN_CONTROLS.values()), "sft"))
 # pilot -> (the experiments whose per-problem counts it reads, its candidate readings, its pairs, the CSV it writes)
 SPREADS = {"fig2": (("fig2",), READINGS, DISPUTES, "fig2_spread.csv"),
            "code": (tuple(CODE_ARMS), CODE_READINGS, CODE_DISPUTES, "code_spread.csv"),
@@ -312,6 +317,8 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=4, help="samples per problem (stages, main)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002, 1003],
                     help="RL seeds (fig2, code, math, main)")
+    ap.add_argument("--control", choices=tuple(MAIN_CONTROLS), default="blind",
+                    help="the random-reward control (main): coin flips, or the task reward's format scores kept")
     ap.add_argument("--workers", type=int, default=2, help="runs at a time (fig2, code, math, main; one torch thread each)")
     args = ap.parse_args()
     if args.pilot == "stages":
@@ -323,7 +330,7 @@ def main() -> None:
     elif args.pilot == "math":
         math_claims(args.preset, args.seeds, args.workers)
     elif args.pilot == "main":
-        main_job(args.preset, args.seeds, args.workers, args.k)
+        main_job(args.preset, args.seeds, args.workers, args.k, args.control)
     else:
         spread(args.preset, args.of, args.sweep_k)
 

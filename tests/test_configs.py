@@ -208,9 +208,11 @@ def test_an_added_field_enters_the_hash_only_off_its_default(stage, name):
         assert getattr(cfg, name) == default, f"{stage}/{preset} moves the stored hash with {name}"
         assert config_hash(cfg) == _hash_before_added(cfg)
     other = {"code_timeout_s": 35.0, "long_prompts": "truncate_left", "keep_checkpoints": 2,
-             "random_reward": True, "dgpo_n": 2.0, "dgpo_m": 3.0}[name]
-    cfg = get_config(stage, "tiny", **{name: other})
-    assert config_hash(cfg) not in (config_hash(get_config(stage, "tiny")), _hash_before_added(cfg))
+             "random_reward": True, "random_format": True, "dgpo_n": 2.0, "dgpo_m": 3.0}[name]
+    needs = {"random_reward": True} if name == "random_format" else {}  # its only valid company
+    base = get_config(stage, "tiny", **needs)
+    cfg = get_config(stage, "tiny", **needs, **{name: other})
+    assert config_hash(cfg) not in (config_hash(base), _hash_before_added(cfg))
 
 
 def test_trl_field_table_names_each_value_once():

@@ -104,10 +104,11 @@ def test_the_random_reward_control_trains_each_seeds_two_stages_again_and_regist
     def fake_rl_stage(rec, init, reward, rows=None, name=None):
         cfg = rec.rl(reward)
         calls.append((reward, cfg.seed, cfg.random_reward, str(init), name))
+        assert not cfg.random_format
         return f"{'random' if cfg.random_reward else 'task'}-{reward}-{cfg.seed}"
 
     monkeypatch.setattr(pipeline, "rl_stage", fake_rl_stage)
-    out = pipeline.rl_seeds(recipe("ci"), "sft", [0, 1], main_seed=0, control=True)
+    out = pipeline.rl_seeds(recipe("ci"), "sft", [0, 1], main_seed=0, control="blind")
     assert out[0] == {"rl_math": "task-math-0", "rl_code": "task-code-0", "random_rl_math": "random-math-0",
                       "random_rl_code": "random-code-0"}
     assert set(out[1]) == set(out[0])
@@ -116,3 +117,15 @@ def test_the_random_reward_control_trains_each_seeds_two_stages_again_and_regist
     assert ("math", 0, True, "sft", "random_rl_math") in calls and ("math", 0, False, "sft", None) in calls
     assert [c[4] for c in calls if c[4] is None] == [None, None] and len(calls) == 8
     assert set(pipeline.rl_seeds(recipe("ci"), "sft", [0], main_seed=0)[0]) == {"rl_math", "rl_code"}
+    with pytest.raises(ValueError, match="control='coin'"):
+        pipeline.rl_seeds(recipe("ci"), "sft", [0], control="coin")
+
+
+def test_the_format_keeping_control_sets_random_format_on_its_arm_only(monkeypatch):
+    from klear_lib import pipeline
+
+    seen = []
+    monkeypatch.setattr(pipeline, "rl_stage", lambda rec, init, reward, rows=None, name=None: seen.append(
+        (rec.rl(reward).random_reward, rec.rl(reward).random_format)) or f"{reward}-{len(seen)}")
+    pipeline.rl_seeds(recipe("ci"), "sft", [3], main_seed=None, control="format")
+    assert seen == [(False, False), (False, False), (True, True), (True, True)]

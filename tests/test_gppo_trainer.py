@@ -614,6 +614,37 @@ def test_the_random_reward_ignores_the_completion_and_is_reproducible_from_its_s
     assert code(completions=wrong, reward_model=truth, extra_info=info, trainer_state=state) == first
     cfg = get_config("rl_math", "tiny")  # the default (off) keeps every stored hash
     assert not cfg.random_reward and config_hash(cfg) != config_hash(get_config("rl_math", "tiny", random_reward=True))
+    assert not cfg.random_format  # added: at False left out of the hash
+    blind = get_config("rl_math", "tiny", random_reward=True)
+    assert config_hash(blind) != config_hash(get_config("rl_math", "tiny", random_reward=True, random_format=True))
+    with pytest.raises(ValueError, match="random_reward=True"):
+        get_config("rl_math", "tiny", random_format=True)
+    with pytest.raises(ValueError, match="needs random=True"):
+        reward_adapters.make_reward_func("math", random_format=True)
+
+
+def test_the_format_keeping_random_reward_keeps_only_the_task_rewards_format_scores():
+    """The "format" control: a response the task's reward penalises for its form keeps that score; every other one
+    draws the blind control's coin (same seed, same draw), so only the correctness signal is gone."""
+    from types import SimpleNamespace
+
+    state, info = SimpleNamespace(global_step=2), [{"id": f"m{k // 4}"} for k in range(16)]
+    truth = [{"ground_truth": "7", "style": "rule"}] * 16
+    texts = ["<think>a</think> \\boxed{7}", "<think>a</think> \\boxed{8}", "no tags", "<think>a"] * 4
+    blind = reward_adapters.make_reward_func("math", tag_shaping="binary", seed=5, random=True)(
+        completions=texts, reward_model=truth, extra_info=info, trainer_state=state)
+    kept = reward_adapters.make_reward_func("math", tag_shaping="official", seed=5, random=True, random_format=True)(
+        completions=texts, reward_model=truth, extra_info=info, trainer_state=state)
+    assert kept[0::4] == blind[0::4] and kept[1::4] == blind[1::4]  # well formed, right or wrong: the same coin
+    assert kept[2::4] == [-0.5] * 4 and kept[3::4] == [-0.5] * 4  # the official shaping's missing </think>
+    assert set(blind[0::4] + blind[1::4]) == {-1.0, 1.0}
+    gt = {"ground_truth": json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]}), "style": "rule"}
+    code = ["<think>a</think>\n```python\nprint(input())\n```", "<think>a</think> no program", "```python\nx\n```"]
+    coin = reward_adapters.make_reward_func("code", tag_shaping="binary", seed=5, random=True)(
+        completions=code, reward_model=[gt] * 3, trainer_state=state)
+    form = reward_adapters.make_reward_func("code", tag_shaping="binary", seed=5, random=True, random_format=True)(
+        completions=code, reward_model=[gt] * 3, trainer_state=state)
+    assert form == [coin[0], -1.0, -1.0]  # a program to run draws; no program, or no tags, keeps its format score
 
 
 def test_a_template_that_opens_think_is_scored_with_the_tag_put_back():

@@ -48,6 +48,10 @@ class RLConfig:
     max_tests: int = algo(16)             # docs/paper.md §2.5
     random_reward: bool = added(False, kind="algorithm")  # a control beyond the paper: each rollout's reward drawn
                                           # at random (+1 or -1, seeded, blind to the completion), all else equal
+    random_format: bool = added(False, kind="algorithm")  # with random_reward: a response the task's reward scores
+                                          # for its form alone (missing think tag; in code also no program) keeps
+                                          # that score, only well-formed ones draw: no correctness signal, the
+                                          # format signal kept (training.rewards.format_score)
     code_timeout_s: float = added(10.0)   # per test of the RL code reward: the paper gives none; tiny programs run in
                                           # ms (ours); full: the official default, 35 s (docs/paper.md §2.5)
     lr_scheduler: str = algo("constant_with_warmup")  # constant LR after warmup (docs/paper.md §2.4)
@@ -83,6 +87,8 @@ class RLConfig:
         if self.prompts_per_step % self.mini_batch_prompts:
             raise ValueError(f"prompts_per_step={self.prompts_per_step} is not a multiple of "
                              f"mini_batch_prompts={self.mini_batch_prompts}")
+        if self.random_format and not self.random_reward:
+            raise ValueError("random_format=True keeps the format scores of random rewards: set random_reward=True")
         if self.long_prompts not in LONG_PROMPTS:
             raise ValueError(f"long_prompts={self.long_prompts!r}; choose one of {LONG_PROMPTS}")
         rollouts, slots = self.mini_batch_rollouts, self.world_size * self.gradient_accumulation_steps

@@ -65,9 +65,10 @@ class Study:
     main_rl_seeds: int = 1
     # The random-reward control of the main job (issue 40): per RL seed, math then code RL again with every reward
     # drawn at random (RLConfig.random_reward), everything else equal; each stage's gain over its control is the
-    # part the task's reward makes. A control beyond the paper. Off at tiny until the main job's re-run is
+    # part the task's reward makes. A control beyond the paper. None (off) or a key of pipeline.CONTROLS: "blind"
+    # (coin flips) or "format" (the task reward's format scores kept). Off at tiny until the main job's re-run is
     # pre-registered (results/tiny/preregistration.md); off at full and gpu (it doubles the RL cost).
-    main_control: bool = False
+    main_control: str | None = None
     # Where real files come from: "mirror" at ci/tiny (the offline scales never download: real files come from a
     # mirror or are skipped), "auto" at full (a mirror when set, else the network).
     real_data: str = "auto"
@@ -192,7 +193,7 @@ def _ablations(preset: str) -> dict:
 
 
 PRESETS = {
-    "ci": Study(main_rl_seeds=2, main_control=True, real_data="mirror", reference_code_problems=24, smoke=True,
+    "ci": Study(main_rl_seeds=2, main_control="blind", real_data="mirror", reference_code_problems=24, smoke=True,
                 **_ablations("ci")),
     "tiny": Study(main_rl_seeds=3, real_data="mirror", reference_code_problems=300, **_ablations("tiny")),
     "full": Study(main_rl_seeds=1, real_data="auto", **_ablations("full")),

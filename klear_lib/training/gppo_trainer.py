@@ -572,7 +572,8 @@ def build_rl_trainer(rl_cfg, model_path, train_rows, reward="math", output_dir=N
         rows = drop_long_prompts(rows, tokenizer, rl_cfg.max_prompt_length)
     reward_func = make_reward_func(reward, mode=rl_cfg.code_reward_mode, max_tests=rl_cfg.max_tests, seed=rl_cfg.seed,
                                    tag_shaping=rl_cfg.tag_shaping, timeout_s=rl_cfg.code_timeout_s,
-                                   think_opened=template_opens_think(tokenizer), random=rl_cfg.random_reward)
+                                   think_opened=template_opens_think(tokenizer), random=rl_cfg.random_reward,
+                                   random_format=rl_cfg.random_format)
     keys = rl_keys(args.use_vllm and args.vllm_importance_sampling_correction)  # vLLM off: the stored records' columns
     record = [RunRecord(run_record, rl_cfg.updates_per_step, config_hash(rl_cfg), keys)] if run_record else []
     callbacks = [CheckpointMarker(), *record]  # resume trusts only checkpoints the marker vouches for

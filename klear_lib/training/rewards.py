@@ -12,8 +12,8 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from klear_lib.rewards.code import code_reward, code_rewards
-from klear_lib.rewards.format import TAG_SHAPINGS, THINK_CLOSE, THINK_OPEN
+from klear_lib.rewards.code import code_reward, code_rewards, plan_reward
+from klear_lib.rewards.format import TAG_SHAPINGS, THINK_CLOSE, THINK_OPEN, think_tag_score
 from klear_lib.rewards.judge import code_tests, ground_truth
 from klear_lib.rewards.math import math_reward
 from klear_lib.rewards.sandbox import DEFAULT_TIMEOUT_S
@@ -99,15 +99,37 @@ def code_reward_func(mode: str = "soft", max_tests: int = 16, seed: int = 0, jud
 RANDOM_REWARDS = (-1.0, 1.0)  # the support of the binary math reward (and the ends of the soft code reward)
 
 
-def random_reward_func(seed: int = 0) -> Callable:
-    """A TRL reward function that ignores the completion: each rollout's reward is +1 or -1 with equal odds, drawn
-    from a generator seeded by ``(seed, row id, global step, rollout index)``, so a rerun draws the same rewards.
-    The control of ``RLConfig.random_reward``: what RL gains with no signal about correctness."""
+def random_reward_func(seed: int = 0, form: Callable | None = None, think_opened: bool = False) -> Callable:
+    """A TRL reward function that ignores whether a completion is right: each rollout's reward is +1 or -1 with
+    equal odds, drawn from a generator seeded by ``(seed, row id, global step, rollout index)``, so a rerun draws
+    the same rewards. The control of ``RLConfig.random_reward``: what RL gains with no signal about correctness.
+
+    ``form(text, reward_model, row_id)`` (``format_score``): the score the task's reward gives a response for its
+    form alone, None when well formed; with it a malformed response keeps that score and only the well-formed ones
+    draw (``RLConfig.random_format``). Blind, the control loses the format signal too."""
     def random_reward(completions, reward_model=None, extra_info=None, trainer_state=None, **kwargs) -> list[float]:
         step = getattr(trainer_state, "global_step", 0)
         ids = _row_ids(extra_info, len(completions))
-        return [py_rng(seed, "random-reward", ids[k], step, k).choice(RANDOM_REWARDS) for k in range(len(completions))]
+        draws = [py_rng(seed, "random-reward", ids[k], step, k).choice(RANDOM_REWARDS) for k in range(len(completions))]
+        if form is None:
+            return draws
+        texts = scored_texts(completions, think_opened)
+        forms = [form(text, rm, i) for text, rm, i in zip(texts, reward_model, ids)]
+        return [draw if score is None else float(score) for draw, score in zip(draws, forms)]
     return random_reward
+
+
+def format_score(kind: str, tag_shaping: str = "official") -> Callable:
+    """``(text, reward_model, row_id) -> float | None``: what the task's ``kind`` reward scores a response for its
+    form alone (a missing think tag; in code also an oversized response or no program block), None when the score
+    would depend on whether the response is right."""
+    def math_form(text: str, reward_model=None, rid="<no id>") -> float | None:
+        return think_tag_score(text, tag_shaping)
+
+    def code_form(text: str, reward_model=None, rid="<no id>") -> float | None:
+        plan = plan_reward(text, code_tests(ground_truth(reward_model, rid), rid), None, tag_shaping=tag_shaping)
+        return plan if isinstance(plan, float) else None  # a program to run: its score is its tests'
+    return math_form if kind == "math" else code_form
 
 
 def _default_judge(kind: str, tag_shaping: str = "official") -> Callable:
@@ -120,15 +142,19 @@ def _default_judge(kind: str, tag_shaping: str = "official") -> Callable:
 def make_reward_func(kind: str, *, mode: str = "soft", max_tests: int = 16, seed: int = 0,
                      judge: Callable | None = None, tag_shaping: str = "official",
                      timeout_s: float = DEFAULT_TIMEOUT_S, think_opened: bool = False,
-                     random: bool = False) -> Callable:
+                     random: bool = False, random_format: bool = False) -> Callable:
     """``"math"`` or ``"code"`` reward function for ``GPPOTrainer`` (``tag_shaping``: see ``rewards.format``;
     ``timeout_s``: per code test, ``RLConfig.code_timeout_s``; ``think_opened``: see ``scored_texts``;
-    ``random``: rewards drawn at random instead, ``random_reward_func``)."""
+    ``random``: rewards drawn at random instead, ``random_reward_func``, keeping the task reward's format scores
+    with ``random_format``)."""
     _default_judge(kind, tag_shaping)  # fail here, not at the first rollout, on a bad tag_shaping
     if kind not in ("math", "code"):
         raise ValueError(f"reward={kind!r}; choose 'math' or 'code'")
+    if random_format and not random:
+        raise ValueError("random_format=True keeps the task reward's format scores among random rewards: it needs "
+                         "random=True")
     if random:
-        return random_reward_func(seed)
+        return random_reward_func(seed, format_score(kind, tag_shaping) if random_format else None, think_opened)
     if kind == "math":
         return math_reward_func(judge, tag_shaping, think_opened)
     return code_reward_func(mode, max_tests, seed, judge, tag_shaping, timeout_s=timeout_s, think_opened=think_opened)
