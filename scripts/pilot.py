@@ -123,7 +123,8 @@ def math_claims(preset: str, seeds: list[int], workers: int) -> None:
 # pilot 5: the main job (math RL, then code RL, from the SFT model) with the task's reward and with the random-reward
 # control, as notebook 03 trains them (klear_lib.pipeline.rl_seeds with a control); the control's rows are condition
 # "random/<stage>" (blind coin flips) or "format/<stage>" (the task reward's format scores kept)
-MAIN_READ = ("math_eval_t2", "math_eval_t3", "code_eval_t4")  # the in-band readings of the math and code claims
+# the in-band candidates of the math and code readings (code_eval_t5 added in session 30: code RL lifts tier 4 past 75%)
+MAIN_READ = ("math_eval_t2", "math_eval_t3", "code_eval_t4", "code_eval_t5")
 MAIN_PILOT = "main"
 
 
@@ -212,9 +213,9 @@ MATH_DISPUTES = (("filtered", "unfiltered", "Figure 5",
 # model, read once for every seed). The paper has no control; both are sized by its RL gain (Table 1: SFT model to
 # Klear-Reasoner-8B at 32K), the size they would have if all of the gain came from the reward. Each pair's two
 # readings are one Holm family; the paper's benchmarks follow the reading.
-MAIN_READINGS = {"math_eval_t23": ("math_eval_t2", "math_eval_t3"), "code_eval_t4": ("code_eval_t4",)}
+MAIN_READINGS = {"math_eval_t23": ("math_eval_t2", "math_eval_t3"), **CODE_READINGS}
 RL_GAIN = (("Klear-Reasoner-8B (32K)", "Klear-Reasoner-8B-SFT"),)
-MAIN_BENCHES = {"math_eval_t23": ("aime24", "aime25"), "code_eval_t4": ("lcb_v5", "lcb_v6")}
+MAIN_BENCHES = {"math_eval_t23": ("aime24", "aime25"), **{r: ("lcb_v5", "lcb_v6") for r in CODE_READINGS}}
 MAIN_DISPUTES = tuple((f"reward/{stage}", worse, "Table 1", RL_GAIN, MAIN_BENCHES, 2)
                       for stage in ("rl_code", "rl_math")
                       for worse in (*(f"{c}/{stage}" for c in MAIN_CONTROLS.values()), "sft"))
@@ -245,6 +246,8 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
     rows = []
     for reading, splits in readings.items():
         mine = counts[counts["benchmark"].isin(splits)]
+        if mine.empty:
+            continue  # a split the pilot has not read yet
         rate = mine.assign(p=mine["correct"] / mine["k"])
         # per (arm, seed): avg@k over the reading's problems and the variance of that estimate from sampling alone
         # (within-problem binomial, unbiased: p(1-p)/(k-1) per problem, over n² problems)
@@ -252,6 +255,13 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
             lambda g: pd.Series({"avg": g["p"].mean(), "n": len(g), "k": g["k"].iloc[0],
                                  "noise_var": (g["p"] * (1 - g["p"]) / (g["k"] - 1)).sum() / len(g) ** 2}),
             include_groups=False)
+        # a run read on only part of the reading (a stage whose checkpoints were gone when a split was added to
+        # the pilot's reading) is left out of it, counted
+        partial = per_run["n"] < per_run["n"].max()
+        if partial.any():
+            print(f"{reading}: {int(partial.sum())} run(s) read on part of it left out: "
+                  f"{', '.join(f'{c} s{s}' for c, s in per_run.index[partial])}")
+            per_run = per_run[~partial]
         for better, worse, table, settings, benches, family in disputes:
             if not {better, worse} <= set(per_run.index.get_level_values("condition")):
                 continue  # an experiment of the pilot not drawn yet
