@@ -114,7 +114,8 @@ def random_reward_func(seed: int = 0, form: Callable | None = None, think_opened
         if form is None:
             return draws
         texts = scored_texts(completions, think_opened)
-        forms = [form(text, rm, i) for text, rm, i in zip(texts, reward_model, ids)]
+        truths = reward_model if reward_model is not None else [None] * len(texts)  # math's form reads none
+        forms = [form(text, rm, i) for text, rm, i in zip(texts, truths, ids)]
         return [draw if score is None else float(score) for draw, score in zip(draws, forms)]
     return random_reward
 
