@@ -208,7 +208,7 @@ MATH_DISPUTES = (("filtered", "unfiltered", "Figure 5",
                   (("zero-advantage filtered (peak)", "unfiltered (range high)"),), ("aime24",), 1),
                  *(("a0.1", worse, "Table 6", (("α = 0.1", setting),), ("aime24", "aime25"), 3)
                    for worse, setting in (("a0", ALPHA0), ("a0.05", "α = 0.05"), ("a0.2", "α = 0.2"))))
-# Pilot 5's pairs, each read on math (tiers 2-3) and code (tier 4): the reward's part of the RL gain (the task's reward
+# Pilot 5's pairs, each read on math (tiers 2-3) and code (tiers 4, 5 and both pooled): the reward's part of the RL gain (the task's reward
 # against each random-reward control, the same stages from the same SFT model) and the RL gain itself (over the SFT
 # model, read once for every seed). The paper has no control; both are sized by its RL gain (Table 1: SFT model to
 # Klear-Reasoner-8B at 32K), the size they would have if all of the gain came from the reward. Each pair's two
