@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import multiprocessing
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -30,6 +31,8 @@ from klear_lib.training.sft import train_sft
 
 log = logging.getLogger(__name__)
 RL_SPLITS = {"math": "math_rl", "code": "code_rl"}
+RUN_RECORD = "run_record.csv"  # an RL stage's per-step record, kept beside its checkpoint
+Samples = dict[tuple[str, str], pd.DataFrame]  # (stage label, benchmark) -> that checkpoint's judged samples
 
 
 def seed_stage(stage: str, seed: int, main_seed: int | None = 0) -> str:
@@ -44,20 +47,25 @@ CONTROLS = {"blind": {"random_reward": True},                          # every r
 
 
 def rl_seeds(recipe: Recipe, init: str | Path, seeds, main_seed: int | None = 0,
-             control: str | None = None) -> dict[int, dict[str, Path]]:
+             control: str | None = None, arms: tuple[str, ...] | None = None) -> dict[int, dict[str, Path]]:
     """Math RL then code RL from ``init`` for every seed: {seed: {"rl_math": path, "rl_code": path}}. The main
     seed's stages are the pipeline's own (registered); the others are named ``rl_math-s<seed>`` (their run
     records ``results/<preset>/runs/rl_math-s<seed>.csv``). ``control`` (a key of ``CONTROLS``) adds, per seed, the
     same two stages with every reward drawn at random (``RLConfig.random_reward``; ``"format"`` keeps the task
     reward's format scores), everything else equal: ``random_rl_math`` and ``random_rl_code`` (``-s<seed>`` for the
     others; never registered), what RL gains without the task's signal.
-    ``main_seed=None``: no seed's stages are the pipeline's own (a pilot's)."""
+    ``main_seed=None``: no seed's stages are the pipeline's own (a pilot's). ``arms``: the arms to train, by stage
+    prefix ("" the task's reward, ``CONTROL`` the control; default both where there is a control), so that a sweep
+    can train a seed's two arms in two workers."""
     if control is not None and control not in CONTROLS:
         raise ValueError(f"control={control!r}; choose None or one of {sorted(CONTROLS)}")
+    every = ("", CONTROL) if control else ("",)
+    if arms is not None and not set(arms) <= set(every):
+        raise ValueError(f"arms={arms!r}; with control={control!r} choose from {every}")
     out = {}
     for seed in seeds:
         out[seed] = {}
-        for prefix in (("", CONTROL) if control else ("",)):
+        for prefix in every if arms is None else arms:
             arm = {"seed": seed, **(CONTROLS[control] if prefix else {})}
             seeded = recipe.replace(rl_math=arm, rl_code=arm)
             own = seed == main_seed and not prefix  # only the main seed's own stages are the pipeline's
@@ -66,6 +74,34 @@ def rl_seeds(recipe: Recipe, init: str | Path, seeds, main_seed: int | None = 0,
             out[seed] |= {f"{prefix}rl_math": math, f"{prefix}rl_code": rl_stage(seeded, math, "code",
                                                                                  name=name["code"])}
     return out
+
+
+def main_job(recipe: Recipe, init: str | Path, seeds, main_seed: int | None = 0, control: str | None = None,
+             arms: tuple[str, ...] | None = None) -> tuple[dict[int, dict[str, str]], Samples]:
+    """The main job's RL seeds trained (``rl_seeds``, ``arms`` as there) and read on ``recipe.eval``'s benchmarks:
+    ({seed: {stage: label}}, {(label, benchmark): samples}), the start ``init`` read once as "sft". Pass
+    ``recipe.main_job``: its readings are the ones the study registers (``Study.main_eval``)."""
+    runs = rl_seeds(recipe, init, seeds, main_seed=main_seed, control=control, arms=arms)
+    stages = {s: {stage: seed_stage(stage, s, main_seed) for stage in paths} for s, paths in runs.items()}
+    checkpoints = [("sft", init)] + [(stages[s][stage], path) for s, paths in runs.items()
+                                     for stage, path in paths.items()]
+    samples = {(label, name): df for label, path in checkpoints
+               for name, df in stage_samples(recipe, label, path).items()}
+    return stages, samples
+
+
+def main_problems(recipe: Recipe, stages: dict[int, dict[str, str]], samples: Samples) -> list[dict]:
+    """The per-problem counts of the main job's readings (``main_job``'s two results), as rows of
+    ``results/<preset>/problems/main.csv``: condition = the stage (``rl_math``, ``random_rl_code``, ...), seed = its
+    RL seed; the start's condition is its label, with the eval seed, as ``eval_stage`` writes it."""
+    owner = {label: (stage, seed) for seed, labels in stages.items() for stage, label in labels.items()}
+    digest = config_hash(recipe.eval)
+    rows = []
+    for (label, name), df in samples.items():
+        stage, seed = owner.get(label, (label, recipe.eval.seed))
+        rows += [{"experiment": MAIN, "condition": stage, "seed": seed, "benchmark": name, **c, "config_hash": digest}
+                 for c in problem_counts(df)]
+    return rows
 
 
 def rows_fingerprint(rows: list[dict]) -> str:
@@ -122,10 +158,14 @@ def rl_stage(recipe: Recipe, init: str | Path, reward: str = "math", rows: list[
     rows = rl_rows(recipe, reward) if rows is None else rows
     out = recipe.artifacts / f"rl_{reward}" / stage_key(cfg, rows, init)
     guard_rows(out, rows)
-    final = out / "final"
+    final, record = out / "final", recipe.runs / f"{name or 'rl_' + reward}.csv"
+    kept = out / RUN_RECORD  # the record beside the checkpoint: a recipe that reuses the stage gets it too
     if not artifacts.is_complete(final):
-        args = (cfg, init, rows, reward, out, recipe.runs / f"{name or 'rl_' + reward}.csv")
+        args = (cfg, init, rows, reward, out, record)
         in_process(train_rl, *args) if recipe.stage_processes else train_rl(*args)
+        shutil.copyfile(record, kept)
+    elif not record.exists() and kept.exists():  # trained under another results folder (scripts/rerun.py)
+        shutil.copyfile(kept, record)
     if name is None:  # the pipeline's own stage, not an ablation or an attempt: notebook 04 evaluates it
         register_stage_checkpoint(f"rl_{reward}", recipe, final)
     return final

@@ -9,13 +9,16 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from klear_lib import stats as S
 from klear_lib import tables
 from klear_lib.ablations import claims as C
 from klear_lib.ablations import rl, sft, stability
-from klear_lib.data.sources import SOURCES
 from klear_lib.configs import Recipe, recipe
+from klear_lib.data.sources import SOURCES
+from klear_lib.evaluation.benchmarks import SPECS
 from klear_lib.paths import REPO
 from klear_lib.results import CONTROL, EVAL, EVAL_SEED_GAINS, eval_csv, load_reported, side_by_side
 from klear_lib.tables import markdown_table
@@ -88,8 +91,17 @@ def _ci(lo: float, hi: float, scale: float = 100) -> str:
     return f"[{_pts(lo, scale)}, {_pts(hi, scale)}]"
 
 
+CONTROL_TEXT = {"blind": "every reward a coin flip", "format": "every reward a coin flip, except that a response the "
+                 "task's reward scores for its form alone keeps that score"}  # pipeline.CONTROLS, in words
+
+
 def _headline(recipe: Recipe) -> str | None:
-    """The main job's math-RL gain on ``tiny_aime`` over RL seeds, and what math and code RL did to ``tiny_lcb``."""
+    """The main job's claims (``main_claims.csv``: its final stage over the SFT model and over its random-reward
+    control, each with its family-wise interval and verdict, and the control's own move beside); where that file is
+    absent, the earlier form: math RL's gain on ``tiny_aime`` over RL seeds and what each stage did to ``tiny_lcb``."""
+    claims_path = recipe.results / "main_claims.csv"
+    if claims_path.exists():
+        return _main_claims_headline(recipe, claims_path)
     gains_path, eval_path = recipe.results / "eval_seed_gains.csv", eval_csv(recipe.results)
     if not (gains_path.exists() and eval_path.exists()):
         return None
@@ -123,6 +135,59 @@ def _headline(recipe: Recipe) -> str | None:
         by_seed = [", ".join(_pts(float(v)) for v in str(r["per_seed"]).split(";")) for r in lcb]
         text += f" On `tiny_lcb`, per seed, math RL moves it by {by_seed[0]} points and code RL then by {by_seed[1]}."
     return text + f" (`{_rel(gains_path)}`, `{_rel(eval_path)}`)"
+
+
+def _main_claims_headline(recipe: Recipe, path: Path) -> str | None:
+    """The main job's family of claims in words: per benchmark, the final stage over the SFT model, then over the
+    control with the control's own move from the SFT model (``eval_seed_gains.csv``) at the same level."""
+    claims = tables.read(C.MAIN_CLAIMS, path)
+    if claims.empty:
+        return None
+    gains_path = recipe.results / "eval_seed_gains.csv"
+    gains = tables.read(EVAL_SEED_GAINS, gains_path).set_index(["benchmark", "before", "after"]) \
+        if gains_path.exists() else None
+    m, n = int(claims["family_size"].iloc[0]), int(claims["n_seeds"].iloc[0])
+    reading = recipe.main_job.eval
+    parts = []
+    for bench, rows in claims.groupby("benchmark", sort=False):
+        rows = rows.set_index("worse")
+        text = f"on `{bench}`"
+        if "sft" in rows.index:
+            r = rows.loc["sft"]
+            k = reading.k_math if SPECS[bench].ability == "math" else reading.k_code
+            text += (f" GPPO RL (math, then code) takes the SFT model from {r.ours_worse_pct:.1f}% to "
+                     f"{r.ours_better_pct:.1f}% avg@{k}, **{_pts(r.ours_diff_pts, 1)} points "
+                     f"{_ci(r.adj_ci_low_pts, r.adj_ci_high_pts, 1)}, *{r.verdict}*** against the paper's RL gain "
+                     f"carried to our base rate ({r.claimed_pts:.1f} points; per seed {_seed_pts(r.seed_diffs_pts)})")
+        ctrl = CONTROL + "rl_code"
+        if ctrl in rows.index:
+            r = rows.loc[ctrl]
+            text += (f"; over its random-reward control it leads by **{_pts(r.ours_diff_pts, 1)} points "
+                     f"{_ci(r.adj_ci_low_pts, r.adj_ci_high_pts, 1)}, *{r.verdict}***")
+            if gains is not None and (bench, "sft", ctrl) in gains.index:
+                move = [float(v) for v in str(gains.loc[(bench, "sft", ctrl), "per_seed"]).split(";")]
+                lo, hi = _family_interval(move, m)
+                text += (f", of which the control's own move from the SFT model is {_pts(sum(move) / len(move))} "
+                         f"{_ci(lo, hi)}")
+        parts.append(text)
+    control = recipe.study.main_control
+    what = f" ({CONTROL_TEXT[control]})" if control in CONTROL_TEXT else ""
+    return (f"**The main job over {n} RL seeds**, its {m} claims decided as one family (docs/design.md, "
+            f"\"Verdicts\"; intervals simultaneous at 95%, each at level 1 − 0.05/{m}): " + "; ".join(parts) + "."
+            + (f" The control is the same RL with random rewards{what}; where it falls below the SFT model, the "
+               f"lead over it is the RL gain plus what the control lost, so it can exceed the RL gain itself."
+               if len(claims) > claims["worse"].eq("sft").sum() else "")
+            + f" (`{_rel(path)}`, `{_rel(gains_path)}`)")
+
+
+def _seed_pts(joined: str) -> str:
+    return ", ".join(f"{float(v):+.1f}".replace("-", "−") for v in str(joined).split(";"))
+
+
+def _family_interval(values: list[float], family_size: int) -> tuple[float, float]:
+    """The t-interval of the mean of ``values`` at level 1 − 0.05/``family_size`` (the family's Bonferroni level)."""
+    sd = float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
+    return S.adjusted_interval(float(np.mean(values)), sd / np.sqrt(len(values)), len(values) - 1, family_size)
 
 
 def _claims_summary(recipe: Recipe) -> str | None:

@@ -4,6 +4,7 @@ experiment's runs, into ``results/<preset>/rerun/`` beside the study they will r
     .venv/bin/python scripts/rerun.py sweep fig2 --workers 2 --stop-by 07:40   # resumes from the stored rows
     .venv/bin/python scripts/rerun.py sweep fig3 && .venv/bin/python scripts/rerun.py sweep fig4   # one run shared
     .venv/bin/python scripts/rerun.py sweep fig5 && .venv/bin/python scripts/rerun.py sweep table6  # reuse fig2's gppo
+    .venv/bin/python scripts/rerun.py sweep main --workers 2                   # the main job (section 4)
     .venv/bin/python scripts/rerun.py status                                   # runs stored, no result shown
 
 ``sweep`` runs the experiment's registered seeds (``RLScale.fixed_seeds``) a chunk of ``workers`` seeds at a time,
@@ -12,6 +13,10 @@ evaluations run ``workers`` at a time too. A run's rows are written the moment i
 so a killed sweep loses only the runs in flight. ``--stop-by HH:MM`` (UTC, today) starts no chunk that the last
 chunk's duration says would end after it. Neither command prints a result: the registration forbids an interim look,
 so the verdicts are computed once, after every registered run is stored (docs/design.md, "Verdicts").
+
+The main job (``sweep main``) trains its RL seeds (``Study.main_rl_seeds``) with the task's reward and with its
+control, one arm of one seed per worker, and stores every stage's per-problem counts in ``problems/main.csv`` as
+each ends; its checkpoints and samples are the ones notebooks 03 and 04 read at the preset, so they reuse them.
 
 Once every registered experiment is stored in full, its files replace the study's (``results/<preset>/``) and
 notebooks 05-07 are executed on them; until then the committed study is the earlier design's.
@@ -28,6 +33,8 @@ import klear_lib  # noqa: F401  (first: the numerics mode is set before torch, M
 SUBDIR = "rerun"
 # experiments with a section of the pre-registration, committed before their rows
 REGISTERED = ("fig2", "fig3", "fig4", "fig5", "table6")
+MAIN = "main"  # the main job (section 4): not an ablation family; its own sweep and count
+MAIN_SEED = 0  # notebook 03's SEED: its labels name the stages, and seed the sampling of each
 
 
 def rerun_recipe(preset: str):
@@ -49,12 +56,92 @@ def progress(preset: str, experiment: str) -> dict:
             "seeds_stored": len(whole), "runs_stored": len(done), "runs_registered": len(held)}
 
 
+def main_progress(preset: str) -> dict:
+    """How many of the main job's runs (one seed's two stages in one arm) are stored, each stage read on every
+    benchmark under the current reading (read from the problems file's keys only)."""
+    r = rerun_recipe(preset).main_job
+    seeds, done, arms = _main_seeds(r), *_stored_main_runs(r)
+    return {"experiment": MAIN, "arms": len(arms), "seeds_registered": len(seeds),
+            "seeds_stored": sum(all((a, s) in done for a in arms) for s in seeds), "runs_stored": len(done),
+            "runs_registered": len(arms) * len(seeds)}
+
+
+def _stored_main_runs(r) -> tuple[set[tuple[str, int]], tuple[str, ...]]:
+    """({(arm prefix, seed)} stored in full under ``r``'s reading, the arm prefixes: "" and the control's)."""
+    from klear_lib import tables
+    from klear_lib.configs import config_hash
+    from klear_lib.results import CONTROL, PROBLEMS, problems_csv
+
+    arms = ("", CONTROL) if r.study.main_control else ("",)
+    path = problems_csv(r.results, MAIN)
+    rows = tables.read(PROBLEMS, path) if path.exists() else None
+    held = set() if rows is None else set(map(tuple, rows.loc[rows["config_hash"] == config_hash(r.eval),
+                                                              ["condition", "seed", "benchmark"]].to_numpy()))
+    return {(arm, s) for arm in arms for s in _main_seeds(r)
+            if all((f"{arm}rl_{x}", s, b) in held for x in ("math", "code") for b in r.eval.benchmarks)}, arms
+
+
+def _main_seeds(r) -> list[int]:
+    return [MAIN_SEED + i for i in range(r.study.main_rl_seeds)]
+
+
+def sweep_main(preset: str, workers: int, stop_by: str | None) -> None:
+    """The main job's runs (a seed's arm: its two stages, read) not stored yet, ``workers`` at a time (one torch
+    thread each), the control arms first (they take about twice as long); a new run starts only while the longest
+    run so far says it would end before ``stop_by``. The SFT model is read first, once."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    import multiprocessing
+
+    from klear_lib import tables
+    from klear_lib.pipeline import main_problems, sft_stage, stage_samples
+    from klear_lib.results import PROBLEMS, problems_csv
+
+    r = rerun_recipe(preset).main_job
+    out = problems_csv(r.results, MAIN)
+    sft = sft_stage(r)
+    tables.upsert_file(PROBLEMS, main_problems(r, {}, {("sft", b): df for b, df in
+                                                       stage_samples(r, "sft", sft).items()}), out)
+    done, arms = _stored_main_runs(r)
+    todo = [(a, s) for a in sorted(arms, reverse=True) for s in _main_seeds(r) if (a, s) not in done]
+    deadline, longest = _deadline(stop_by), 0.0
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        running = {}
+        while todo or running:
+            while todo and len(running) < workers and not (deadline and time.time() + longest > deadline):
+                arm, seed = todo.pop(0)
+                running[pool.submit(_main_run, preset, seed, arm, str(sft))] = (arm, seed, time.time())
+            if not running:
+                print(f"stopping before {len(todo)} runs: the longest took {longest / 60:.0f} min, past --stop-by "
+                      f"{stop_by}")
+                break
+            for future in wait(running, return_when=FIRST_COMPLETED).done:
+                arm, seed, start = running.pop(future)
+                tables.upsert_file(PROBLEMS, future.result(), out)  # stored as each run ends: a killed sweep resumes
+                longest = max(longest, time.time() - start)
+                took = (time.time() - start) / 60
+                print(f"main {arm or 'task'} arm, seed {seed}: stored ({took:.0f} min)", flush=True)
+    print(main_progress(preset))
+
+
+def _main_run(preset: str, seed: int, arm: str, sft: str) -> list[dict]:
+    """One arm of one seed of the main job in a spawned worker with one torch thread: its per-problem rows."""
+    from klear_lib.pipeline import main_job, main_problems
+    from klear_lib.seeding import torch_threads
+
+    r = rerun_recipe(preset).main_job
+    with torch_threads(1):
+        stages, samples = main_job(r, sft, [seed], main_seed=MAIN_SEED, control=r.study.main_control, arms=(arm,))
+    return main_problems(r, stages, samples)
+
+
 def sweep(preset: str, experiment: str, workers: int, stop_by: str | None) -> None:
     from klear_lib.ablations.rl import RL
 
+    if experiment == MAIN:
+        return sweep_main(preset, workers, stop_by)
     if experiment not in REGISTERED:
         raise SystemExit(f"{experiment} has no section in results/{preset}/preregistration.md yet; registered: "
-                         f"{', '.join(REGISTERED)}")
+                         f"{', '.join(REGISTERED + (MAIN,))}")
     r = rerun_recipe(preset)
     seeds, last = RL.seeds(r, experiment), None
     deadline = _deadline(stop_by)
@@ -90,6 +177,7 @@ def main() -> None:
     else:
         for experiment in REGISTERED:
             print(progress(args.preset, experiment))
+        print(main_progress(args.preset))
 
 
 if __name__ == "__main__":  # spawned sweep workers re-import this file

@@ -158,6 +158,19 @@ def test_a_code_reading_changes_no_key_of_a_math_experiment_read_on_its_primary_
     assert rl.RL.benchmarks_at(TINY, rl.EXPERIMENTS["fig3"].condition("soft")) == ("code_eval_t4",)
 
 
+def test_the_main_jobs_reading_moves_no_key_of_an_ablation():
+    # the main job's benchmarks (Study.main_eval) were registered while the RL ablations' re-run was being drawn:
+    # every RL and SFT ablation condition and stability cell keeps its key with or without them
+    bare = TINY.replace(study={"main_eval": {}})
+    assert TINY.study.main_eval and TINY.main_job.eval != TINY.eval and bare.main_job.eval == TINY.eval
+    for family in (rl.RL, sft.SFT):
+        for exp in family.experiments.values():
+            for cond in exp.conditions:
+                assert family.key(bare, cond) == family.key(TINY, cond), (exp.id, cond.label)
+    assert [S.cell_hash(bare, c) for c in S.cells(bare.study.stability)] == \
+        [S.cell_hash(TINY, c) for c in S.cells(TINY.study.stability)]
+
+
 def test_run_key_hashes_each_config_and_keeps_the_stored_keys():
     cfg = CI.eval
     assert F.run_key(eval=cfg, n=1) == F.run_key(n=1, eval=cfg) != F.run_key(eval=CI.sft, n=1)

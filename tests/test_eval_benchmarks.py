@@ -118,11 +118,13 @@ def test_leetcode_reference_check_on_the_fixture(fake_mirror):
     assert summary == "1 of 1 reference programs pass all their tests" and leet.passed.all()
 
 
-def test_a_pooled_world_benchmark_is_its_splits_in_order():
+@pytest.mark.parametrize("pooled_name", ["math_eval_t23", "code_eval_t45"])
+def test_a_pooled_world_benchmark_is_its_splits_in_order(pooled_name):
     ci = recipe("ci")
-    t2, t3 = bm.load_rows("math_eval_t2", ci), bm.load_rows("math_eval_t3", ci)
-    pooled = bm.load_rows("math_eval_t23", ci)
-    assert pooled == t2 + t3 and t2 and t3
-    assert len({r["extra_info"]["id"] for r in pooled}) == len(t2) + len(t3)  # disjoint: a problem counts once
-    assert bm.load_rows("math_eval_t23", ci, max_problems=3) == pooled[:3]
-    assert bm.get_spec("math_eval_t23").problems is None
+    spec = bm.get_spec(pooled_name)
+    first, second = (bm.load_rows(split, ci) for split in spec.parts)
+    pooled = bm.load_rows(pooled_name, ci)
+    assert pooled == first + second and first and second
+    assert len({r["extra_info"]["id"] for r in pooled}) == len(first) + len(second)  # disjoint: a problem counts once
+    assert bm.load_rows(pooled_name, ci, max_problems=3) == pooled[:3]
+    assert spec.problems is None and spec.ability == bm.get_spec(spec.parts[0]).ability

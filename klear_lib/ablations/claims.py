@@ -26,9 +26,9 @@ from klear_lib.ablations import verdicts as V
 from klear_lib.ablations.family import Family
 from klear_lib.ablations.rl import RL
 from klear_lib.ablations.sft import SFT
-from klear_lib.configs import Recipe
+from klear_lib.configs import Recipe, config_hash
 from klear_lib.evaluation.benchmarks import SPECS
-from klear_lib.results import ANALOGUE, load_reported
+from klear_lib.results import ANALOGUE, CONTROL, load_reported
 
 FAMILIES: dict[str, Family] = {"sft": SFT, "rl": RL}
 NOT_RUN = "not run"
@@ -309,3 +309,84 @@ def readme_table(claims: pd.DataFrame) -> pd.DataFrame:
         "seeds for 80%": ["—" if pd.isna(pw) else "> 10,000" if pd.isna(v) else f"{int(v)}"
                           for v, pw in zip(claims["seeds_for_power"], claims["power_at_claim"])],
         "verdict": claims["verdict"]})
+
+
+# The main job's claims (results/tiny/preregistration.md, section 4): its final stage over the SFT model and over its
+# random-reward control, on each benchmark the main job reads; one family, decided by the protocol above. The paper's
+# size of each is its RL gain (Table 1, the SFT model to the released one at 32K); it ran no control, so against the
+# control that is the size the reward's part would have if all of the gain came from the reward.
+MAIN_FAMILY = "main job"
+RL_GAIN = ("Table 1", ("Klear-Reasoner-8B (32K)", "Klear-Reasoner-8B-SFT"))
+MAIN_PAIRS = (("rl_code", "sft"), ("rl_code", CONTROL + "rl_code"))
+MAIN_COLUMNS = ["claim_id", "benchmark", "better", "worse", "n_seeds", "n_problems", "ours_better_pct",
+                "ours_worse_pct", "ours_base_pct", "paper_readings", "claimed_pts", "ours_diff_pts", "sd_diff_pts",
+                "df", "p_value", "family_size", "p_holm", "adj_ci_low_pts", "adj_ci_high_pts", "sd_upper_pts",
+                "power_at_claim", "seeds_for_power", "verdict", "seed_diffs_pts"]
+MAIN_CLAIMS = tables.Table("main claim", tuple(MAIN_COLUMNS), ("claim_id",), float_format="%.4f", sort=False,
+                           provenance=True, types=(("seed_diffs_pts", str), ("paper_readings", str)),
+                           nullable=("claimed_pts", "power_at_claim", "seeds_for_power", "sd_upper_pts",
+                                     "paper_readings"))
+
+
+def main_claims(recipe: Recipe, problems: pd.DataFrame, seeds=None,
+                reported: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The main job's claims from its per-problem counts (``problems/main.csv`` rows read under ``recipe.eval``:
+    ``recipe`` is the main job's, ``Recipe.main_job``). Per RL seed a pair's difference is the mean over the problems
+    every run read of the per-problem difference in avg@k (the SFT model is read once, for every seed); a paired t
+    over seeds, Holm within the family, the decision from the interval at level 1 − 0.05/m, the power at the carried
+    size with the observed spread; two arms at 0 on every problem of every run stay undecided, as in the claims table.
+    ``seeds``: the RL seeds (default: every seed with a final stage read). A pair
+    with a seed missing on either side gives no row."""
+    reported = load_reported() if reported is None else reported
+    rows = problems[problems["config_hash"] == config_hash(recipe.eval)]
+    rate = rows.assign(p=rows["correct"] / rows["k"])
+    read = {key: g.set_index("problem")["p"] for key, g in rate.groupby(["condition", "seed", "benchmark"])}
+    seeds = sorted(int(s) for s in (rows.loc[rows["condition"] == "rl_code", "seed"].unique() if seeds is None
+                                    else seeds))
+    out = []
+    for bench in recipe.eval.benchmarks:
+        ability = SPECS[bench].ability
+        for better, worse in MAIN_PAIRS:
+            runs = {}
+            for cond in (better, worse):
+                if cond == "sft":  # one reading (the eval seed's) for every RL seed
+                    sft = [v for (c, _, b), v in read.items() if (c, b) == (cond, bench)]
+                    runs[cond] = {s: sft[0] for s in seeds} if len(sft) == 1 else {}
+                else:
+                    runs[cond] = {s: read[(cond, s, bench)] for s in seeds if (cond, s, bench) in read}
+            if not seeds or any(len(runs[c]) < len(seeds) for c in (better, worse)):
+                continue
+            shared = sorted(set.intersection(*(set(r.index) for c in runs.values() for r in c.values())))
+            d = np.array([(runs[better][s][shared] - runs[worse][s][shared]).mean() for s in seeds])
+            levels = [float(np.mean([runs[c][s][shared].mean() for s in seeds])) for c in (better, worse)]
+            base = sum(levels) / 2
+            reads = paper_readings(reported, RL_GAIN[0], RL_GAIN[1],
+                                   V.VERSIONS["aime24" if ability == "math" else "lcb_v5"])[1]
+            claimed = min((S.carry(x / 100, y / 100, base) for _, x, y in reads), default=float("nan"))
+            sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
+            floor = all(runs[c][s][shared].eq(0).all() for c in (better, worse) for s in seeds)
+            out.append({"claim_id": f"main:{bench}:{better}>{worse}", "benchmark": bench, "better": better,
+                        "worse": worse, "n_seeds": len(seeds), "n_problems": len(shared),
+                        "ours_better_pct": 100 * levels[0], "ours_worse_pct": 100 * levels[1],
+                        "ours_base_pct": 100 * base,
+                        "paper_readings": ";".join(f"{x:.1f}/{y:.1f}" for _, x, y in reads),
+                        "claimed_pts": 100 * claimed, "ours_diff_pts": 100 * d.mean(), "sd_diff_pts": 100 * sd,
+                        "df": len(d) - 1, "p_value": S.p_value(d.mean(), sd / np.sqrt(len(d)), len(d) - 1),
+                        "seed_diffs_pts": ";".join(f"{100 * x:+.2f}" for x in d), "_se": sd / np.sqrt(len(d)),
+                        "_floor": floor})
+    m = len(out)
+    for r, p_holm in zip(out, S.holm([r["p_value"] for r in out]) if m else []):
+        lo, hi = S.adjusted_interval(r["ours_diff_pts"], 100 * r.pop("_se"), r["df"], m)
+        floor = r.pop("_floor")  # both arms at 0 on every problem of every run measured nothing
+        alpha, upper = S.ALPHA / m, S.sd_upper(r["sd_diff_pts"], r["df"])
+        r.update(family_size=m, p_holm=float(p_holm), adj_ci_low_pts=lo, adj_ci_high_pts=hi, sd_upper_pts=upper,
+                 power_at_claim=S.power(r["claimed_pts"], r["sd_diff_pts"], r["n_seeds"], alpha),
+                 seeds_for_power=S.seeds_for_power(r["claimed_pts"], upper, alpha),
+                 verdict=S.UNDECIDED if floor else S.decide(lo, hi, r["claimed_pts"]))
+    return pd.DataFrame(out, columns=MAIN_COLUMNS)
+
+
+def write_main_claims(recipe: Recipe, problems: pd.DataFrame, seeds=None,
+                      reported: pd.DataFrame | None = None) -> Path:
+    """``main_claims`` written to ``results/<preset>/main_claims.csv`` (read by the README's headline)."""
+    return tables.write(MAIN_CLAIMS, main_claims(recipe, problems, seeds, reported), recipe.results / "main_claims.csv")

@@ -7,7 +7,9 @@ on the recipe as a label: the folders its results and artifacts live in.
 >>> from klear_lib.configs.recipe import recipe
 >>> r = recipe("tiny", seed=1)
 >>> r.sft.seed, r.eval.seed, r.study.main_rl_seeds
-(1, 1, 3)
+(1, 1, 5)
+>>> r.main_job.eval.benchmarks
+('math_eval_t23', 'code_eval_t45')
 >>> r.replace(rl_math={"loss_type": "cispo"}).rl("math").loss_type
 'cispo'
 """
@@ -69,6 +71,13 @@ class Recipe:
                 raise KeyError(f"preset {self.preset!r} defines no {stage!r} stage")
             changes[stage] = with_overrides(current, **overrides)
         return dataclasses.replace(self, **changes)
+
+    @property
+    def main_job(self) -> "Recipe":
+        """This recipe as the main job reads its stages (notebooks 03 and 04): the eval config with
+        ``Study.main_eval`` applied (tiny: the re-run's registered benchmarks). The ablations read from the preset's
+        own eval config, so their keys do not depend on the main job's reading."""
+        return self.replace(eval=self.study.main_eval) if self.study.main_eval else self
 
     @property
     def results(self) -> Path:

@@ -54,6 +54,10 @@ SPECS = {s.name: s for s in (
     # the SFT model and every RL arm of the pilots scored inside the paper's 25-75% band
     BenchmarkSpec("math_eval_t23", "math", None, "world", note="miniature math, held-out tiers 2 and 3 pooled",
                   parts=("math_eval_t2", "math_eval_t3")),
+    # the main job's code reading in the re-run (results/tiny/preregistration.md, section 4): tiers 4 and 5, where
+    # the SFT model and both RL stages of pilot 5 scored inside the band (tier 4 alone puts code RL above it)
+    BenchmarkSpec("code_eval_t45", "code", None, "world", note="miniature code, held-out tiers 4 and 5 pooled",
+                  parts=("code_eval_t4", "code_eval_t5")),
 )}
 
 

@@ -1,0 +1,163 @@
+"""The main job's claims (results/tiny/preregistration.md, section 4): recomputed here from per-problem counts
+with NumPy and SciPy alone, and stated in the README's headline as the file says."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as st
+
+from klear_lib.ablations import claims as C
+from klear_lib.configs import config_hash, recipe
+
+R = recipe("ci")  # the main job reads tiny_aime and tiny_lcb at ci (no Study.main_eval)
+SEEDS = [0, 1, 2, 3, 4]
+PROBLEMS = 30
+
+
+def _counts(seed: int = 7, hash_: str | None = None) -> pd.DataFrame:
+    """Per-problem counts of the SFT model (eval seed 0), the final stage and its control for 5 RL seeds, k = 4:
+    RL a little above SFT, the control far below it."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for bench in R.eval.benchmarks:
+        base = rng.uniform(0.1, 0.7, PROBLEMS)
+        runs = [("sft", 0, base)] + [(cond, s, np.clip(base + shift + rng.normal(0, 0.05), 0, 1))
+                                     for s in SEEDS for cond, shift in (("rl_code", 0.15), ("random_rl_code", -0.3))]
+        for cond, s, p in runs:
+            rows += [{"experiment": "main", "condition": cond, "seed": s, "benchmark": bench, "problem": f"{bench}-{i}",
+                      "k": 4, "correct": int(rng.binomial(4, p[i])), "config_hash": hash_ or config_hash(R.eval)}
+                     for i in range(PROBLEMS)]
+    return pd.DataFrame(rows)
+
+
+def _by_hand(counts: pd.DataFrame, bench: str, worse: str, family: int) -> tuple[float, float, float]:
+    """(mean per-seed difference, low, high) in points at level 1 - 0.05/family, from the counts alone."""
+    rate = counts[counts.benchmark == bench].assign(p=lambda d: d.correct / d.k)
+    table = rate.pivot_table(index="problem", columns=["condition", "seed"], values="p")
+    d = np.array([(table[("rl_code", s)] - (table[("sft", 0)] if worse == "sft" else table[(worse, s)])).mean()
+                  for s in SEEDS])
+    half = st.t.ppf(1 - 0.05 / (2 * family), len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    return 100 * d.mean(), 100 * (d.mean() - half), 100 * (d.mean() + half)
+
+
+def test_main_claims_recompute_from_the_counts_alone():
+    counts = _counts()
+    claims = C.main_claims(R, counts)
+    assert list(claims["claim_id"]) == [f"main:{b}:rl_code>{w}" for b in R.eval.benchmarks
+                                        for w in ("sft", "random_rl_code")]
+    assert (claims["family_size"] == 4).all() and (claims["n_seeds"] == 5).all() and (claims["df"] == 4).all()
+    for r in claims.itertuples():
+        diff, lo, hi = _by_hand(counts, r.benchmark, r.worse, 4)
+        assert r.ours_diff_pts == pytest.approx(diff)
+        assert (r.adj_ci_low_pts, r.adj_ci_high_pts) == pytest.approx((lo, hi))
+        assert r.verdict == ("replicated" if lo > 0 else "opposite" if hi < 0 else r.verdict)
+        assert r.claimed_pts > 0 and r.paper_readings.count(";") == 1  # Table 1 on both releases of the benchmark
+    holm = np.minimum(1, np.maximum.accumulate(np.sort(claims["p_value"]) * np.arange(4, 0, -1)))
+    assert sorted(claims["p_holm"]) == pytest.approx(list(holm))
+
+
+def test_main_claims_leave_out_a_pair_with_a_seed_missing_and_rows_of_another_reading():
+    counts = _counts()
+    gone = counts[~((counts.condition == "random_rl_code") & (counts.seed == 3) & (counts.benchmark == "tiny_lcb"))]
+    claims = C.main_claims(R, gone)
+    assert "main:tiny_lcb:rl_code>random_rl_code" not in set(claims["claim_id"]) and len(claims) == 3
+    assert (claims["family_size"] == 3).all()
+    stale = pd.concat([counts, _counts(seed=8, hash_="another-eval")])  # another eval config: not this reading
+    pd.testing.assert_frame_equal(C.main_claims(R, stale), C.main_claims(R, counts))
+    assert C.main_claims(R, counts, seeds=[0, 1])["n_seeds"].eq(2).all()
+
+
+def test_headline_states_each_main_claim_with_its_family_interval(monkeypatch, tmp_path):
+    from klear_lib import report, tables
+    from klear_lib.results import EVAL_SEED_GAINS
+
+    monkeypatch.setattr("klear_lib.paths.results_dir", lambda preset: tmp_path)
+    counts = _counts()
+    path = C.write_main_claims(R, counts)
+    claims = tables.read(C.MAIN_CLAIMS, path)
+    move = "-0.3000;-0.2800;-0.3100;-0.2900;-0.3200"
+    tables.write(EVAL_SEED_GAINS, pd.DataFrame([{
+        "benchmark": "tiny_aime", "before": "sft", "after": "random_rl_code", "n_seeds": 5, "gain": -0.3,
+        "ci_low": 0.0, "ci_high": 0.0, "seed_ci_low": 0.0, "seed_ci_high": 0.0, "n_problems": PROBLEMS,
+        "per_seed": move, "significant": True}]), tmp_path / "eval_seed_gains.csv")
+    text = report.standing_section(R)
+    assert text.startswith("- **The main job over 5 RL seeds**, its 4 claims decided as one family")
+    for r in claims.itertuples():
+        pts = f"{r.ours_diff_pts:+.1f}".replace("-", "−")
+        assert f"**{pts} points [" in text and f"*{r.verdict}***" in text
+    vals = [float(v) for v in move.split(";")]
+    half = st.t.ppf(1 - 0.05 / 8, 4) * np.std(vals, ddof=1) / np.sqrt(5)
+    lo, hi = (f"{100 * x:+.1f}".replace("-", "−") for x in (np.mean(vals) - half, np.mean(vals) + half))
+    assert f"the control's own move from the SFT model is −30.0 [{lo}, {hi}]" in text
+    assert "coin flip" in text and "can exceed the RL gain itself" in text
+
+
+def test_the_main_sweep_counts_a_seed_stored_only_with_both_arms_read_on_every_benchmark(monkeypatch, tmp_path):
+    import importlib.util
+
+    from klear_lib import tables
+    from klear_lib.paths import REPO
+    from klear_lib.results import PROBLEMS
+
+    spec = importlib.util.spec_from_file_location("rerun", REPO / "scripts" / "rerun.py")
+    rerun = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rerun)
+    monkeypatch.setattr("klear_lib.paths.results_dir", lambda preset: tmp_path)
+    main = rerun.rerun_recipe("tiny").main_job
+    assert main.eval.benchmarks == ("math_eval_t23", "code_eval_t45")
+    assert (main.eval.k_math, main.eval.k_code) == (16, 4)
+    assert rerun.main_progress("tiny") == {"experiment": "main", "arms": 2, "seeds_registered": 5, "seeds_stored": 0,
+                                           "runs_stored": 0, "runs_registered": 10}
+
+    def rows(stages, seed, benches=main.eval.benchmarks, hash_=config_hash(main.eval)):
+        return [{"experiment": "main", "condition": st, "seed": seed, "benchmark": b, "problem": "p0", "k": 4,
+                 "correct": 1, "config_hash": hash_} for st in stages for b in benches]
+    both = ("rl_math", "rl_code", "random_rl_math", "random_rl_code")
+    stored = (rows(both, 0) + rows(both, 1) + rows(("rl_math", "rl_code"), 2)  # seed 2: the task's arm only
+              + rows(both, 3, benches=("math_eval_t23",))                       # seed 3: one benchmark read
+              + rows(both, 4, hash_="another-reading"))                         # seed 4: another eval config
+    tables.write(PROBLEMS, pd.DataFrame(stored), tmp_path / "rerun" / "problems" / "main.csv")
+    assert rerun.main_progress("tiny") == {"experiment": "main", "arms": 2, "seeds_registered": 5, "seeds_stored": 2,
+                                           "runs_stored": 5, "runs_registered": 10}
+
+
+def test_a_reused_rl_stage_leaves_its_run_record_where_the_reusing_recipe_reads_it(monkeypatch, tmp_path):
+    # scripts/rerun.py sweep main trains under results/<preset>/rerun/; notebook 03 then reuses the checkpoint and
+    # reads its run record under results/<preset>/runs/
+    import dataclasses
+
+    from klear_lib import artifacts, pipeline
+
+    monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path / "store"))
+    monkeypatch.setattr("klear_lib.paths.results_dir", lambda preset: tmp_path / "results")
+    trained = []
+
+    def fake_train(cfg, init, rows, reward, out, record):
+        trained.append(record)
+        record.write_text("rl_step,reward_mean\n1,0.5\n")
+        (out / "final").mkdir(parents=True)
+        artifacts.mark_complete(out / "final")
+
+    monkeypatch.setattr(pipeline, "train_rl", fake_train)
+    sweep, notebook = dataclasses.replace(recipe("ci"), results_subdir="rerun"), recipe("ci")
+    rows = [{"id": "p0"}]
+    first = pipeline.rl_stage(sweep, tmp_path / "sft", "math", rows=rows, name="rl_math-s1")
+    again = pipeline.rl_stage(notebook, tmp_path / "sft", "math", rows=rows, name="rl_math-s1")
+    assert first == again and len(trained) == 1  # trained once
+    assert (notebook.runs / "rl_math-s1.csv").read_text() == (sweep.runs / "rl_math-s1.csv").read_text() != ""
+
+
+def test_two_arms_at_zero_everywhere_decide_nothing():
+    counts = _counts().assign(correct=0)
+    claims = C.main_claims(R, counts)
+    assert len(claims) == 4 and (claims["verdict"] == "undecided").all() and (claims["ours_diff_pts"] == 0).all()
+
+
+def test_rl_seeds_refuses_an_arm_its_control_does_not_have():
+    from klear_lib.pipeline import rl_seeds
+
+    with pytest.raises(ValueError, match="arms="):
+        rl_seeds(R, "sft-ckpt", [0], control=None, arms=("random_",))  # raises before any training
+    with pytest.raises(ValueError, match="arms="):
+        rl_seeds(R, "sft-ckpt", [0], control="format", arms=("task",))
