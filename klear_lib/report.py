@@ -167,8 +167,8 @@ def _main_claims_headline(recipe: Recipe, path: Path) -> str | None:
             if gains is not None and (bench, "sft", ctrl) in gains.index:
                 move = [float(v) for v in str(gains.loc[(bench, "sft", ctrl), "per_seed"]).split(";")]
                 lo, hi = _family_interval(move, m)
-                text += (f", of which the control's own move from the SFT model is {_pts(sum(move) / len(move))} "
-                         f"{_ci(lo, hi)}")
+                text += (f", the control alone moving it by {_pts(sum(move) / len(move))} {_ci(lo, hi)} from the "
+                         "SFT model")
         parts.append(text)
     control = recipe.study.main_control
     what = f" ({CONTROL_TEXT[control]})" if control in CONTROL_TEXT else ""

@@ -89,7 +89,7 @@ def test_headline_states_each_main_claim_with_its_family_interval(monkeypatch, t
     vals = [float(v) for v in move.split(";")]
     half = st.t.ppf(1 - 0.05 / 8, 4) * np.std(vals, ddof=1) / np.sqrt(5)
     lo, hi = (f"{100 * x:+.1f}".replace("-", "−") for x in (np.mean(vals) - half, np.mean(vals) + half))
-    assert f"the control's own move from the SFT model is −30.0 [{lo}, {hi}]" in text
+    assert f"the control alone moving it by −30.0 [{lo}, {hi}] from the SFT model" in text
     assert "coin flip" in text and "can exceed the RL gain itself" in text
 
 
