@@ -179,7 +179,22 @@ def power(effect: float, sd: float, n: int, alpha: float = ALPHA, paired_design:
         return 1.0 if effect != 0 else alpha
     df = n - 1 if paired_design else 2 * (n - 1)
     crit, ncp = t_quantile(1 - alpha / 2, df), effect * math.sqrt(n) / sd
-    return float(_st.nct.sf(crit, df, ncp) + _st.nct.cdf(-crit, df, ncp))
+    out = float(_st.nct.sf(crit, df, ncp) + _st.nct.cdf(-crit, df, ncp))
+    return out if not math.isnan(out) else _power_by_quadrature(crit, df, ncp)
+
+
+def _power_by_quadrature(crit: float, df: float, ncp: float) -> float:
+    """P(|T| > crit) for T noncentral t(df, ncp), as an integral over the chi-square of its denominator:
+    T = (Z + ncp) / √(V / df), so P(T > c) = E_V[Φ̄(c √(V/df) − ncp)] and P(T < −c) = E_V[Φ(−c √(V/df) − ncp)].
+    SciPy's ``nct`` returns NaN where a tail underflows (at df 4 from a noncentrality of about 8 on), which is where a
+    claim's power is read when its spread is small beside the claimed size."""
+    from scipy import integrate
+
+    def density(v: float) -> float:
+        s = crit * math.sqrt(v / df)
+        return (_st.norm.sf(s - ncp) + _st.norm.cdf(-s - ncp)) * _st.chi2.pdf(v, df)
+    lo, hi = _st.chi2.ppf([1e-12, 1 - 1e-12], df)
+    return float(min(max(integrate.quad(density, lo, hi, limit=200)[0], 0.0), 1.0))
 
 
 def sd_upper(sd: float, df: float, conf: float = SD_UPPER) -> float:

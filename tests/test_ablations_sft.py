@@ -119,6 +119,27 @@ def test_power_is_exact_against_a_simulation_and_sizes_seeds_on_an_upper_bound()
     assert stats.seeds_for_power(0.0, sd) is None and stats.seeds_for_power(effect, float("nan")) is None
 
 
+def test_power_far_in_the_noncentral_tail_is_a_number_that_matches_a_simulation():
+    # SciPy's noncentral t gives NaN where its lower tail underflows (from a noncentrality of about 8 at df 4: the main
+    # job's math claim, a claimed 6.7 points against a spread of 0.4, sits at 39); the quadrature takes over there and
+    # agrees with nct where nct is defined
+    from scipy import stats as st
+    crit = stats.t_quantile(1 - 0.0125 / 2, 4)
+    assert math.isnan(st.nct.sf(crit, 4, 20) + st.nct.cdf(-crit, 4, 20))  # the case the fallback is for
+    for ncp in (0.5, 1.0, 3.0, 6.0):
+        exact = st.nct.sf(crit, 4, ncp) + st.nct.cdf(-crit, 4, ncp)
+        assert stats._power_by_quadrature(crit, 4, ncp) == pytest.approx(exact, abs=1e-6)
+    rng = np.random.default_rng(1)
+    for effect, sd, n, alpha in ((6.7, 0.38, 5, 0.0125), (0.6, 0.01, 2, 0.0125)):  # ncp 39 at df 4, 85 at df 1
+        got = stats.power(effect, sd, n, alpha)
+        draws = rng.normal(effect, sd, size=(40000, n))
+        t = draws.mean(axis=1) / (draws.std(axis=1, ddof=1) / math.sqrt(n))
+        simulated = float((np.abs(t) > stats.t_quantile(1 - alpha / 2, n - 1)).mean())
+        assert not math.isnan(got) and got == pytest.approx(simulated, abs=0.01)
+    assert stats.seeds_for_power(6.7, 0.38, 0.0125) == min(n for n in range(2, 10)
+                                                           if stats.power(6.7, 0.38, n, 0.0125) >= 0.8)
+
+
 def test_paired_comparison_uses_the_common_seeds_and_beats_welch_when_seeds_share_a_shift():
     # a seed effect (+0.1 on seed 1) moves both arms alike: paired sees a constant +0.02, Welch sees noise
     a, b = [0.30, 0.40, 0.32, 0.50], [0.28, 0.38, 0.30, 0.9]
