@@ -18,6 +18,7 @@ import math
 from typing import Sequence
 
 import numpy as np
+from scipy import integrate
 from scipy import stats as _st
 
 ALPHA, POWER = 0.05, 0.80
@@ -188,8 +189,6 @@ def _power_by_quadrature(crit: float, df: float, ncp: float) -> float:
     T = (Z + ncp) / √(V / df), so P(T > c) = E_V[Φ̄(c √(V/df) − ncp)] and P(T < −c) = E_V[Φ(−c √(V/df) − ncp)].
     SciPy's ``nct`` returns NaN where a tail underflows (at df 4 from a noncentrality of about 8 on), which is where a
     claim's power is read when its spread is small beside the claimed size."""
-    from scipy import integrate
-
     def density(v: float) -> float:
         s = crit * math.sqrt(v / df)
         return (_st.norm.sf(s - ncp) + _st.norm.cdf(-s - ncp)) * _st.chi2.pdf(v, df)
