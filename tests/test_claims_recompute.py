@@ -157,3 +157,14 @@ def test_per_problem_files_give_each_run_its_avg_at_k(inputs):
         assert means.to_numpy() == pytest.approx(stored.loc[means.index].to_numpy(), abs=5e-6), path.name
     if not files:
         pytest.skip("no per-problem file committed at tiny yet: every stored run predates them (results/LOG.md)")
+
+
+@pytest.mark.parametrize("preset", ["tiny", "ci"])
+def test_in_band_says_whether_both_arms_sit_at_25_to_75_percent(preset):
+    claims = pd.read_csv(RESULTS / preset / "claims.csv", keep_default_na=False, dtype=str)
+    for r in claims.itertuples():
+        if r.ours_better_pct == "" or r.ours_worse_pct == "":
+            assert r.in_band == "", r.claim_id  # not run: no band to be in
+        else:
+            both = [float(r.ours_better_pct), float(r.ours_worse_pct)]
+            assert r.in_band == str(all(25 <= v <= 75 for v in both)), r.claim_id

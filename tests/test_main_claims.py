@@ -53,6 +53,7 @@ def test_main_claims_recompute_from_the_counts_alone():
         assert (r.adj_ci_low_pts, r.adj_ci_high_pts) == pytest.approx((lo, hi))
         assert r.verdict == ("replicated" if lo > 0 else "opposite" if hi < 0 else r.verdict)
         assert r.claimed_pts > 0 and r.paper_readings.count(";") == 1  # Table 1 on both releases of the benchmark
+        assert r.in_band == str(25 <= r.ours_better_pct <= 75 and 25 <= r.ours_worse_pct <= 75)
     holm = np.minimum(1, np.maximum.accumulate(np.sort(claims["p_value"]) * np.arange(4, 0, -1)))
     assert sorted(claims["p_holm"]) == pytest.approx(list(holm))
 

@@ -31,19 +31,23 @@ from klear_lib.evaluation.benchmarks import SPECS
 from klear_lib.results import ANALOGUE, CONTROL, load_reported
 
 FAMILIES: dict[str, Family] = {"sft": SFT, "rl": RL}
+# The paper's own band (its models sit at 40-80%, issue 40 asks 25-75%): a claim read where both arms score inside it
+# is not compressed by a floor or a ceiling; ``in_band`` says whether ours did, on every claim and main-job claim.
+BAND_PCT = (25.0, 75.0)
 NOT_RUN = "not run"
 COLUMNS = ["claim_id", "family", "table", "experiment", "benchmark", "better", "worse", "source", "paper_benchmarks",
            "paper_statistic", "paper_readings", "paper_better", "paper_worse", "paper_base_pct", "paper_diff_pts",
            "paper_diff_low_pts", "paper_diff_high_pts", "direction", "ours_better_pct", "ours_worse_pct",
-           "ours_base_pct", "carried_low_pts", "carried_high_pts", "claimed_pts", "margin_pts", "ours_diff_pts",
-           "ci_low_pts", "ci_high_pts", "test", "df", "n_seeds", "p_value", "multiplicity_family", "family_size",
-           "p_holm", "q_bh", "adj_ci_low_pts", "adj_ci_high_pts", "sd_seed_pts", "eval_se_pts", "sd_diff_pts",
-           "sd_upper_pts", "power_at_claim", "seeds_for_power", "verdict", "seed_diffs_pts", "shares_runs",
-           "claim"]
+           "ours_base_pct", "in_band", "carried_low_pts", "carried_high_pts", "claimed_pts", "margin_pts",
+           "ours_diff_pts", "ci_low_pts", "ci_high_pts", "test", "df", "n_seeds", "p_value", "multiplicity_family",
+           "family_size", "p_holm", "q_bh", "adj_ci_low_pts", "adj_ci_high_pts", "sd_seed_pts", "eval_se_pts",
+           "sd_diff_pts", "sd_upper_pts", "power_at_claim", "seeds_for_power", "verdict", "seed_diffs_pts",
+           "shares_runs", "claim"]
 _BLANK = ("paper_readings", "test", "df", "direction", "p_value", "p_holm", "q_bh", "family_size", "power_at_claim",
           "seeds_for_power", "seed_diffs_pts", "shares_runs", "multiplicity_family")
 # ``claims.csv``: rows in definition order; a claim not run keeps its numbers blank (NaN when read)
 CLAIMS = tables.Table("claim", tuple(COLUMNS), ("claim_id",), float_format="%.4f", sort=False, provenance=True,
+                      types=(("in_band", str),),
                       nullable=tuple(c for c in COLUMNS if c.endswith(("pts", "pct"))) + _BLANK
                       + ("paper_better", "paper_worse"))
 
@@ -225,6 +229,7 @@ def build_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: di
                      ("ours_diff_pts", "diff"), ("ci_low_pts", "ci_low"), ("ci_high_pts", "ci_high"),
                      ("sd_seed_pts", "sd_seed"), ("eval_se_pts", "eval_se"), ("sd_diff_pts", "sd_diff")):
         merged[col] = 100 * merged[src]
+    merged["in_band"] = in_band(merged["ours_better_pct"], merged["ours_worse_pct"])
     merged["shares_runs"] = [shares_text(sh, e, b, cells) for sh, e, b in
                              zip(merged["_shares"], merged["experiment"], merged["benchmark"])]
     merged["verdict"] = merged["verdict"].fillna(NOT_RUN)
@@ -233,6 +238,14 @@ def build_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: di
     for col in ("family_size", "seeds_for_power"):
         merged[col] = pd.array(merged[col], dtype="Int64")
     return merged[COLUMNS]
+
+
+def in_band(better_pct, worse_pct) -> list[str]:
+    """Per claim, "True" where both arms' mean avg@k (in %) lie inside ``BAND_PCT``, "False" where one does not, ""
+    where the claim was not run."""
+    lo, hi = BAND_PCT
+    return ["" if pd.isna(b) or pd.isna(w) else str(bool(lo <= b <= hi and lo <= w <= hi))
+            for b, w in zip(better_pct, worse_pct)]
 
 
 def claims_csv(results: Path) -> Path:
@@ -319,11 +332,12 @@ MAIN_FAMILY = "main job"
 RL_GAIN = ("Table 1", ("Klear-Reasoner-8B (32K)", "Klear-Reasoner-8B-SFT"))
 MAIN_PAIRS = (("rl_code", "sft"), ("rl_code", CONTROL + "rl_code"))
 MAIN_COLUMNS = ["claim_id", "benchmark", "better", "worse", "n_seeds", "n_problems", "ours_better_pct",
-                "ours_worse_pct", "ours_base_pct", "paper_readings", "claimed_pts", "ours_diff_pts", "sd_diff_pts",
-                "df", "p_value", "family_size", "p_holm", "adj_ci_low_pts", "adj_ci_high_pts", "sd_upper_pts",
-                "power_at_claim", "seeds_for_power", "verdict", "seed_diffs_pts"]
+                "ours_worse_pct", "ours_base_pct", "in_band", "paper_readings", "claimed_pts", "ours_diff_pts",
+                "sd_diff_pts", "df", "p_value", "family_size", "p_holm", "adj_ci_low_pts", "adj_ci_high_pts",
+                "sd_upper_pts", "power_at_claim", "seeds_for_power", "verdict", "seed_diffs_pts"]
 MAIN_CLAIMS = tables.Table("main claim", tuple(MAIN_COLUMNS), ("claim_id",), float_format="%.4f", sort=False,
-                           provenance=True, types=(("seed_diffs_pts", str), ("paper_readings", str)),
+                           provenance=True, types=(("seed_diffs_pts", str), ("paper_readings", str),
+                                                   ("in_band", str)),
                            nullable=("claimed_pts", "power_at_claim", "seeds_for_power", "sd_upper_pts",
                                      "paper_readings"))
 
@@ -368,7 +382,7 @@ def main_claims(recipe: Recipe, problems: pd.DataFrame, seeds=None,
             out.append({"claim_id": f"main:{bench}:{better}>{worse}", "benchmark": bench, "better": better,
                         "worse": worse, "n_seeds": len(seeds), "n_problems": len(shared),
                         "ours_better_pct": 100 * levels[0], "ours_worse_pct": 100 * levels[1],
-                        "ours_base_pct": 100 * base,
+                        "ours_base_pct": 100 * base, "in_band": in_band([100 * levels[0]], [100 * levels[1]])[0],
                         "paper_readings": ";".join(f"{x:.1f}/{y:.1f}" for _, x, y in reads),
                         "claimed_pts": 100 * claimed, "ours_diff_pts": 100 * d.mean(), "sd_diff_pts": 100 * sd,
                         "df": len(d) - 1, "p_value": S.p_value(d.mean(), sd / np.sqrt(len(d)), len(d) - 1),
