@@ -95,13 +95,15 @@ def main_problems(recipe: Recipe, stages: dict[int, dict[str, str]], samples: Sa
     ``results/<preset>/problems/main.csv``: condition = the stage (``rl_math``, ``random_rl_code``, ...), seed = its
     RL seed; the start's condition is its label, with the eval seed, as ``eval_stage`` writes it."""
     owner = {label: (stage, seed) for seed, labels in stages.items() for stage, label in labels.items()}
+    return [row for (label, name), df in samples.items()
+            for row in _main_rows(recipe, *owner.get(label, (label, recipe.eval.seed)),
+                                  [{"benchmark": name, **c} for c in problem_counts(df)])]
+
+
+def _main_rows(recipe: Recipe, condition: str, seed: int, counts: list[dict]) -> list[dict]:
+    """Per-problem counts (with their benchmark) as rows of the main job's problems file, under ``recipe.eval``."""
     digest = config_hash(recipe.eval)
-    rows = []
-    for (label, name), df in samples.items():
-        stage, seed = owner.get(label, (label, recipe.eval.seed))
-        rows += [{"experiment": MAIN, "condition": stage, "seed": seed, "benchmark": name, **c, "config_hash": digest}
-                 for c in problem_counts(df)]
-    return rows
+    return [{"experiment": MAIN, "condition": condition, "seed": seed, **c, "config_hash": digest} for c in counts]
 
 
 def rows_fingerprint(rows: list[dict]) -> str:
@@ -224,9 +226,7 @@ def eval_stage(recipe: Recipe, stage: str, model_path: str | Path, benchmarks=No
         problems += counts
     if write_csv:
         tables.upsert_file(EVAL, rows, eval_csv(recipe.results))
-        tables.upsert_file(PROBLEMS, [{"experiment": MAIN, "condition": stage, "seed": cfg.seed, **c,
-                                       "config_hash": config_hash(cfg)} for c in counts],
-                           problems_csv(recipe.results, MAIN))
+        tables.upsert_file(PROBLEMS, _main_rows(recipe, stage, cfg.seed, counts), problems_csv(recipe.results, MAIN))
     return pd.DataFrame(rows)
 
 

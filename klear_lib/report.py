@@ -181,7 +181,8 @@ def _main_claims_headline(recipe: Recipe, path: Path) -> str | None:
 
 
 def _seed_pts(joined: str) -> str:
-    return ", ".join(f"{float(v):+.1f}".replace("-", "−") for v in str(joined).split(";"))
+    """A ';'-joined list of points as the README writes it."""
+    return ", ".join(_pts(float(v), 1) for v in str(joined).split(";"))
 
 
 def _family_interval(values: list[float], family_size: int) -> tuple[float, float]:
