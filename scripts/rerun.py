@@ -6,13 +6,17 @@ experiment's runs, into ``results/<preset>/rerun/`` beside the study they will r
     .venv/bin/python scripts/rerun.py sweep fig5 && .venv/bin/python scripts/rerun.py sweep table6  # reuse fig2's gppo
     .venv/bin/python scripts/rerun.py sweep main --workers 2                   # the main job (section 4)
     .venv/bin/python scripts/rerun.py status                                   # runs stored, no result shown
+    .venv/bin/python scripts/rerun.py claims                                   # verdicts of complete experiments
 
 ``sweep`` runs the experiment's registered seeds (``RLScale.fixed_seeds``) a chunk of ``workers`` seeds at a time,
 every arm of a seed in the same chunk, so a sweep cut between chunks leaves whole paired seeds; the seeds' start
 evaluations run ``workers`` at a time too. A run's rows are written the moment it ends (``Family.run_experiment``),
 so a killed sweep loses only the runs in flight. ``--stop-by HH:MM`` (UTC, today) starts no chunk that the last
 chunk's duration says would end after it. Neither command prints a result: the registration forbids an interim look,
-so the verdicts are computed once, after every registered run is stored (docs/design.md, "Verdicts").
+so the verdicts are computed once, after every registered run is stored (docs/design.md, "Verdicts"). ``claims``
+writes ``results/<preset>/rerun/claims.csv``: the claims of every experiment whose registered runs are all stored
+(the others "not run", whatever rows they have), the main job's among them once its seeds are all stored, and the
+Benjamini-Hochberg q-values only once nothing registered is missing.
 
 The main job (``sweep main``) trains its RL seeds (``Study.main_rl_seeds``) with the task's reward and with its
 control, one arm of one seed per worker, and stores every stage's per-problem counts in ``problems/main.csv`` as
@@ -157,6 +161,29 @@ def sweep(preset: str, experiment: str, workers: int, stop_by: str | None) -> No
     print(progress(preset, experiment))
 
 
+def claims(preset: str) -> None:
+    """The re-run's claims table from its stored rows: an experiment is read only once all its registered runs are
+    stored (no interim look), and BH runs across the claims only once every registered experiment is in."""
+    import pandas as pd
+
+    from klear_lib import tables
+    from klear_lib.ablations import claims as C
+    from klear_lib.results import PROBLEMS, problems_csv
+
+    r = rerun_recipe(preset)
+    counts = [progress(preset, e) for e in REGISTERED] + [main_progress(preset)]
+    done = {c["experiment"] for c in counts if c["runs_stored"] == c["runs_registered"]}
+    for c in counts:
+        if c["experiment"] not in done:
+            print(f"{c['experiment']}: not read, {c['runs_stored']} of {c['runs_registered']} registered runs stored")
+    main = C.main_claims(r.main_job, tables.read(PROBLEMS, problems_csv(r.results, MAIN))) if MAIN in done \
+        else pd.DataFrame(columns=C.MAIN_COLUMNS)
+    table = C.with_main(C.build_claims(r, experiments=done - {MAIN}), main, q_bh=len(done) == len(counts))
+    path = tables.write(C.CLAIMS, table, C.claims_csv(r.results))
+    print(f"{path}: {int((table['verdict'] != C.NOT_RUN).sum())} of {len(table)} claims read"
+          + ("" if len(done) == len(counts) else "; no q-values until every registered experiment is stored"))
+
+
 def _deadline(stop_by: str | None) -> float | None:
     if not stop_by:
         return None
@@ -166,7 +193,7 @@ def _deadline(stop_by: str | None) -> float | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("command", choices=("sweep", "status"))
+    ap.add_argument("command", choices=("sweep", "status", "claims"))
     ap.add_argument("experiment", nargs="?", default="fig2")
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--workers", type=int, default=2, help="runs at a time (one torch thread each)")
@@ -174,6 +201,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.command == "sweep":
         sweep(args.preset, args.experiment, args.workers, args.stop_by)
+    elif args.command == "claims":
+        claims(args.preset)
     else:
         for experiment in REGISTERED:
             print(progress(args.preset, experiment))

@@ -15,18 +15,18 @@ SEEDS = [0, 1, 2, 3, 4]
 PROBLEMS = 30
 
 
-def _counts(seed: int = 7, hash_: str | None = None) -> pd.DataFrame:
+def _counts(seed: int = 7, hash_: str | None = None, r=R) -> pd.DataFrame:
     """Per-problem counts of the SFT model (eval seed 0), the final stage and its control for 5 RL seeds, k = 4:
-    RL a little above SFT, the control far below it."""
+    RL a little above SFT, the control far below it (``r``: the main job's recipe, whose reading they carry)."""
     rng = np.random.default_rng(seed)
     rows = []
-    for bench in R.eval.benchmarks:
+    for bench in r.eval.benchmarks:
         base = rng.uniform(0.1, 0.7, PROBLEMS)
         runs = [("sft", 0, base)] + [(cond, s, np.clip(base + shift + rng.normal(0, 0.05), 0, 1))
                                      for s in SEEDS for cond, shift in (("rl_code", 0.15), ("random_rl_code", -0.3))]
         for cond, s, p in runs:
             rows += [{"experiment": "main", "condition": cond, "seed": s, "benchmark": bench, "problem": f"{bench}-{i}",
-                      "k": 4, "correct": int(rng.binomial(4, p[i])), "config_hash": hash_ or config_hash(R.eval)}
+                      "k": 4, "correct": int(rng.binomial(4, p[i])), "config_hash": hash_ or config_hash(r.eval)}
                      for i in range(PROBLEMS)]
     return pd.DataFrame(rows)
 
@@ -95,15 +95,10 @@ def test_headline_states_each_main_claim_with_its_family_interval(monkeypatch, t
 
 
 def test_the_main_sweep_counts_a_seed_stored_only_with_both_arms_read_on_every_benchmark(monkeypatch, tmp_path):
-    import importlib.util
-
     from klear_lib import tables
-    from klear_lib.paths import REPO
     from klear_lib.results import PROBLEMS
 
-    spec = importlib.util.spec_from_file_location("rerun", REPO / "scripts" / "rerun.py")
-    rerun = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rerun)
+    rerun = _rerun_script()
     monkeypatch.setattr("klear_lib.paths.results_dir", lambda preset: tmp_path)
     main = rerun.rerun_recipe("tiny").main_job
     assert main.eval.benchmarks == ("math_eval_t23", "code_eval_t45")
@@ -162,3 +157,73 @@ def test_rl_seeds_refuses_an_arm_its_control_does_not_have():
         rl_seeds(R, "sft-ckpt", [0], control=None, arms=("random_",))  # raises before any training
     with pytest.raises(ValueError, match="arms="):
         rl_seeds(R, "sft-ckpt", [0], control="format", arms=("task",))
+
+
+def _bh_by_hand(p) -> np.ndarray:
+    p = np.asarray(p, float)
+    order, m = np.argsort(p), len(p)
+    q = np.minimum.accumulate((p[order] * m / np.arange(1, m + 1))[::-1])[::-1]
+    return np.minimum(1, q)[np.argsort(order)]
+
+
+def test_one_claims_table_holds_the_main_claims_with_bh_across_every_family(tmp_path):
+    from klear_lib import tables
+
+    ablations = C.build_claims(R, paths={"sft": tmp_path / "none.csv", "rl": tmp_path / "none.csv"})
+    ablations.loc[0, "p_value"] = 0.004  # one ablation claim with a p: BH spans both families
+    main = C.main_claims(R, _counts())
+    table = C.with_main(ablations, main)
+    assert len(table) == len(ablations) + 4 and list(table.columns) == C.COLUMNS
+    rows = table[table["experiment"] == "main"].set_index("claim_id")
+    for m in main.itertuples():
+        r = rows.loc[m.claim_id]
+        assert (r["verdict"], r["p_holm"], r["family_size"]) == (m.verdict, m.p_holm, 4)
+        assert r["multiplicity_family"] == r["family"] == C.MAIN_FAMILY and r["table"] == "Table 1"
+        half = st.t.ppf(0.975, 4) * m.sd_diff_pts / np.sqrt(5)  # the unadjusted 95% interval beside the family's
+        assert (r["ci_low_pts"], r["ci_high_pts"]) == pytest.approx((m.ours_diff_pts - half, m.ours_diff_pts + half))
+        assert r["paper_benchmarks"] in ("aime24;aime25", "lcb_v5;lcb_v6") and r["paper_readings"].count(";") == 1
+        assert r["carried_low_pts"] == pytest.approx(m.claimed_pts) and r["claim"] == C.MAIN_CLAIM_TEXT[m.worse]
+    tested = table["p_value"].notna()
+    assert tested.sum() == 5 and table["q_bh"].notna().sum() == 5
+    assert list(table.loc[tested, "q_bh"]) == pytest.approx(list(_bh_by_hand(table.loc[tested, "p_value"])))
+    assert C.with_main(ablations, main, q_bh=False)["q_bh"].isna().all()
+    back = tables.read(C.CLAIMS, tables.write(C.CLAIMS, table, tmp_path / "claims.csv"))
+    assert list(back["claim_id"]) == list(table["claim_id"])
+    assert list(C.readme_table(back)["verdict"][-4:]) == list(main["verdict"])
+
+
+def _rerun_script():
+    import importlib.util
+
+    from klear_lib.paths import REPO
+
+    spec = importlib.util.spec_from_file_location("rerun", REPO / "scripts" / "rerun.py")
+    rerun = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rerun)
+    return rerun
+
+
+def test_the_reruns_claims_read_an_experiment_only_once_all_its_runs_are_stored(monkeypatch, tmp_path, capsys):
+    from klear_lib import tables
+    from klear_lib.results import PROBLEMS
+
+    rerun = _rerun_script()
+    monkeypatch.setattr("klear_lib.paths.results_dir", lambda preset: tmp_path)
+    main = rerun.rerun_recipe("tiny").main_job
+    counts = _counts(r=main)
+    stages = pd.concat([counts] + [counts[counts.condition == c].assign(condition=c.replace("code", "math"))
+                                   for c in ("rl_code", "random_rl_code")])
+    path = tmp_path / "rerun" / "problems" / "main.csv"
+    tables.write(PROBLEMS, stages[stages.seed != 4], path)  # seed 4 missing: the main job is not read
+    rerun.claims("tiny")
+    out = tables.read(C.CLAIMS, tmp_path / "rerun" / "claims.csv")
+    assert (out["verdict"] == C.NOT_RUN).all() and out["q_bh"].isna().all() and "main" not in set(out["experiment"])
+    said = capsys.readouterr().out
+    assert "main: not read, 8 of 10 registered runs stored" in said and "fig2: not read, 0 of 240" in said
+    tables.write(PROBLEMS, stages, path)  # all five seeds of both arms: read, though the ablations are not
+    rerun.claims("tiny")
+    out = tables.read(C.CLAIMS, tmp_path / "rerun" / "claims.csv")
+    read = out[out["verdict"] != C.NOT_RUN]
+    assert list(read["claim_id"]) == list(C.main_claims(main, stages)["claim_id"]) and len(read) == 4
+    assert out["q_bh"].isna().all()  # no q-value while a registered experiment is missing
+    assert "no q-values until every registered experiment is stored" in capsys.readouterr().out

@@ -127,12 +127,16 @@ def expected(reported: pd.DataFrame | None = None, recipe: Recipe | None = None)
     return out
 
 
-def measured(recipe: Recipe, paths: dict | None = None, metric: str = "avg@k") -> tuple[pd.DataFrame, dict]:
+def measured(recipe: Recipe, paths: dict | None = None, metric: str = "avg@k",
+             experiments=None) -> tuple[pd.DataFrame, dict]:
     """Every family's comparisons of its claimed pairs from its stored rows (``paths``: family -> table path
-    override), and every cell's per-seed values {(experiment, condition, benchmark): {seed: value}}."""
+    override; ``experiments``: only these experiments' rows, default all), and every cell's per-seed values
+    {(experiment, condition, benchmark): {seed: value}}."""
     out, cells = [], {}
     for name, family in FAMILIES.items():
         rows = family.current_rows(recipe, (paths or {}).get(name))
+        if experiments is not None and len(rows):
+            rows = rows[rows["experiment"].isin(list(experiments))]
         if len(rows):
             summary = family.aggregate(rows)
             pairs = family.pairs(summary, metric)
@@ -218,11 +222,14 @@ def _decision_fields(r: pd.Series) -> dict:
             "seeds_for_power": np.nan if need is None else need}
 
 
-def build_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: dict | None = None) -> pd.DataFrame:
-    """One row per expected claim: the paper's readings, ours (in points) and the decision, or "not run"."""
+def build_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: dict | None = None,
+                 experiments=None) -> pd.DataFrame:
+    """One row per expected claim: the paper's readings, ours (in points) and the decision, or "not run" (every
+    claim of an experiment outside ``experiments``, when given: a registered experiment is read only once all its
+    runs are stored)."""
     reported = load_reported() if reported is None else reported
     claims = expected(reported, recipe)
-    pairs, cells = measured(recipe, paths)
+    pairs, cells = measured(recipe, paths, experiments=experiments)
     merged = decide_all(claims.merge(pairs[[c for c in V.PAIR_COLUMNS if c != "metric"] + ["seed_diffs"]],
                                      on=["experiment", "benchmark", "better", "worse"], how="left"))
     for col, src in (("ours_better_pct", "mean_better"), ("ours_worse_pct", "mean_worse"),
@@ -342,6 +349,20 @@ MAIN_CLAIMS = tables.Table("main claim", tuple(MAIN_COLUMNS), ("claim_id",), flo
                                      "paper_readings"))
 
 
+# what each main claim says, in the claims table's ``claim`` column (``with_main``)
+MAIN_CLAIM_TEXT = {"sft": "RL after long-CoT SFT (math, then code, GPPO) improves the SFT model (Table 1's RL gain)",
+                   CONTROL + "rl_code": "the reward's signal makes the RL gain: RL beats the same RL with random "
+                                        "rewards (the paper ran no control)"}
+
+
+def rl_gain(reported: pd.DataFrame | None, bench: str) -> tuple[tuple[str, ...], str, list[tuple[str, float, float]]]:
+    """The paper's RL gain where ``bench``'s ability is read (Table 1, the SFT model to the released one at 32K, on
+    both releases of AIME or LiveCodeBench): (benchmarks, statistic, [(benchmark, RL, SFT in points), ...])."""
+    benches = V.VERSIONS["aime24" if SPECS[bench].ability == "math" else "lcb_v5"]
+    stat, reads, _ = paper_readings(reported, RL_GAIN[0], RL_GAIN[1], benches)
+    return benches, stat, reads
+
+
 def main_claims(recipe: Recipe, problems: pd.DataFrame, seeds=None,
                 reported: pd.DataFrame | None = None) -> pd.DataFrame:
     """The main job's claims from its per-problem counts (``problems/main.csv`` rows read under ``recipe.eval``:
@@ -359,7 +380,6 @@ def main_claims(recipe: Recipe, problems: pd.DataFrame, seeds=None,
                                     else seeds))
     out = []
     for bench in recipe.eval.benchmarks:
-        ability = SPECS[bench].ability
         for better, worse in MAIN_PAIRS:
             runs = {}
             for cond in (better, worse):
@@ -374,8 +394,7 @@ def main_claims(recipe: Recipe, problems: pd.DataFrame, seeds=None,
             d = np.array([(runs[better][s][shared] - runs[worse][s][shared]).mean() for s in seeds])
             levels = [float(np.mean([runs[c][s][shared].mean() for s in seeds])) for c in (better, worse)]
             base = sum(levels) / 2
-            reads = paper_readings(reported, RL_GAIN[0], RL_GAIN[1],
-                                   V.VERSIONS["aime24" if ability == "math" else "lcb_v5"])[1]
+            reads = rl_gain(reported, bench)[2]
             claimed = min((S.carry(x / 100, y / 100, base) for _, x, y in reads), default=float("nan"))
             sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
             floor = all(runs[c][s][shared].eq(0).all() for c in (better, worse) for s in seeds)
@@ -404,3 +423,45 @@ def write_main_claims(recipe: Recipe, problems: pd.DataFrame, seeds=None,
                       reported: pd.DataFrame | None = None) -> Path:
     """``main_claims`` written to ``results/<preset>/main_claims.csv`` (read by the README's headline)."""
     return tables.write(MAIN_CLAIMS, main_claims(recipe, problems, seeds, reported), recipe.results / "main_claims.csv")
+
+
+def with_main(claims: pd.DataFrame, main: pd.DataFrame, reported: pd.DataFrame | None = None,
+              q_bh: bool = True) -> pd.DataFrame:
+    """One claims table for a whole study: ``claims`` (``build_claims``) with the main job's claims (``main_claims``)
+    as rows of the same layout (experiment "main", family and Holm family ``MAIN_FAMILY``, the paper's side its RL
+    gain), and Benjamini-Hochberg across every claim with a p (``q_bh=False`` leaves it blank, for a study whose
+    registered claims are not all in yet). Holm and every verdict stay as each family decided them."""
+    reported = load_reported() if reported is None else reported
+    rows = []
+    for r in main.to_dict("records"):
+        benches, stat, reads = rl_gain(reported, r["benchmark"])
+        first = [(b, w) for k, b, w in reads if k == benches[0]]
+        diffs = [b - w for _, b, w in reads]
+        carried = [100 * S.carry(b / 100, w / 100, r["ours_base_pct"] / 100) for _, b, w in reads]
+        lo, hi = S.adjusted_interval(r["ours_diff_pts"], r["sd_diff_pts"] / np.sqrt(r["n_seeds"]), r["df"], 1)
+        paper_b, paper_w = (np.mean([x[i] for x in first]) if first else np.nan for i in (0, 1))
+        rows.append({
+            **{c: r[c] for c in ("claim_id", "benchmark", "better", "worse", "ours_better_pct", "ours_worse_pct",
+                                 "ours_base_pct", "in_band", "claimed_pts", "ours_diff_pts", "df", "n_seeds",
+                                 "p_value", "family_size", "p_holm", "adj_ci_low_pts", "adj_ci_high_pts",
+                                 "sd_diff_pts", "sd_upper_pts", "power_at_claim", "seeds_for_power", "verdict")},
+            "family": MAIN_FAMILY, "table": RL_GAIN[0], "experiment": "main", "source": V.PAPER,
+            "paper_benchmarks": ";".join(benches), "paper_statistic": stat,
+            "paper_readings": ";".join(f"{k} {b:.2f}/{w:.2f}" for k, b, w in reads),
+            "paper_better": paper_b, "paper_worse": paper_w, "paper_base_pct": (paper_b + paper_w) / 2,
+            "paper_diff_pts": np.mean(diffs) if diffs else np.nan, "paper_diff_low_pts": min(diffs, default=np.nan),
+            "paper_diff_high_pts": max(diffs, default=np.nan), "direction": 1,
+            "carried_low_pts": min(carried, default=np.nan), "carried_high_pts": max(carried, default=np.nan),
+            "margin_pts": S.EQUIVALENCE * r["claimed_pts"] if r["claimed_pts"] > 0 else np.nan,
+            "ci_low_pts": lo, "ci_high_pts": hi, "test": "paired", "multiplicity_family": MAIN_FAMILY,
+            "sd_seed_pts": np.nan, "eval_se_pts": np.nan, "q_bh": np.nan,
+            "seed_diffs_pts": ";".join(f"{float(x):.2f}" for x in str(r["seed_diffs_pts"]).split(";")),
+            "shares_runs": "", "claim": MAIN_CLAIM_TEXT[r["worse"]]})
+    out = pd.concat([claims, pd.DataFrame(rows, columns=COLUMNS)], ignore_index=True) if rows else claims.copy()
+    tested = out["p_value"].notna()
+    out["q_bh"] = np.nan
+    if q_bh and tested.any():
+        out.loc[tested, "q_bh"] = S.bh(out.loc[tested, "p_value"])
+    for col in ("family_size", "seeds_for_power"):
+        out[col] = pd.array(out[col], dtype="Int64")
+    return out[COLUMNS]
