@@ -51,8 +51,11 @@ def problems_csv(folder: Path, experiment: str) -> Path:
     return Path(folder) / "problems" / f"{experiment}.csv"
 
 
-# Our miniature benchmarks and their paper analogues (for side-by-side tables).
-ANALOGUE = {"tiny_aime": "aime24", "tiny_lcb": "lcb_v5"}
+# Our miniature benchmarks and their paper analogues (for side-by-side tables): the world's held-out splits (one tier,
+# or tiers pooled, as the re-run reads its claims) stand for the same benchmark as their ability's miniature one.
+ANALOGUE = {"tiny_aime": "aime24", "tiny_lcb": "lcb_v5",
+            **{f"math_eval_t{t}": "aime24" for t in ("1", "2", "3", "4", "5", "23")},
+            **{f"code_eval_t{t}": "lcb_v5" for t in ("4", "5", "45")}}
 PAPER_MODEL_OF_STAGE = {"sft": "Klear-Reasoner-8B-SFT", "rl_code": "Klear-Reasoner-8B (32K)",
                         "Kwai-Klear/Klear-Reasoner-8B-SFT": "Klear-Reasoner-8B-SFT",
                         "Kwai-Klear/Klear-Reasoner-8B": "Klear-Reasoner-8B (32K)"}

@@ -107,6 +107,19 @@ def test_side_by_side_pairs_stages_with_paper_models():
     sft = table[table.stage == "sft"].iloc[0]
     assert sft.paper_benchmark == "aime24" and sft.paper_pct == 75.6 and sft.ours_pct == 25.0
     assert table[table.stage == "rl_code"].iloc[0].paper_pct == 61.6
+    # the held-out splits the re-run reads stand for the same paper benchmark as their ability's miniature one
+    held = side_by_side(pd.DataFrame([row(stage="sft", benchmark="math_eval_t23"),
+                                      row(stage="rl_code", benchmark="code_eval_t45")]), load_reported())
+    assert list(held.paper_pct) == [61.6, 75.6] and list(held.paper_benchmark) == ["lcb_v5", "aime24"]
+
+
+def test_every_world_benchmark_has_the_paper_analogue_of_its_ability():
+    from klear_lib.evaluation.benchmarks import SPECS
+    from klear_lib.results import ANALOGUE
+
+    world = {name: spec.ability for name, spec in SPECS.items() if spec.source == "world"}
+    assert {name: ANALOGUE.get(name) for name in world} == {
+        name: "aime24" if ability == "math" else "lcb_v5" for name, ability in world.items()}
 
 
 @pytest.mark.parametrize("field, value, why", [("mean", "abc", "not a number"), ("n_problems", 4.5,
