@@ -91,8 +91,9 @@ def _main_seeds(r) -> list[int]:
 
 def sweep_main(preset: str, workers: int, stop_by: str | None) -> None:
     """The main job's runs (a seed's arm: its two stages, read) not stored yet, ``workers`` at a time (one torch
-    thread each), the control arms first (they take about twice as long); a new run starts only while the longest
-    run so far says it would end before ``stop_by``. The SFT model is read first, once."""
+    thread each), the control arms first (they take about twice as long); a run starts only while the longest run of
+    its arm so far (of any arm, before one of its own ends) says it would end before ``stop_by``, so a task arm
+    still starts where a control no longer fits. The SFT model is read first, once."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     import multiprocessing
 
@@ -107,24 +108,34 @@ def sweep_main(preset: str, workers: int, stop_by: str | None) -> None:
                                                        stage_samples(r, "sft", sft).items()}), out)
     done, arms = _stored_main_runs(r)
     todo = [(a, s) for a in sorted(arms, reverse=True) for s in _main_seeds(r) if (a, s) not in done]
-    deadline, longest = _deadline(stop_by), 0.0
+    deadline, longest = _deadline(stop_by), {}  # arm -> its longest run so far, in seconds
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         running = {}
         while todo or running:
-            while todo and len(running) < workers and not (deadline and time.time() + longest > deadline):
-                arm, seed = todo.pop(0)
+            while len(running) < workers and (pick := _next_run(todo, longest, deadline, time.time())):
+                todo.remove(pick)
+                arm, seed = pick
                 running[pool.submit(_main_run, preset, seed, arm, str(sft))] = (arm, seed, time.time())
             if not running:
-                print(f"stopping before {len(todo)} runs: the longest took {longest / 60:.0f} min, past --stop-by "
+                took = ", ".join(f"{a or 'task'} arm {v / 60:.0f} min" for a, v in sorted(longest.items()))
+                print(f"stopping before {len(todo)} runs: the longest took {took or '0 min'}, past --stop-by "
                       f"{stop_by}")
                 break
             for future in wait(running, return_when=FIRST_COMPLETED).done:
                 arm, seed, start = running.pop(future)
                 tables.upsert_file(PROBLEMS, future.result(), out)  # stored as each run ends: a killed sweep resumes
-                longest = max(longest, time.time() - start)
+                longest[arm] = max(longest.get(arm, 0.0), time.time() - start)
                 took = (time.time() - start) / 60
                 print(f"main {arm or 'task'} arm, seed {seed}: stored ({took:.0f} min)", flush=True)
     print(main_progress(preset))
+
+
+def _next_run(todo: list[tuple[str, int]], longest: dict[str, float], deadline: float | None,
+              now: float) -> tuple[str, int] | None:
+    """The first (arm, seed) of ``todo`` that its arm's longest run so far (any arm's, before one of its own has
+    ended; none before any has) says would end by ``deadline``; None if none would."""
+    guess = max(longest.values(), default=0.0)
+    return next((t for t in todo if deadline is None or now + longest.get(t[0], guess) <= deadline), None)
 
 
 def _main_run(preset: str, seed: int, arm: str, sft: str) -> list[dict]:

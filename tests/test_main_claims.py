@@ -227,3 +227,16 @@ def test_the_reruns_claims_read_an_experiment_only_once_all_its_runs_are_stored(
     assert list(read["claim_id"]) == list(C.main_claims(main, stages)["claim_id"]) and len(read) == 4
     assert out["q_bh"].isna().all()  # no q-value while a registered experiment is missing
     assert "no q-values until every registered experiment is stored" in capsys.readouterr().out
+
+
+def test_the_main_sweep_still_starts_a_task_arm_where_a_control_no_longer_fits():
+    rerun = _rerun_script()
+    todo = [("random_", 3), ("random_", 4), ("", 0)]
+    assert rerun._next_run(todo, {}, 100.0, 99.0) == ("random_", 3)  # nothing timed yet: the first starts
+    assert rerun._next_run(todo, {}, None, 1e9) == ("random_", 3)  # no deadline
+    timed = {"random_": 7200.0}  # a control took 2 h; the task arm, not timed yet, is guessed at that too
+    assert rerun._next_run(todo, timed, 10_000.0, 0.0) == ("random_", 3)
+    assert rerun._next_run(todo, timed, 7_000.0, 0.0) is None
+    timed[""] = 3000.0  # a task arm took 50 min: it still fits where a control does not
+    assert rerun._next_run(todo, timed, 7_000.0, 0.0) == ("", 0)
+    assert rerun._next_run(todo, timed, 2_000.0, 0.0) is None
