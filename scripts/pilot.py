@@ -11,6 +11,8 @@ reads a pilot row: the pilots' RL seeds (1000 and up) are none of the sweep's, a
     .venv/bin/python scripts/pilot.py spread --of math            # pilot 4's spread
     .venv/bin/python scripts/pilot.py main --seeds 1000 1001 1002 1003 --workers 2   # pilot 5: main job + control
     .venv/bin/python scripts/pilot.py spread --of main            # pilot 5's spread
+    .venv/bin/python scripts/pilot.py sft --seeds 1000 1001 --workers 2   # pilot 6: the SFT Tables 2-5
+    .venv/bin/python scripts/pilot.py spread --of sft             # pilot 6's spread (math readings; sft_code: code)
 
 ``stages`` trains the main job's SFT, math RL and code RL (RL seed 0) and reads each on every held-out split;
 ``fig2`` runs Fig. 2's arms of the GPPO-vs-GRPO dispute (gppo, clip_higher, grpo) from that SFT model, as the RL
@@ -29,6 +31,11 @@ and 0.2), read like pilot 2. Their claimed arm (filtered, α = 0.1) is the RL de
 ``gppo`` and reuses its runs; ``spread --of math`` writes ``math_spread.csv``. ``main`` is pilot 5, for the main
 job's headline: its math RL then code RL from the SFT model, with the task's reward and with the random-reward
 control, every stage read on math tiers 2-3 and code tier 4; ``spread --of main`` writes ``main_spread.csv``.
+``sft`` is pilot 6, for the SFT data ablations (Tables 2-5) as the tiny SFT scale trains them (the same rows, epochs
+and SFT config), read on every problem of easier candidates than the earlier design's (math tiers 1 and 2, code
+``tiny_lcb`` and tier 4, avg@4), because its models sat at 1-14% there; the math-trained models of Tables 2 and 4
+are read on math only. ``spread --of sft`` (math: Tables 2-4) and ``--of sft_code`` (code: Tables 3 and 5) write
+``sft_spread.csv`` and ``sft_code_spread.csv``.
 """
 from __future__ import annotations
 
@@ -184,6 +191,31 @@ def _main_run(preset: str, k: int, seed: int, sft: str, control: str) -> list[di
             condition=f"{MAIN_CONTROLS[control] if stage.startswith(CONTROL) else 'reward'}/{stage.removeprefix(CONTROL)}")]
 
 
+# pilot 6: the SFT ablations at the tiny SFT scale, read on candidates easier than the earlier design's (tier 2 and
+# tiny_aime, where its models sat at 1-14%); models trained for math (Tables 2 and 4) are read on math only
+SFT_MATH_READ = ("math_eval_t1", "math_eval_t2")
+SFT_CODE_READ = ("tiny_lcb", "code_eval_t4")
+SFT_GROUPS = {("table2", "table4"): {"tiny_aime": SFT_MATH_READ, "tiny_lcb": ()},
+              ("table3", "table5"): {"tiny_aime": SFT_MATH_READ, "tiny_lcb": SFT_CODE_READ}}
+SFT_PILOT_EVAL = {"k_math": 4, "k_code": 4, "max_problems": None}  # every problem, 4 samples on both abilities
+
+
+def sft_claims(preset: str, seeds: list[int], workers: int) -> None:
+    """Pilot 6: every condition of Tables 2-5 for ``seeds`` (SFT seeds: subset, data order and sampling), as the
+    preset's SFT scale trains them, read on ``SFT_GROUPS``' candidates; rows to ``<pilot dir>/<experiment>.csv``."""
+    from klear_lib.ablations.sft import SFT
+    from klear_lib.configs.study import SFT_ABLATIONS
+
+    base = SFT_ABLATIONS[preset]
+    for experiments, benchmarks in SFT_GROUPS.items():
+        scale = dataclasses.replace(base, benchmarks=benchmarks, eval={**base.eval, **SFT_PILOT_EVAL})
+        r = scratch_recipe(preset, study={"sft_ablations": scale})
+        for experiment in experiments:
+            path = _pilot_dir(preset) / f"{experiment}.csv"
+            rows = SFT.run_experiment(r, experiment, seeds=seeds, path=path, workers=workers)
+            print(f"wrote {path}: {len(rows)} rows", flush=True)
+
+
 SWEEP_K = 16  # samples per problem of the re-run's math reading (docs/design.md, "Where the re-run reads its claims")
 # Candidate readings of Fig. 2's claims: each held-out split, and tiers 2 and 3 pooled (400 problems)
 READINGS = {"math_eval_t2": ("math_eval_t2",), "math_eval_t3": ("math_eval_t3",),
@@ -219,11 +251,29 @@ MAIN_BENCHES = {"math_eval_t23": ("aime24", "aime25"), **{r: ("lcb_v5", "lcb_v6"
 MAIN_DISPUTES = tuple((f"reward/{stage}", worse, "Table 1", RL_GAIN, MAIN_BENCHES, 2)
                       for stage in ("rl_code", "rl_math")
                       for worse in (*(f"{c}/{stage}" for c in MAIN_CONTROLS.values()), "sft"))
+# Pilot 6's pairs: each table's claimed pairs, the paper's readings of its two settings on the analogue's releases,
+# the Holm family its claims would form (the table's pairs, once per ability the claim is read on: Table 3 reads
+# math and code). Tables 4 and 5 share labels (top1, ...), so math (Tables 2-4) and code (Tables 3, 5) spread apart.
+def _sft_disputes(experiments: tuple[str, ...], benches: tuple[str, ...]) -> tuple:
+    from klear_lib.ablations.sft import SFT
+
+    return tuple((better, worse, e.table, ((e.condition(better).paper_setting, e.condition(worse).paper_setting),),
+                  benches, len(e.pairs) * len(e.primary))
+                 for e in map(SFT.get_experiment, experiments) for better, worse in e.pairs)
+
+
+SFT_READINGS = {"math_eval_t1": ("math_eval_t1",), "math_eval_t2": ("math_eval_t2",),
+                "math_eval_t12": SFT_MATH_READ}
+SFT_CODE_READINGS = {b: (b,) for b in SFT_CODE_READ}
 # pilot -> (the experiments whose per-problem counts it reads, its candidate readings, its pairs, the CSV it writes)
 SPREADS = {"fig2": (("fig2",), READINGS, DISPUTES, "fig2_spread.csv"),
            "code": (tuple(CODE_ARMS), CODE_READINGS, CODE_DISPUTES, "code_spread.csv"),
            "math": (tuple(MATH_ARMS), READINGS, MATH_DISPUTES, "math_spread.csv"),
-           "main": ((MAIN_PILOT,), MAIN_READINGS, MAIN_DISPUTES, "main_spread.csv")}
+           "main": ((MAIN_PILOT,), MAIN_READINGS, MAIN_DISPUTES, "main_spread.csv"),
+           "sft": (("table2", "table3", "table4"), SFT_READINGS, lambda: _sft_disputes(
+               ("table2", "table3", "table4"), ("aime24", "aime25")), "sft_spread.csv"),
+           "sft_code": (("table3", "table5"), SFT_CODE_READINGS, lambda: _sft_disputes(
+               ("table3", "table5"), ("lcb_v5", "lcb_v6")), "sft_code_spread.csv")}
 
 
 def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
@@ -240,6 +290,7 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
     from klear_lib.results import PROBLEMS, load_reported, problems_csv
 
     experiments, readings, disputes, name = SPREADS[of]
+    disputes = disputes() if callable(disputes) else disputes  # pilot 6's pairs come from the SFT family
     files = [problems_csv(_pilot_dir(preset), e) for e in experiments]
     counts = pd.concat([tables.read(PROBLEMS, f) for f in files if f.exists()])  # a pilot still running: its part
     reported = load_reported()
@@ -320,16 +371,17 @@ def _pilot_dir(preset: str):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("pilot", choices=("stages", "fig2", "code", "math", "main", "spread"))
+    ap.add_argument("pilot", choices=("stages", "fig2", "code", "math", "main", "sft", "spread"))
     ap.add_argument("--of", choices=tuple(SPREADS), default="fig2", help="the pilot whose spread (spread)")
     ap.add_argument("--sweep-k", type=int, default=SWEEP_K, help="samples per problem to project to (spread)")
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--k", type=int, default=4, help="samples per problem (stages, main)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002, 1003],
-                    help="RL seeds (fig2, code, math, main)")
+                    help="RL seeds (fig2, code, math, main) or SFT seeds (sft)")
     ap.add_argument("--control", choices=tuple(MAIN_CONTROLS), default="blind",
                     help="the random-reward control (main): coin flips, or the task reward's format scores kept")
-    ap.add_argument("--workers", type=int, default=2, help="runs at a time (fig2, code, math, main; one torch thread each)")
+    ap.add_argument("--workers", type=int, default=2,
+                    help="runs at a time (fig2, code, math, main, sft; one torch thread each)")
     args = ap.parse_args()
     if args.pilot == "stages":
         stages(args.preset, args.k)
@@ -341,6 +393,8 @@ def main() -> None:
         math_claims(args.preset, args.seeds, args.workers)
     elif args.pilot == "main":
         main_job(args.preset, args.seeds, args.workers, args.k, args.control)
+    elif args.pilot == "sft":
+        sft_claims(args.preset, args.seeds, args.workers)
     else:
         spread(args.preset, args.of, args.sweep_k)
 

@@ -377,3 +377,40 @@ def test_claims_read_each_primary_benchmark_as_the_preset_maps_it():
     # full reads the paper's own benchmarks, each compared with itself
     assert set(full["benchmark"]) == {"aime24", "aime25"}
     assert (full["benchmark"] == full["paper_benchmarks"]).all()
+
+
+def test_pilot_6_spreads_the_sft_tables_pairs_at_their_papers_sizes(monkeypatch, tmp_path):
+    import importlib.util
+
+    from klear_lib.paths import REPO
+
+    spec = importlib.util.spec_from_file_location("pilot", REPO / "scripts" / "pilot.py")
+    pilot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pilot)
+    pairs = [(b, w, t, family) for b, w, t, _, _, family in pilot.SPREADS["sft"][2]()]
+    assert pairs == [("easy/only_correct", "easy/mixed", "Table 2", 2), ("hard/mixed", "hard/only_correct", "Table 2", 2),
+                     ("rank1", "rank2", "Table 3", 4), ("rank1", "rank3", "Table 3", 4),
+                     *(("top" + b, "top" + w, "Table 4", 4) for b, w in (("1", "4"), ("1", "6"), ("2", "4"),
+                                                                         ("2", "6")))]
+    assert [(b, w) for b, w, *_ in pilot.SPREADS["sft_code"][2]()] == [("rank1", "rank2"), ("rank1", "rank3"),
+                                                                        ("top1", "top4"), ("top2", "top4")]
+    # Table 2's four conditions over two pilot seeds, on both math candidates (20 problems each, k = 4)
+    monkeypatch.setattr("klear_lib.paths.results_dir", lambda preset: tmp_path)
+    rng, rows = np.random.default_rng(0), []
+    level = {"easy/only_correct": 0.45, "easy/mixed": 0.40, "hard/only_correct": 0.30, "hard/mixed": 0.35}
+    for cond, p in level.items():
+        for seed in (1000, 1001):
+            for bench in pilot.SFT_MATH_READ:
+                rows += [{"experiment": "table2", "condition": cond, "seed": seed, "benchmark": bench,
+                          "problem": f"{bench}-{i}", "k": 4, "correct": int(rng.binomial(4, p)), "config_hash": "h"}
+                         for i in range(20)]
+    counts = pd.DataFrame(rows)
+    tables.write(PROBLEMS, counts, tmp_path / "pilot" / "problems" / "table2.csv")
+    pilot.spread("tiny", "sft")
+    out = pd.read_csv(tmp_path / "pilot" / "sft_spread.csv")
+    assert set(out["reading"]) == {"math_eval_t1", "math_eval_t2", "math_eval_t12"} and len(out) == 6
+    got = out[(out["reading"] == "math_eval_t12") & (out["better"] == "easy/only_correct")].iloc[0]
+    rate = counts.assign(p=counts["correct"] / 4).groupby(["condition", "seed"])["p"].mean()
+    d = [rate[("easy/only_correct", s)] - rate[("easy/mixed", s)] for s in (1000, 1001)]
+    assert got["diff_pts"] == pytest.approx(100 * np.mean(d), abs=1e-3) and got["problems"] == 40
+    assert got["family_alpha"] == pytest.approx(0.025) and got["carried_pts"] > 0  # Table 2 on AIME 2024 and 2025
