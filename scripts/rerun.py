@@ -179,6 +179,7 @@ def claims(preset: str) -> None:
 
     from klear_lib import tables
     from klear_lib.ablations import claims as C
+    from klear_lib.ablations.rl import RL
     from klear_lib.results import PROBLEMS, problems_csv
 
     r = rerun_recipe(preset)
@@ -187,9 +188,11 @@ def claims(preset: str) -> None:
     for c in counts:
         if c["experiment"] not in done:
             print(f"{c['experiment']}: not read, {c['runs_stored']} of {c['runs_registered']} registered runs stored")
-    main = C.main_claims(r.main_job, tables.read(PROBLEMS, problems_csv(r.results, MAIN))) if MAIN in done \
-        else pd.DataFrame(columns=C.MAIN_COLUMNS)
-    table = C.with_main(C.build_claims(r, experiments=done - {MAIN}), main, q_bh=len(done) == len(counts))
+    # each on its registered seeds only: extra seeds stored beside them are not read
+    main = C.main_claims(r.main_job, tables.read(PROBLEMS, problems_csv(r.results, MAIN)), _main_seeds(r.main_job)) \
+        if MAIN in done else pd.DataFrame(columns=C.MAIN_COLUMNS)
+    registered = {e: RL.seeds(r, e) for e in REGISTERED if e in done}
+    table = C.with_main(C.build_claims(r, experiments=registered), main, q_bh=len(done) == len(counts))
     path = tables.write(C.CLAIMS, table, C.claims_csv(r.results))
     print(f"{path}: {int((table['verdict'] != C.NOT_RUN).sum())} of {len(table)} claims read"
           + ("" if len(done) == len(counts) else "; no q-values until every registered experiment is stored"))

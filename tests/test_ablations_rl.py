@@ -457,8 +457,11 @@ def test_claims_mark_missing_runs_not_run_and_carry_the_papers_numbers(tmp_path)
     assert hit["family_size"] == 1 and hit["p_holm"] == pytest.approx(hit["p_value"])
     assert got.loc["table4:top2>top4@tiny_aime", "verdict"] == C.NOT_RUN
     # an experiment left out (the re-run's, until all its registered runs are stored) is not read, rows or not
-    only = C.build_claims(CI, paths={"sft": tmp_path / "sft.csv", "rl": tmp_path / "rl.csv"}, experiments={"table3"})
+    paths = {"sft": tmp_path / "sft.csv", "rl": tmp_path / "rl.csv"}
+    only = C.build_claims(CI, paths=paths, experiments={"table3": range(3)})
     assert (only["verdict"] == C.NOT_RUN).all() and only["ours_diff_pts"].isna().all()
+    two = C.build_claims(CI, paths=paths, experiments={"table4": (0, 1)}).set_index("claim_id")  # registered seeds
+    assert two.loc["table4:top1>top4@tiny_aime", "n_seeds"] == 2
     rl_rows = got[got["family"] == "rl"]
     assert set(rl_rows["verdict"]) == {C.NOT_RUN} and rl_rows["ours_diff_pts"].isna().all()
     assert got.loc["fig3:soft>hard@tiny_lcb", "paper_diff_pts"] == pytest.approx(61.0 - 59.2)  # best vs best

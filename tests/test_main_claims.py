@@ -220,11 +220,14 @@ def test_the_reruns_claims_read_an_experiment_only_once_all_its_runs_are_stored(
     assert (out["verdict"] == C.NOT_RUN).all() and out["q_bh"].isna().all() and "main" not in set(out["experiment"])
     said = capsys.readouterr().out
     assert "main: not read, 8 of 10 registered runs stored" in said and "fig2: not read, 0 of 240" in said
-    tables.write(PROBLEMS, stages, path)  # all five seeds of both arms: read, though the ablations are not
+    extra = stages[stages.seed == 4].assign(seed=5)  # a sixth seed stored beside the five registered: not read
+    tables.write(PROBLEMS, pd.concat([stages, extra]), path)  # all five seeds of both arms: read, ablations not
     rerun.claims("tiny")
     out = tables.read(C.CLAIMS, tmp_path / "rerun" / "claims.csv")
     read = out[out["verdict"] != C.NOT_RUN]
     assert list(read["claim_id"]) == list(C.main_claims(main, stages)["claim_id"]) and len(read) == 4
+    assert list(read["ours_diff_pts"]) == pytest.approx(list(C.main_claims(main, stages)["ours_diff_pts"]))
+    assert (read["n_seeds"] == 5).all()
     assert out["q_bh"].isna().all()  # no q-value while a registered experiment is missing
     assert "no q-values until every registered experiment is stored" in capsys.readouterr().out
 

@@ -128,15 +128,15 @@ def expected(reported: pd.DataFrame | None = None, recipe: Recipe | None = None)
 
 
 def measured(recipe: Recipe, paths: dict | None = None, metric: str = "avg@k",
-             experiments=None) -> tuple[pd.DataFrame, dict]:
+             experiments: dict | None = None) -> tuple[pd.DataFrame, dict]:
     """Every family's comparisons of its claimed pairs from its stored rows (``paths``: family -> table path
-    override; ``experiments``: only these experiments' rows, default all), and every cell's per-seed values
-    {(experiment, condition, benchmark): {seed: value}}."""
+    override; ``experiments``: {experiment: its seeds}, only those rows, default all), and every cell's per-seed
+    values {(experiment, condition, benchmark): {seed: value}}."""
     out, cells = [], {}
     for name, family in FAMILIES.items():
         rows = family.current_rows(recipe, (paths or {}).get(name))
         if experiments is not None and len(rows):
-            rows = rows[rows["experiment"].isin(list(experiments))]
+            rows = rows[[e in experiments and s in experiments[e] for e, s in zip(rows["experiment"], rows["seed"])]]
         if len(rows):
             summary = family.aggregate(rows)
             pairs = family.pairs(summary, metric)
@@ -223,10 +223,10 @@ def _decision_fields(r: pd.Series) -> dict:
 
 
 def build_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: dict | None = None,
-                 experiments=None) -> pd.DataFrame:
-    """One row per expected claim: the paper's readings, ours (in points) and the decision, or "not run" (every
-    claim of an experiment outside ``experiments``, when given: a registered experiment is read only once all its
-    runs are stored)."""
+                 experiments: dict | None = None) -> pd.DataFrame:
+    """One row per expected claim: the paper's readings, ours (in points) and the decision, or "not run". Given
+    ``experiments`` ({experiment: seeds}), only those seeds of those experiments are read, and every other claim is
+    "not run" (a registered experiment is read only once all its runs are stored, and on its registered seeds)."""
     reported = load_reported() if reported is None else reported
     claims = expected(reported, recipe)
     pairs, cells = measured(recipe, paths, experiments=experiments)
