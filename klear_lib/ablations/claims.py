@@ -351,8 +351,9 @@ MAIN_CLAIMS = tables.Table("main claim", tuple(MAIN_COLUMNS), ("claim_id",), flo
 
 # what each main claim says, in the claims table's ``claim`` column (``with_main``)
 MAIN_CLAIM_TEXT = {"sft": "RL after long-CoT SFT (math, then code, GPPO) improves the SFT model (Table 1's RL gain)",
-                   CONTROL + "rl_code": "the reward's signal makes the RL gain: RL beats the same RL with random "
-                                        "rewards (the paper ran no control)"}
+                   CONTROL + "rl_code": "RL with the task's reward beats the same RL with random rewards (the paper "
+                                        "ran no control; where the control collapses, the lead includes what it "
+                                        "lost)"}
 
 
 def rl_gain(reported: pd.DataFrame | None, bench: str) -> tuple[tuple[str, ...], str, list[tuple[str, float, float]]]:
