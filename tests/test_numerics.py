@@ -137,3 +137,15 @@ def test_the_vllm_worker_loads_vllms_avx2_kernels_under_the_pinned_mode():
     code += ("; from vllm.platforms import current_platform; current_platform.import_kernels(); import re; "
              "print(sorted(set(re.findall(r'vllm/(_C\\w*)\\.abi3', open('/proc/self/maps').read()))))")
     assert child(code).splitlines()[-1] == "['_C_AVX2']"
+
+
+def test_the_per_operation_records_cover_every_operation_the_script_runs():
+    spec = importlib.util.spec_from_file_location("numerics_ops", REPO / "scripts" / "numerics_ops.py")
+    ops = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ops)
+    records = json.loads(ops.RECORDS.read_text())
+    assert any(r["numerics"] == "pinned" for r in records.values())
+    for key, r in records.items():
+        assert key == f"{r['cpu']} | {r['numerics']} | torch {r['torch']} | MKL {r['mkl']}"
+        assert set(r["ops"]) == set(ops.OPS), key
+    assert ops.OPS["softmax"]() == ops.OPS["softmax"]()  # seeded inputs: a rerun in one process is the same bytes
