@@ -5,6 +5,7 @@ experiment's runs, into ``results/<preset>/rerun/`` beside the study they will r
     .venv/bin/python scripts/rerun.py sweep fig3 && .venv/bin/python scripts/rerun.py sweep fig4   # one run shared
     .venv/bin/python scripts/rerun.py sweep fig5 && .venv/bin/python scripts/rerun.py sweep table6  # reuse fig2's gppo
     .venv/bin/python scripts/rerun.py sweep main --workers 2                   # the main job (section 4)
+    .venv/bin/python scripts/rerun.py sweep main --arm task --stop-by 09:05    # its task arms only (50 min each)
     .venv/bin/python scripts/rerun.py status                                   # runs stored, no result shown
     .venv/bin/python scripts/rerun.py claims                                   # verdicts of complete experiments
 
@@ -89,11 +90,12 @@ def _main_seeds(r) -> list[int]:
     return [MAIN_SEED + i for i in range(r.study.main_rl_seeds)]
 
 
-def sweep_main(preset: str, workers: int, stop_by: str | None) -> None:
+def sweep_main(preset: str, workers: int, stop_by: str | None, only: str | None = None) -> None:
     """The main job's runs (a seed's arm: its two stages, read) not stored yet, ``workers`` at a time (one torch
-    thread each), the control arms first (they take about twice as long); a run starts only while the longest run of
-    its arm so far (of any arm, before one of its own ends) says it would end before ``stop_by``, so a task arm
-    still starts where a control no longer fits. The SFT model is read first, once."""
+    thread each), the control arms first (they take about twice as long), only ``only``'s arm ("task" or "control")
+    if given; a run starts only while the longest run of its arm so far (of any arm, before one of its own ends) says
+    it would end before ``stop_by``, so a task arm still starts where a control no longer fits. The SFT model is
+    read first, once."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     import multiprocessing
 
@@ -107,7 +109,7 @@ def sweep_main(preset: str, workers: int, stop_by: str | None) -> None:
     tables.upsert_file(PROBLEMS, main_problems(r, {}, {("sft", b): df for b, df in
                                                        stage_samples(r, "sft", sft).items()}), out)
     done, arms = _stored_main_runs(r)
-    todo = [(a, s) for a in sorted(arms, reverse=True) for s in _main_seeds(r) if (a, s) not in done]
+    todo = _main_todo(done, arms, _main_seeds(r), only)
     deadline, longest = _deadline(stop_by), {}  # arm -> its longest run so far, in seconds
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         running = {}
@@ -130,6 +132,14 @@ def sweep_main(preset: str, workers: int, stop_by: str | None) -> None:
     print(main_progress(preset))
 
 
+def _main_todo(done: set[tuple[str, int]], arms: tuple[str, ...], seeds: list[int],
+               only: str | None = None) -> list[tuple[str, int]]:
+    """The (arm prefix, seed) runs not in ``done``, the control's first, of ``only``'s arm ("task": the prefix "",
+    "control": the control's) if given."""
+    return [(a, s) for a in sorted(arms, reverse=True) for s in seeds
+            if (a, s) not in done and only in (None, "control" if a else "task")]
+
+
 def _next_run(todo: list[tuple[str, int]], longest: dict[str, float], deadline: float | None,
               now: float) -> tuple[str, int] | None:
     """The first (arm, seed) of ``todo`` that its arm's longest run so far (any arm's, before one of its own has
@@ -149,11 +159,13 @@ def _main_run(preset: str, seed: int, arm: str, sft: str) -> list[dict]:
     return main_problems(r, stages, samples)
 
 
-def sweep(preset: str, experiment: str, workers: int, stop_by: str | None) -> None:
+def sweep(preset: str, experiment: str, workers: int, stop_by: str | None, arm: str | None = None) -> None:
     from klear_lib.ablations.rl import RL
 
     if experiment == MAIN:
-        return sweep_main(preset, workers, stop_by)
+        return sweep_main(preset, workers, stop_by, arm)
+    if arm is not None:
+        raise SystemExit(f"--arm picks an arm of the main job only, not of {experiment}")
     if experiment not in REGISTERED:
         raise SystemExit(f"{experiment} has no section in results/{preset}/preregistration.md yet; registered: "
                          f"{', '.join(REGISTERED + (MAIN,))}")
@@ -212,9 +224,11 @@ def main() -> None:
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--workers", type=int, default=2, help="runs at a time (one torch thread each)")
     ap.add_argument("--stop-by", help="HH:MM UTC: start no chunk of seeds that would end after it")
+    ap.add_argument("--arm", choices=("task", "control"),
+                    help="main job only: run this arm's runs only (a task arm takes about 50 min, a control 85)")
     args = ap.parse_args()
     if args.command == "sweep":
-        sweep(args.preset, args.experiment, args.workers, args.stop_by)
+        sweep(args.preset, args.experiment, args.workers, args.stop_by, args.arm)
     elif args.command == "claims":
         claims(args.preset)
     else:

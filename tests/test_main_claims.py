@@ -243,3 +243,11 @@ def test_the_main_sweep_still_starts_a_task_arm_where_a_control_no_longer_fits()
     timed[""] = 3000.0  # a task arm took 50 min: it still fits where a control does not
     assert rerun._next_run(todo, timed, 7_000.0, 0.0) == ("", 0)
     assert rerun._next_run(todo, timed, 2_000.0, 0.0) is None
+
+
+def test_the_main_sweep_can_run_one_arm_only():
+    rerun = _rerun_script()
+    done, arms, seeds = {("random_", 0), ("random_", 1)}, ("", "random_"), [0, 1, 2]
+    assert rerun._main_todo(done, arms, seeds) == [("random_", 2), ("", 0), ("", 1), ("", 2)]
+    assert rerun._main_todo(done, arms, seeds, "task") == [("", 0), ("", 1), ("", 2)]
+    assert rerun._main_todo(done, arms, seeds, "control") == [("random_", 2)]
