@@ -9,11 +9,12 @@ experiment's runs, into ``results/<preset>/rerun/`` beside the study they will r
     .venv/bin/python scripts/rerun.py status                                   # runs stored, no result shown
     .venv/bin/python scripts/rerun.py claims                                   # verdicts of complete experiments
 
-``sweep`` runs the experiment's registered seeds (``RLScale.fixed_seeds``) a chunk of ``workers`` seeds at a time,
-every arm of a seed in the same chunk, so a sweep cut between chunks leaves whole paired seeds; the seeds' start
-evaluations run ``workers`` at a time too. A run's rows are written the moment it ends (``Family.run_experiment``),
-so a killed sweep loses only the runs in flight. ``--stop-by HH:MM`` (UTC, today) starts no chunk that the last
-chunk's duration says would end after it. Neither command prints a result: the registration forbids an interim look,
+``sweep`` runs the experiment's registered seeds (``RLScale.fixed_seeds``) not yet stored, a chunk of ``workers``
+seeds at a time, every arm of a seed in the same chunk, so a sweep cut between chunks leaves whole paired seeds; the
+seeds' start evaluations run ``workers`` at a time too. A run's rows are written the moment it ends
+(``Family.run_experiment``), so a killed sweep loses only the runs in flight. ``--stop-by HH:MM`` (UTC, today)
+starts no chunk that the time per round of runs so far says would end after it, and a smaller chunk (fewer seeds)
+where that one would still end in time. Neither command prints a result: the registration forbids an interim look,
 so the verdicts are computed once, after every registered run is stored (docs/design.md, "Verdicts"). ``claims``
 writes ``results/<preset>/rerun/claims.csv``: the claims of every experiment whose registered runs are all stored
 (the others "not run", whatever rows they have), the main job's among them once its seeds are all stored, and the
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import time
 from datetime import datetime, timezone
 
@@ -52,13 +54,20 @@ def progress(preset: str, experiment: str) -> dict:
     with every arm stored (read from the table's keys only)."""
     from klear_lib.ablations.rl import RL
 
+    conds, seeds, done = _stored_runs(preset, experiment)
+    whole = [s for s in seeds if all((c, s) in done for c in conds)]
+    return {"experiment": experiment, "arms": len(conds), "seeds_registered": len(seeds),
+            "seeds_stored": len(whole), "runs_stored": len(done), "runs_registered": len(conds) * len(seeds)}
+
+
+def _stored_runs(preset: str, experiment: str) -> tuple[list[str], list[int], set[tuple[str, int]]]:
+    """The experiment's arms, registered seeds and {(arm, seed)} stored under their current identity."""
+    from klear_lib.ablations.rl import RL
+
     r = rerun_recipe(preset)
     conds, seeds = RL.conditions_for(r, experiment), RL.seeds(r, experiment)
     held = RL._held(r, conds, seeds, RL.csv(r.results))[1]
-    done = {cs for cs, (_, ok) in held.items() if ok}
-    whole = [s for s in seeds if all((c, s) in done for c in conds)]
-    return {"experiment": experiment, "arms": len(conds), "seeds_registered": len(seeds),
-            "seeds_stored": len(whole), "runs_stored": len(done), "runs_registered": len(held)}
+    return conds, seeds, {cs for cs, (_, ok) in held.items() if ok}
 
 
 def main_progress(preset: str) -> dict:
@@ -170,18 +179,35 @@ def sweep(preset: str, experiment: str, workers: int, stop_by: str | None, arm: 
         raise SystemExit(f"{experiment} has no section in results/{preset}/preregistration.md yet; registered: "
                          f"{', '.join(REGISTERED + (MAIN,))}")
     r = rerun_recipe(preset)
-    seeds, last = RL.seeds(r, experiment), None
-    deadline = _deadline(stop_by)
-    for i in range(0, len(seeds), workers):
-        chunk = seeds[i:i + workers]
-        if deadline and last and time.time() + last > deadline:
-            print(f"stopping before seeds {chunk}: the last chunk took {last / 60:.0f} min, past --stop-by {stop_by}")
+    deadline, per_round = _deadline(stop_by), None  # seconds per round of ``workers`` runs, from the last chunk
+    conds, seeds, done = _stored_runs(preset, experiment)
+    while missing := {s: n for s in seeds if (n := sum((c, s) not in done for c in conds))}:
+        chunk = _next_chunk(missing, workers, per_round, deadline, time.time())
+        if not chunk:
+            print(f"stopping before seeds {list(missing)[:workers]}: a round of runs took {per_round / 60:.0f} min, "
+                  f"past --stop-by {stop_by}")
             break
         start = time.time()
         RL.run_experiment(r, experiment, seeds=chunk, workers=workers)
-        if time.time() - start > 60:  # a chunk stored already takes seconds: it sizes nothing
-            last = time.time() - start
+        stored = _stored_runs(preset, experiment)[2]
+        ran, done = len(stored - done), stored
+        if not ran:
+            raise SystemExit(f"the chunk of seeds {chunk} stored no run: see the log above")
+        per_round = (time.time() - start) / math.ceil(ran / workers)
     print(progress(preset, experiment))
+
+
+def _next_chunk(missing: dict[int, int], workers: int, per_round: float | None, deadline: float | None,
+                now: float) -> list[int]:
+    """The next chunk of seeds (``missing``: seed -> its runs not stored, in seed order): the first ``workers``
+    seeds, or fewer where the time per round so far says those would end after ``deadline``; empty if not even
+    one seed would end by it. Nothing measured yet (or no deadline): the first ``workers`` seeds."""
+    order = list(missing)
+    for k in range(min(workers, len(order)), 0, -1):
+        rounds = math.ceil(sum(missing[s] for s in order[:k]) / workers)
+        if per_round is None or deadline is None or now + rounds * per_round <= deadline:
+            return order[:k]
+    return []
 
 
 def claims(preset: str) -> None:
