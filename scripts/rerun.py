@@ -52,8 +52,6 @@ def rerun_recipe(preset: str):
 def progress(preset: str, experiment: str) -> dict:
     """How many of the experiment's registered runs are stored under their current identity: runs, and seeds
     with every arm stored (read from the table's keys only)."""
-    from klear_lib.ablations.rl import RL
-
     conds, seeds, done = _stored_runs(preset, experiment)
     whole = [s for s in seeds if all((c, s) in done for c in conds)]
     return {"experiment": experiment, "arms": len(conds), "seeds_registered": len(seeds),
