@@ -99,7 +99,7 @@ def _main_seeds(r) -> list[int]:
 
 def sweep_main(preset: str, workers: int, stop_by: str | None, only: str | None = None) -> None:
     """The main job's runs (a seed's arm: its two stages, read) not stored yet, ``workers`` at a time (one torch
-    thread each), the control arms first (they take about twice as long), only ``only``'s arm ("task" or "control")
+    thread each), seed by seed (``_main_todo``), only ``only``'s arm ("task" or "control")
     if given; a run starts only while the longest run of its arm so far (of any arm, before one of its own ends) says
     it would end before ``stop_by``, so a task arm still starts where a control no longer fits. The SFT model is
     read first, once."""
@@ -141,9 +141,11 @@ def sweep_main(preset: str, workers: int, stop_by: str | None, only: str | None 
 
 def _main_todo(done: set[tuple[str, int]], arms: tuple[str, ...], seeds: list[int],
                only: str | None = None) -> list[tuple[str, int]]:
-    """The (arm prefix, seed) runs not in ``done``, the control's first, of ``only``'s arm ("task": the prefix "",
-    "control": the control's) if given."""
-    return [(a, s) for a in sorted(arms, reverse=True) for s in seeds
+    """The (arm prefix, seed) runs not in ``done``, seed by seed, a seed's task arm first, of ``only``'s arm
+    ("task": the prefix "", "control": the control's) if given. Seed by seed, two workers run a task arm (about 50-70
+    min) beside a control (about 85): the task arm ends first, and the next run it frees a worker for is a task arm
+    again, judged against ``--stop-by`` by its own arm's time rather than a guess from the other arm's."""
+    return [(a, s) for s in seeds for a in sorted(arms)
             if (a, s) not in done and only in (None, "control" if a else "task")]
 
 

@@ -248,7 +248,7 @@ def test_the_main_sweep_still_starts_a_task_arm_where_a_control_no_longer_fits()
 def test_the_main_sweep_can_run_one_arm_only():
     rerun = _rerun_script()
     done, arms, seeds = {("random_", 0), ("random_", 1)}, ("", "random_"), [0, 1, 2]
-    assert rerun._main_todo(done, arms, seeds) == [("random_", 2), ("", 0), ("", 1), ("", 2)]
+    assert rerun._main_todo(done, arms, seeds) == [("", 0), ("", 1), ("", 2), ("random_", 2)]
     assert rerun._main_todo(done, arms, seeds, "task") == [("", 0), ("", 1), ("", 2)]
     assert rerun._main_todo(done, arms, seeds, "control") == [("random_", 2)]
 
