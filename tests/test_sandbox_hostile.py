@@ -358,12 +358,21 @@ def test_a_program_cannot_stall_its_runner(cases):
 WORK = "n = 0\nfor i in range(3_000_000):\n    n += i\nprint(int(input()) + 1)\n"  # ~0.3 s of CPU
 
 
+SANDBOX_UIDS = range(uids.UID_BASE, uids.UID_BASE + uids.UID_COUNT)
+
+
 def _beside_hog(limits: sandbox.SandboxLimits) -> sandbox.ExecutionResult:
-    """``WORK`` run while ``CPU_HOG`` (24 busy children, each in a session of its own) runs in another sandbox."""
+    """``WORK`` run while ``CPU_HOG`` (24 busy children, each in a session of its own) runs in another sandbox: from
+    when all 25 of its processes are up (a fixed wait fell short on a loaded machine) to before its timeout ends
+    it, or the comparison would measure the honest program beside nothing."""
     with ThreadPoolExecutor(1) as pool:
-        hog = pool.submit(sandbox.run_in_sandbox, hp.CPU_HOG, ["1\n"], 8, limits)
-        time.sleep(2)  # the hog's children are up
+        hog = pool.submit(sandbox.run_in_sandbox, hp.CPU_HOG, ["1\n"], 12, limits)
+        up_by = time.monotonic() + 10
+        while sum(uids._real_uid(pid) in SANDBOX_UIDS for pid in uids._pids()) < 25:
+            assert time.monotonic() < up_by and not hog.done(), "the hog's 25 processes were not up within 10 s"
+            time.sleep(0.05)
         found = sandbox.execute(WORK, "1\n", timeout_s=30, limits=limits)
+        assert not hog.done(), f"the hog ended before the honest program did ({found.wall_s:.1f} s)"
         hog.result()
     return found
 
