@@ -251,7 +251,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="runs at a time (one torch thread each)")
     ap.add_argument("--stop-by", help="HH:MM UTC: start no chunk of seeds that would end after it")
     ap.add_argument("--arm", choices=("task", "control"),
-                    help="main job only: run this arm's runs only (a task arm takes about 50 min, a control 85)")
+                    help="main job only: run this arm's runs only (on 2 cores, two at a time: a task arm 44-68 min, a control 50-85)")
     args = ap.parse_args()
     if args.command == "sweep":
         sweep(args.preset, args.experiment, args.workers, args.stop_by, args.arm)
