@@ -99,10 +99,9 @@ def _main_seeds(r) -> list[int]:
 
 def sweep_main(preset: str, workers: int, stop_by: str | None, only: str | None = None) -> None:
     """The main job's runs (a seed's arm: its two stages, read) not stored yet, ``workers`` at a time (one torch
-    thread each), seed by seed (``_main_todo``), only ``only``'s arm ("task" or "control")
-    if given; a run starts only while the longest run of its arm so far (of any arm, before one of its own ends) says
-    it would end before ``stop_by``, so a task arm still starts where a control no longer fits. The SFT model is
-    read first, once."""
+    thread each), seed by seed (``_main_todo``), only ``only``'s arm ("task" or "control") if given; a run starts
+    only while the longest run of its arm so far (of any arm, before one of its own ends) says it would end before
+    ``stop_by``, so a task arm still starts where a control no longer fits. The SFT model is read first, once."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     import multiprocessing
 
@@ -142,9 +141,9 @@ def sweep_main(preset: str, workers: int, stop_by: str | None, only: str | None 
 def _main_todo(done: set[tuple[str, int]], arms: tuple[str, ...], seeds: list[int],
                only: str | None = None) -> list[tuple[str, int]]:
     """The (arm prefix, seed) runs not in ``done``, seed by seed, a seed's task arm first, of ``only``'s arm
-    ("task": the prefix "", "control": the control's) if given. Seed by seed, two workers run a task arm (about 50-70
-    min) beside a control (about 85): the task arm ends first, and the next run it frees a worker for is a task arm
-    again, judged against ``--stop-by`` by its own arm's time rather than a guess from the other arm's."""
+    ("task": the prefix "", "control": the control's) if given. Seed by seed, two workers run a task arm (44-68 min
+    so far) beside a control (50-85): the task arm usually ends first, and the next run it frees a worker for is a
+    task arm again, judged against ``--stop-by`` by its own arm's time rather than a guess from the other arm's."""
     return [(a, s) for s in seeds for a in sorted(arms)
             if (a, s) not in done and only in (None, "control" if a else "task")]
 
@@ -251,7 +250,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="runs at a time (one torch thread each)")
     ap.add_argument("--stop-by", help="HH:MM UTC: start no chunk of seeds that would end after it")
     ap.add_argument("--arm", choices=("task", "control"),
-                    help="main job only: run this arm's runs only (on 2 cores, two at a time: a task arm 44-68 min, a control 50-85)")
+                    help="main job only: run this arm's runs only (on 2 cores, two at a time: a task arm 44-68 min, "
+                         "a control 50-85)")
     args = ap.parse_args()
     if args.command == "sweep":
         sweep(args.preset, args.experiment, args.workers, args.stop_by, args.arm)

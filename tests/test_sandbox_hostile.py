@@ -363,8 +363,8 @@ SANDBOX_UIDS = range(uids.UID_BASE, uids.UID_BASE + uids.UID_COUNT)
 
 def _beside_hog(limits: sandbox.SandboxLimits) -> sandbox.ExecutionResult:
     """``WORK`` run while ``CPU_HOG`` (24 busy children, each in a session of its own) runs in another sandbox: from
-    when all 25 of its processes are up (a fixed wait fell short on a loaded machine) to before its timeout ends
-    it, or the comparison would measure the honest program beside nothing."""
+    when all 25 of its processes are up (not after a fixed wait, which a loaded machine may outlast) to before its
+    timeout ends it, or the comparison would measure the honest program beside nothing."""
     with ThreadPoolExecutor(1) as pool:
         hog = pool.submit(sandbox.run_in_sandbox, hp.CPU_HOG, ["1\n"], 12, limits)
         up_by = time.monotonic() + 10
