@@ -14,7 +14,7 @@ seeds at a time, every arm of a seed in the same chunk, so a sweep cut between c
 seeds' start evaluations run ``workers`` at a time too. A run's rows are written the moment it ends
 (``Family.run_experiment``), so a killed sweep loses only the runs in flight. ``--stop-by HH:MM`` (UTC, today)
 starts no chunk that the time per round of runs so far says would end after it, and a smaller chunk (fewer seeds)
-where that one would still end in time. Neither command prints a result: the registration forbids an interim look,
+where that one would still end in time; its first chunk, with no time measured yet, is one seed. Neither command prints a result: the registration forbids an interim look,
 so the verdicts are computed once, after every registered run is stored (docs/design.md, "Verdicts"). ``claims``
 writes ``results/<preset>/rerun/claims.csv``: the claims of every experiment whose registered runs are all stored
 (the others "not run", whatever rows they have), the main job's among them once its seeds are all stored, and the
@@ -200,11 +200,15 @@ def _next_chunk(missing: dict[int, int], workers: int, per_round: float | None, 
                 now: float) -> list[int]:
     """The next chunk of seeds (``missing``: seed -> its runs not stored, in seed order): the first ``workers``
     seeds, or fewer where the time per round so far says those would end after ``deadline``; empty if not even
-    one seed would end by it. Nothing measured yet (or no deadline): the first ``workers`` seeds."""
+    one seed would end by it. No deadline: the first ``workers`` seeds. A deadline but nothing measured yet (a
+    fresh sweep): the first seed alone, so the chunk that measures the time per round is the shortest one (a
+    whole chunk of Fig. 2 is 40 min, more than the time left when a session starts a sweep near its end)."""
     order = list(missing)
+    if per_round is None and deadline is not None:
+        return order[:1]
     for k in range(min(workers, len(order)), 0, -1):
         rounds = math.ceil(sum(missing[s] for s in order[:k]) / workers)
-        if per_round is None or deadline is None or now + rounds * per_round <= deadline:
+        if deadline is None or now + rounds * per_round <= deadline:
             return order[:k]
     return []
 

@@ -256,7 +256,8 @@ def test_the_main_sweep_can_run_one_arm_only():
 def test_an_ablation_sweep_shrinks_its_chunk_to_what_fits_before_stop_by():
     rerun = _rerun_script()
     missing = {19: 2, 20: 6, 21: 6}  # seed -> its runs not stored
-    assert rerun._next_chunk(missing, 2, None, 1_000.0, 0.0) == [19, 20]  # nothing timed yet: a whole chunk
+    assert rerun._next_chunk(missing, 2, None, 1_000.0, 0.0) == [19]  # nothing timed yet: one seed measures it
+    assert rerun._next_chunk(missing, 2, None, None, 0.0) == [19, 20]  # nor a deadline: a whole chunk
     assert rerun._next_chunk(missing, 2, 600.0, None, 0.0) == [19, 20]  # no deadline
     assert rerun._next_chunk(missing, 2, 600.0, 2_400.0, 0.0) == [19, 20]  # 8 runs: 4 rounds of 10 min
     assert rerun._next_chunk(missing, 2, 600.0, 2_399.0, 0.0) == [19]  # only seed 19's 2 runs fit
