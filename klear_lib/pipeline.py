@@ -166,8 +166,8 @@ def rl_stage(recipe: Recipe, init: str | Path, reward: str = "math", rows: list[
         args = (cfg, init, rows, reward, out, record)
         in_process(train_rl, *args) if recipe.stage_processes else train_rl(*args)
         shutil.copyfile(record, kept)
-    elif not record.exists() and kept.exists():  # trained under another results folder (scripts/rerun.py)
-        shutil.copyfile(kept, record)
+    elif kept.exists():  # trained under another results folder (scripts/rerun.py): the checkpoint's own record,
+        shutil.copyfile(kept, record)  # over one an earlier design left under this name
     if name is None:  # the pipeline's own stage, not an ablation or an attempt: notebook 04 evaluates it
         register_stage_checkpoint(f"rl_{reward}", recipe, final)
     return final

@@ -120,7 +120,7 @@ def test_the_main_sweep_counts_a_seed_stored_only_with_both_arms_read_on_every_b
 
 def test_a_reused_rl_stage_leaves_its_run_record_where_the_reusing_recipe_reads_it(monkeypatch, tmp_path):
     # scripts/rerun.py sweep main trains under results/<preset>/rerun/; notebook 03 then reuses the checkpoint and
-    # reads its run record under results/<preset>/runs/
+    # reads its run record under results/<preset>/runs/, where the earlier design's record of that name sat
     import dataclasses
 
     from klear_lib import artifacts, pipeline
@@ -138,6 +138,8 @@ def test_a_reused_rl_stage_leaves_its_run_record_where_the_reusing_recipe_reads_
     monkeypatch.setattr(pipeline, "train_rl", fake_train)
     sweep, notebook = dataclasses.replace(recipe("ci"), results_subdir="rerun"), recipe("ci")
     rows = [{"id": "p0"}]
+    notebook.runs.mkdir(parents=True)
+    (notebook.runs / "rl_math-s1.csv").write_text("rl_step,reward_mean\n1,0.1\n")  # an earlier design's record
     first = pipeline.rl_stage(sweep, tmp_path / "sft", "math", rows=rows, name="rl_math-s1")
     again = pipeline.rl_stage(notebook, tmp_path / "sft", "math", rows=rows, name="rl_math-s1")
     assert first == again and len(trained) == 1  # trained once
