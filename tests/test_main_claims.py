@@ -138,7 +138,7 @@ def test_a_reused_rl_stage_leaves_its_run_record_where_the_reusing_recipe_reads_
     monkeypatch.setattr(pipeline, "train_rl", fake_train)
     sweep, notebook = dataclasses.replace(recipe("ci"), results_subdir="rerun"), recipe("ci")
     rows = [{"id": "p0"}]
-    notebook.runs.mkdir(parents=True)
+    notebook.runs.mkdir(parents=True, exist_ok=True)
     (notebook.runs / "rl_math-s1.csv").write_text("rl_step,reward_mean\n1,0.1\n")  # an earlier design's record
     first = pipeline.rl_stage(sweep, tmp_path / "sft", "math", rows=rows, name="rl_math-s1")
     again = pipeline.rl_stage(notebook, tmp_path / "sft", "math", rows=rows, name="rl_math-s1")
