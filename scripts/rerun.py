@@ -23,7 +23,8 @@ Benjamini-Hochberg q-values only once nothing registered is missing.
 
 The main job (``sweep main``) trains its RL seeds (``Study.main_rl_seeds``) with the task's reward and with its
 control, one arm of one seed per worker, and stores every stage's per-problem counts in ``problems/main.csv`` as
-each ends; its checkpoints and samples are the ones notebooks 03 and 04 read at the preset, so they reuse them.
+each ends; its checkpoints and samples are the ones notebooks 03 and 04 read at the preset, so they reuse them
+where they are in this machine's artifact store (a run stored from another machine is trained again there).
 
 Once every registered experiment is stored in full, its files replace the study's (``results/<preset>/``) and
 notebooks 05-07 are executed on them; until then the committed study is the earlier design's.
