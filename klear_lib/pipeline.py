@@ -31,7 +31,7 @@ from klear_lib.training.sft import train_sft
 
 log = logging.getLogger(__name__)
 RL_SPLITS = {"math": "math_rl", "code": "code_rl"}
-RUN_RECORD = "run_record.csv"  # an RL stage's per-step record, kept beside its checkpoint
+RUN_RECORD = "run_record.csv"  # a stage's per-step record, kept beside its checkpoint
 Samples = dict[tuple[str, str], pd.DataFrame]  # (stage label, benchmark) -> that checkpoint's judged samples
 
 
@@ -145,7 +145,12 @@ def sft_stage(recipe: Recipe, rows: list[dict] | None = None, name: str = "sft")
     base = load_or_build(recipe)
     out = recipe.artifacts / "sft" / stage_key(recipe.sft, rows, base)
     guard_rows(out, rows)
-    final = train_sft(recipe.sft, base, rows, out, record_path=recipe.runs / f"{name}.csv")
+    record, kept, trained = recipe.runs / f"{name}.csv", out / RUN_RECORD, not artifacts.is_complete(out / "final")
+    final = train_sft(recipe.sft, base, rows, out, record_path=record)
+    if trained and record.exists():  # kept beside the checkpoint, as rl_stage keeps its record
+        shutil.copyfile(record, kept)
+    elif not trained and kept.exists():  # reused: its own record, over one an earlier design left under this name
+        shutil.copyfile(kept, record)
     if name == "sft":  # the pipeline's own stage (ablation runs have their own names): notebook 04 evaluates it
         register_stage_checkpoint("sft", recipe, final)
     return final

@@ -146,6 +146,33 @@ def test_a_reused_rl_stage_leaves_its_run_record_where_the_reusing_recipe_reads_
     assert (notebook.runs / "rl_math-s1.csv").read_text() == (sweep.runs / "rl_math-s1.csv").read_text() != ""
 
 
+def test_a_reused_sft_stage_brings_its_own_run_record_over_a_stale_one(monkeypatch, tmp_path):
+    import dataclasses
+
+    from klear_lib import artifacts, pipeline
+
+    monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path / "store"))
+    monkeypatch.setattr("klear_lib.paths.results_dir", lambda preset: tmp_path / "results")
+    trained = []
+
+    def fake_train(cfg, base, rows, out, record_path):
+        if not artifacts.is_complete(out / "final"):
+            trained.append(out)
+            record_path.write_text("step,loss\n1,4.6\n")
+            (out / "final").mkdir(parents=True)
+            artifacts.mark_complete(out / "final")
+        return out / "final"
+
+    monkeypatch.setattr(pipeline, "train_sft", fake_train)
+    monkeypatch.setattr(pipeline, "load_or_build", lambda recipe: "base-model")
+    sweep, notebook = dataclasses.replace(recipe("ci"), results_subdir="rerun"), recipe("ci")
+    notebook.runs.mkdir(parents=True, exist_ok=True)
+    (notebook.runs / "sft.csv").write_text("step,loss\n1,9.9\n")  # an earlier design's record
+    rows = [{"id": "p0"}]
+    assert pipeline.sft_stage(sweep, rows) == pipeline.sft_stage(notebook, rows) and len(trained) == 1
+    assert (notebook.runs / "sft.csv").read_text() == (sweep.runs / "sft.csv").read_text() == "step,loss\n1,4.6\n"
+
+
 def test_two_arms_at_zero_everywhere_decide_nothing():
     counts = _counts().assign(correct=0)
     claims = C.main_claims(R, counts)
