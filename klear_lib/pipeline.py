@@ -145,12 +145,9 @@ def sft_stage(recipe: Recipe, rows: list[dict] | None = None, name: str = "sft")
     base = load_or_build(recipe)
     out = recipe.artifacts / "sft" / stage_key(recipe.sft, rows, base)
     guard_rows(out, rows)
-    record, kept, trained = recipe.runs / f"{name}.csv", out / RUN_RECORD, not artifacts.is_complete(out / "final")
+    record, trained = recipe.runs / f"{name}.csv", not artifacts.is_complete(out / "final")
     final = train_sft(recipe.sft, base, rows, out, record_path=record)
-    if trained and record.exists():  # kept beside the checkpoint, as rl_stage keeps its record
-        shutil.copyfile(record, kept)
-    elif not trained and kept.exists():  # reused: its own record, over one an earlier design left under this name
-        shutil.copyfile(kept, record)
+    keep_record(out, record, trained)
     if name == "sft":  # the pipeline's own stage (ablation runs have their own names): notebook 04 evaluates it
         register_stage_checkpoint("sft", recipe, final)
     return final
@@ -166,16 +163,25 @@ def rl_stage(recipe: Recipe, init: str | Path, reward: str = "math", rows: list[
     out = recipe.artifacts / f"rl_{reward}" / stage_key(cfg, rows, init)
     guard_rows(out, rows)
     final, record = out / "final", recipe.runs / f"{name or 'rl_' + reward}.csv"
-    kept = out / RUN_RECORD  # the record beside the checkpoint: a recipe that reuses the stage gets it too
-    if not artifacts.is_complete(final):
+    trained = not artifacts.is_complete(final)
+    if trained:
         args = (cfg, init, rows, reward, out, record)
         in_process(train_rl, *args) if recipe.stage_processes else train_rl(*args)
-        shutil.copyfile(record, kept)
-    elif kept.exists():  # trained under another results folder (scripts/rerun.py): the checkpoint's own record,
-        shutil.copyfile(kept, record)  # over one an earlier design left under this name
+    keep_record(out, record, trained)
     if name is None:  # the pipeline's own stage, not an ablation or an attempt: notebook 04 evaluates it
         register_stage_checkpoint(f"rl_{reward}", recipe, final)
     return final
+
+
+def keep_record(out: Path, record: Path, trained: bool) -> None:
+    """A stage's run record, kept beside its checkpoint in ``out`` once trained, so that a recipe reusing the stage
+    gets it too: copied back over ``record`` (trained under another results folder, scripts/rerun.py), replacing any
+    record an earlier design left under that name."""
+    kept = out / RUN_RECORD
+    if trained and record.exists():  # a stage that wrote no record keeps none
+        shutil.copyfile(record, kept)
+    elif not trained and kept.exists():
+        shutil.copyfile(kept, record)
 
 
 def rl_rows(recipe: Recipe, reward: str) -> list[dict]:

@@ -144,7 +144,7 @@ def _main_todo(done: set[tuple[str, int]], arms: tuple[str, ...], seeds: list[in
                only: str | None = None) -> list[tuple[str, int]]:
     """The (arm prefix, seed) runs not in ``done``, seed by seed, a seed's task arm first, of ``only``'s arm
     ("task": the prefix "", "control": the control's) if given. Seed by seed, two workers run a task arm (44-68 min
-    so far) beside a control (50-85): the task arm usually ends first, and the next run it frees a worker for is a
+    so far) beside a control (50-92): the task arm usually ends first, and the next run it frees a worker for is a
     task arm again, judged against ``--stop-by`` by its own arm's time rather than a guess from the other arm's."""
     return [(a, s) for s in seeds for a in sorted(arms)
             if (a, s) not in done and only in (None, "control" if a else "task")]
@@ -257,7 +257,7 @@ def main() -> None:
     ap.add_argument("--stop-by", help="HH:MM UTC: start no chunk of seeds that would end after it")
     ap.add_argument("--arm", choices=("task", "control"),
                     help="main job only: run this arm's runs only (on 2 cores, two at a time: a task arm 44-68 min, "
-                         "a control 50-85)")
+                         "a control 50-92)")
     args = ap.parse_args()
     if args.command == "sweep":
         sweep(args.preset, args.experiment, args.workers, args.stop_by, args.arm)
