@@ -27,6 +27,7 @@ from klear_lib.training import rewards as reward_adapters
 from klear_lib.training import sft
 from klear_lib.training.checkpoints import last_complete
 from klear_lib.training.gppo_trainer import GPPOTrainer, build_rl_trainer
+from klear_lib.training.launch import end_launch
 
 SFT_KW = {"per_device_batch_size": 8, "num_epochs": 2.0, "max_rows": None, "save_steps": 2}  # 32 rows: 2 epochs of 4
 RL_KW = {"max_steps": 3, "learning_rate": 0.005}  # 16 prompts = 2 RL steps (4 updates) an epoch: 6 updates
@@ -143,6 +144,7 @@ def main(model: str, out: Path, tag: str, jobs: list[str]) -> None:
         watch = Watch(events, int(kill_at) if kill_at else None)
         (watch_sft_batches if stage == "sft" else watch_rl_prompts)(events)
         (run_sft if stage == "sft" else run_rl)(model, out / stage, watch)
+    end_launch()  # as the CLIs end
 
 
 if __name__ == "__main__":

@@ -2,17 +2,21 @@
 line, and the ``python -m klear_lib.training.gppo_trainer`` CLI run end to end at ci scale."""
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+import torch.distributed as dist
 import yaml
 
 from klear_lib.paths import REPO
-from klear_lib.training import gppo_trainer
+from klear_lib.training import gppo_trainer, sft
 from klear_lib.training import rewards as reward_adapters
+from klear_lib.training.launch import end_launch
 from klear_lib.training.run_record import read_rows
 
 SCRIPT = REPO / "scripts" / "launch_rl_full.sh"
@@ -64,3 +68,23 @@ def test_cli_trains_and_resumes(ci_model_path, tmp_path, monkeypatch):
     assert len(read_rows(tmp_path / "rec.csv")) == 2
     with pytest.raises(KeyError, match="no_such_field"):
         gppo_trainer.main([*argv[:-3], "--set", "no_such_field=1"])
+
+
+def test_end_launch_leaves_the_process_group(tmp_path):
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        end_launch()
+        assert not dist.is_initialized()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    end_launch()  # and without a group, nothing
+
+
+@pytest.mark.parametrize("module", [sft, gppo_trainer])
+def test_launched_entry_points_end_by_leaving_the_process_group(module):
+    """A rank that exits inside its gloo group aborts now and then at shutdown (klear_lib/training/launch.py): the
+    CLIs that torchrun and accelerate launch end with ``end_launch``, after the final save."""
+    body = ast.parse(inspect.getsource(module.main)).body[0].body
+    last = body[-1]
+    assert isinstance(last, ast.Expr) and ast.unparse(last.value) == "end_launch()"

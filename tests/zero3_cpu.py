@@ -20,6 +20,7 @@ from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
 
 from klear_lib.configs import get_config
 from klear_lib.training import sft
+from klear_lib.training.launch import end_launch
 from sft_drills import drill_rows
 
 CFG = get_config("sft", "ci", per_device_batch_size=8, max_rows=None, save_steps=100)  # 4 steps of 8 rows
@@ -62,6 +63,7 @@ def main(model_path: str, out: Path) -> None:
     sft.load = watched_load
     final = sft.train_sft(cfg, model_path, rows(), out / "run", record_path=out / "record.csv")
     (out / f"rank{rank}.json").write_text(json.dumps({**facts, "final": str(final)}))
+    end_launch()  # as the CLIs end
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ from klear_lib.losses import clip_diagnostics, get_loss, sft_nll_loss
 from klear_lib.models import weights_dtype
 from klear_lib.seeding import stable_seed
 from klear_lib.training.checkpoints import CheckpointMarker, last_complete
+from klear_lib.training.launch import end_launch
 from klear_lib.training.overhead import lean
 from klear_lib.training.run_record import RunRecord, rl_keys
 
@@ -603,6 +604,7 @@ def main(argv: list[str] | None = None) -> None:
     trainer = build_rl_trainer(cfg, args.model, rows, args.stage, args.output_dir, args.run_record, **trl)
     trainer.train(resume_from_checkpoint=last_complete(args.output_dir))
     trainer.save_model(str(Path(args.output_dir) / "final"))
+    end_launch()
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from klear_lib.configs.sft import SFTConfig
 from klear_lib.configs.trl import SFT_FIELDS, trl_kwargs
 from klear_lib.models import load, weights_dtype
 from klear_lib.training.checkpoints import CheckpointMarker, last_complete
+from klear_lib.training.launch import end_launch
 from klear_lib.training.overhead import lean
 from klear_lib.training.run_record import SFT_KEYS, RunRecord
 
@@ -175,6 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     world = int(os.environ.get("WORLD_SIZE", "1"))  # set by accelerate/torchrun
     cfg = get_config("sft", args.preset, world_size=world, **parse_overrides(args.set))
     train_sft(cfg, args.model, rows, Path(args.output_dir), args.run_record)
+    end_launch()
 
 
 if __name__ == "__main__":
