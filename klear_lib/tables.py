@@ -6,8 +6,9 @@ filled and the value checks of its rows. Writing validates, puts the columns in 
 columns, sorts by the key (or keeps rows as given) and prints floats at the table's fixed precision, with no
 timestamps, so a rerun gives a byte-identical file; the file is replaced atomically, so a killed run never leaves
 half a table. A table with ``provenance`` also names, on every row, what drew it (``PROVENANCE``: the CPU model,
-the numerics mode, torch's and MKL's versions): a row written without them is stamped with this process's, and a
-row read from a file written before the columns existed reads ``unknown``. Reading validates too: a hand-edited or
+the numerics mode, torch's and MKL's versions): a row written without them is stamped with this process's, a row
+derived from others names theirs (``drawn_by``), and a row read from a file written before the columns existed reads
+``unknown``. Reading validates too: a hand-edited or
 stale file fails with its path and the offending rows, and a file cut short (empty, or its last line without the
 newline every write ends with) fails before it is parsed, so an upsert never rewrites a truncated table as if its
 lost rows had never been there.
@@ -63,6 +64,17 @@ class Table:
 
 MEAN_IN_CI: Check = ("mean outside [0, 1] or outside its CI", lambda df: ~df["mean"].between(0, 1)
                       | (df["ci_low"] > df["mean"] + 1e-9) | (df["ci_high"] < df["mean"] - 1e-9))
+
+
+def drawn_by(rows: Rows) -> dict[str, str]:
+    """What drew ``rows``, for a row derived from them (a mean over seeds, a difference, a claim): per ``PROVENANCE``
+    column the distinct values, sorted and ';'-joined (a cell already joined counts each of its parts). A row derived
+    from rows of two machines names both, never only the machine that computed it; a row without its cells was drawn
+    here (as ``stamp`` has it)."""
+    df = stamp(Table("drawn", (), (), provenance=True), rows)
+    if df.empty:
+        return numerics.provenance()
+    return {c: ";".join(sorted({part for v in df[c].astype(str) for part in v.split(";")})) for c in PROVENANCE}
 
 
 def stamp(table: Table, rows: Rows) -> pd.DataFrame:

@@ -202,7 +202,7 @@ def test_one_claims_table_holds_the_main_claims_with_bh_across_every_family(tmp_
     ablations.loc[0, "p_value"] = 0.004  # one ablation claim with a p: BH spans both families
     main = C.main_claims(R, _counts())
     table = C.with_main(ablations, main)
-    assert len(table) == len(ablations) + 4 and list(table.columns) == C.COLUMNS
+    assert len(table) == len(ablations) + 4 and list(table.columns) == C.COLUMNS + list(tables.PROVENANCE)
     rows = table[table["experiment"] == "main"].set_index("claim_id")
     for m in main.itertuples():
         r = rows.loc[m.claim_id]
@@ -219,6 +219,36 @@ def test_one_claims_table_holds_the_main_claims_with_bh_across_every_family(tmp_
     back = tables.read(C.CLAIMS, tables.write(C.CLAIMS, table, tmp_path / "claims.csv"))
     assert list(back["claim_id"]) == list(table["claim_id"])
     assert list(C.readme_table(back)["verdict"][-4:]) == list(main["verdict"])
+
+
+def test_a_claim_names_the_machines_that_drew_the_rows_it_reads_not_the_one_computing_it(tmp_path):
+    counts = _counts().assign(cpu="CPU A", numerics="pinned", torch="2.13.0+cpu", mkl="2024.2")
+    counts.loc[(counts.condition == "random_rl_code") & (counts.seed == 1), "cpu"] = "CPU B"
+    claims = C.main_claims(R, counts).set_index("claim_id")
+    for bench in R.eval.benchmarks:
+        assert claims.loc[f"main:{bench}:rl_code>sft", "cpu"] == "CPU A"
+        assert claims.loc[f"main:{bench}:rl_code>random_rl_code", "cpu"] == "CPU A;CPU B"
+    assert set(claims["numerics"]) == {"pinned"}
+    table = C.with_main(C.build_claims(R, paths={"sft": tmp_path / "none.csv", "rl": tmp_path / "none.csv"}), claims.reset_index())
+    assert list(table.loc[table["experiment"] == "main", "cpu"]) == list(claims["cpu"])
+
+
+def test_an_ablation_claim_names_the_machines_of_both_arms_runs():
+    from klear_lib import tables
+    from klear_lib.ablations import table as T
+    from klear_lib.ablations import verdicts as V
+
+    rows = pd.DataFrame([{"experiment": "fig2", "condition": cond, "benchmark": "b", "metric": "avg@k", "k": 4,
+                          "config_hash": "h", "seed": s, "mean": 0.3 + 0.1 * (cond == "gppo") + 0.01 * s,
+                          "stderr": 0.02, "cpu": cpu, "numerics": "pinned", "torch": "t", "mkl": "m"}
+                         for cond, cpu in (("gppo", "CPU A"), ("grpo", "CPU B")) for s in range(3)])
+    rows.loc[2, "cpu"] = "CPU C"  # gppo's seed 2 drawn elsewhere
+    summary = T.aggregate(rows)
+    assert list(summary["cpu"]) == ["CPU A;CPU C", "CPU B"]
+    cells = V.by_cell(summary)
+    pair = V.comparison_row(type("E", (), {"id": "fig2"}), cells[("fig2", "gppo", "b")], cells[("fig2", "grpo", "b")])
+    assert (pair["cpu"], pair["numerics"]) == ("CPU A;CPU B;CPU C", "pinned")
+    assert tables.drawn_by([{"cpu": "CPU B;CPU A"}, {"cpu": "CPU A"}])["cpu"] == "CPU A;CPU B"
 
 
 def _rerun_script():

@@ -143,7 +143,8 @@ def measured(recipe: Recipe, paths: dict | None = None, metric: str = "avg@k",
             out.append(pairs.assign(seed_diffs=seed_diffs(pairs, summary)))
             for r in summary[summary["metric"] == metric].to_dict("records"):
                 cells[(r["experiment"], r["condition"], r["benchmark"])] = dict(zip(r["seeds"], r["values"]))
-    pairs = pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=V.PAIR_COLUMNS + ["seed_diffs"])
+    pairs = pd.concat(out, ignore_index=True) if out else pd.DataFrame(
+        columns=V.PAIR_COLUMNS + ["seed_diffs", *tables.PROVENANCE])
     return pairs, cells
 
 
@@ -230,7 +231,7 @@ def build_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: di
     reported = load_reported() if reported is None else reported
     claims = expected(reported, recipe)
     pairs, cells = measured(recipe, paths, experiments=experiments)
-    merged = decide_all(claims.merge(pairs[[c for c in V.PAIR_COLUMNS if c != "metric"] + ["seed_diffs"]],
+    merged = decide_all(claims.merge(pairs[[c for c in V.PAIR_COLUMNS if c != "metric"] + ["seed_diffs", *tables.PROVENANCE]],
                                      on=["experiment", "benchmark", "better", "worse"], how="left"))
     for col, src in (("ours_better_pct", "mean_better"), ("ours_worse_pct", "mean_worse"),
                      ("ours_diff_pts", "diff"), ("ci_low_pts", "ci_low"), ("ci_high_pts", "ci_high"),
@@ -244,7 +245,7 @@ def build_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: di
     merged["seed_diffs_pts"] = merged["seed_diffs"].fillna("")
     for col in ("family_size", "seeds_for_power"):
         merged[col] = pd.array(merged[col], dtype="Int64")
-    return merged[COLUMNS]
+    return merged[COLUMNS + list(tables.PROVENANCE)]  # a claim not run: blank, stamped by the process writing it
 
 
 def in_band(better_pct, worse_pct) -> list[str]:
@@ -372,7 +373,7 @@ def main_claims(recipe: Recipe, problems: pd.DataFrame, seeds=None,
     over seeds, Holm within the family, the decision from the interval at level 1 − 0.05/m, the power at the carried
     size with the observed spread; two arms at 0 on every problem of every run stay undecided, as in the claims table.
     ``seeds``: the RL seeds (default: every seed with a final stage read). A pair
-    with a seed missing on either side gives no row."""
+    with a seed missing on either side gives no row. Each row names what drew the rows it read (``tables.drawn_by``)."""
     reported = load_reported() if reported is None else reported
     rows = problems[problems["config_hash"] == config_hash(recipe.eval)]
     rate = rows.assign(p=rows["correct"] / rows["k"])
@@ -399,6 +400,8 @@ def main_claims(recipe: Recipe, problems: pd.DataFrame, seeds=None,
             claimed = min((S.carry(x / 100, y / 100, base) for _, x, y in reads), default=float("nan"))
             sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
             floor = all(runs[c][s][shared].eq(0).all() for c in (better, worse) for s in seeds)
+            used = rows[(rows["benchmark"] == bench) & rows["condition"].isin([better, worse])
+                        & (rows["seed"].isin(seeds) | (rows["condition"] == "sft"))]
             out.append({"claim_id": f"main:{bench}:{better}>{worse}", "benchmark": bench, "better": better,
                         "worse": worse, "n_seeds": len(seeds), "n_problems": len(shared),
                         "ours_better_pct": 100 * levels[0], "ours_worse_pct": 100 * levels[1],
@@ -407,7 +410,7 @@ def main_claims(recipe: Recipe, problems: pd.DataFrame, seeds=None,
                         "claimed_pts": 100 * claimed, "ours_diff_pts": 100 * d.mean(), "sd_diff_pts": 100 * sd,
                         "df": len(d) - 1, "p_value": S.p_value(d.mean(), sd / np.sqrt(len(d)), len(d) - 1),
                         "seed_diffs_pts": ";".join(f"{100 * x:+.2f}" for x in d), "_se": sd / np.sqrt(len(d)),
-                        "_floor": floor})
+                        "_floor": floor, **tables.drawn_by(used)})
     m = len(out)
     for r, p_holm in zip(out, S.holm([r["p_value"] for r in out]) if m else []):
         lo, hi = S.adjusted_interval(r["ours_diff_pts"], 100 * r.pop("_se"), r["df"], m)
@@ -417,7 +420,7 @@ def main_claims(recipe: Recipe, problems: pd.DataFrame, seeds=None,
                  power_at_claim=S.power(r["claimed_pts"], r["sd_diff_pts"], r["n_seeds"], alpha),
                  seeds_for_power=S.seeds_for_power(r["claimed_pts"], upper, alpha),
                  verdict=S.UNDECIDED if floor else S.decide(lo, hi, r["claimed_pts"]))
-    return pd.DataFrame(out, columns=MAIN_COLUMNS)
+    return pd.DataFrame(out, columns=MAIN_COLUMNS + list(tables.PROVENANCE))
 
 
 def write_main_claims(recipe: Recipe, problems: pd.DataFrame, seeds=None,
@@ -445,7 +448,8 @@ def with_main(claims: pd.DataFrame, main: pd.DataFrame, reported: pd.DataFrame |
             **{c: r[c] for c in ("claim_id", "benchmark", "better", "worse", "ours_better_pct", "ours_worse_pct",
                                  "ours_base_pct", "in_band", "claimed_pts", "ours_diff_pts", "df", "n_seeds",
                                  "p_value", "family_size", "p_holm", "adj_ci_low_pts", "adj_ci_high_pts",
-                                 "sd_diff_pts", "sd_upper_pts", "power_at_claim", "seeds_for_power", "verdict")},
+                                 "sd_diff_pts", "sd_upper_pts", "power_at_claim", "seeds_for_power", "verdict",
+                                 *tables.PROVENANCE)},
             "family": MAIN_FAMILY, "table": RL_GAIN[0], "experiment": "main", "source": V.PAPER,
             "paper_benchmarks": ";".join(benches), "paper_statistic": stat,
             "paper_readings": ";".join(f"{k} {b:.2f}/{w:.2f}" for k, b, w in reads),
@@ -458,11 +462,12 @@ def with_main(claims: pd.DataFrame, main: pd.DataFrame, reported: pd.DataFrame |
             "sd_seed_pts": np.nan, "eval_se_pts": np.nan, "q_bh": np.nan,
             "seed_diffs_pts": ";".join(f"{float(x):.2f}" for x in str(r["seed_diffs_pts"]).split(";")),
             "shares_runs": "", "claim": MAIN_CLAIM_TEXT[r["worse"]]})
-    out = pd.concat([claims, pd.DataFrame(rows, columns=COLUMNS)], ignore_index=True) if rows else claims.copy()
+    out = (pd.concat([claims, pd.DataFrame(rows, columns=COLUMNS + list(tables.PROVENANCE))], ignore_index=True)
+           if rows else claims.copy())
     tested = out["p_value"].notna()
     out["q_bh"] = np.nan
     if q_bh and tested.any():
         out.loc[tested, "q_bh"] = S.bh(out.loc[tested, "p_value"])
     for col in ("family_size", "seeds_for_power"):
         out[col] = pd.array(out[col], dtype="Int64")
-    return out[COLUMNS]
+    return out.reindex(columns=COLUMNS + list(tables.PROVENANCE))

@@ -298,7 +298,7 @@ class Family:
         exp, cells = self.get_experiment(experiment), V.by_cell(summary[summary["metric"] == metric])
         rows = [V.comparison_row(exp, cells[(e, c, bench)], cells[(e, b, bench)])
                 for (e, c, bench) in cells if e == exp.id and c == a and (e, b, bench) in cells]
-        return pd.DataFrame(rows, columns=V.PAIR_COLUMNS)
+        return pd.DataFrame(rows, columns=V.PAIR_COLUMNS + list(tables.PROVENANCE))
 
     def side_by_side(self, summary: pd.DataFrame, reported: pd.DataFrame, metric: str = "avg@k") -> pd.DataFrame:
         """Our mean ± 95% CI (in %) per condition and benchmark beside the paper's value of the same setting."""

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from klear_lib.stats import t_interval
-from klear_lib.tables import MEAN_IN_CI, Table
+from klear_lib.tables import MEAN_IN_CI, PROVENANCE, Table, drawn_by
 
 RUN_KEY = ["experiment", "condition", "seed"]
 KEY = RUN_KEY + ["benchmark", "metric"]
@@ -34,7 +34,7 @@ def aggregate(df: pd.DataFrame, order: Sequence[tuple[str, str]] = ()) -> pd.Dat
 
     Columns: the group keys, ``n_seeds``, ``mean``, ``ci_low``, ``ci_high`` (±inf with one seed), ``eval_se`` (one
     run's evaluation standard error, root mean square over the runs), ``seeds`` and ``values`` (tuples, per seed,
-    in seed order). Rows follow ``order`` of (experiment, condition), then the rest.
+    in seed order), then what drew the group's runs (``tables.drawn_by``). Rows follow ``order`` of (experiment, condition), then the rest.
     """
     out = []
     for key, grp in df.sort_values("seed").groupby(GROUP, sort=True):
@@ -42,8 +42,8 @@ def aggregate(df: pd.DataFrame, order: Sequence[tuple[str, str]] = ()) -> pd.Dat
         out.append({**dict(zip(GROUP, key)), "n_seeds": len(grp), "mean": mean, "ci_low": low, "ci_high": high,
                     "eval_se": float(np.sqrt(np.mean(np.square(grp["stderr"].astype(float))))),
                     "seeds": tuple(int(s) for s in grp["seed"]),
-                    "values": tuple(float(v) for v in grp["mean"])})
-    res = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
+                    "values": tuple(float(v) for v in grp["mean"]), **drawn_by(grp)})
+    res = pd.DataFrame(out, columns=SUMMARY_COLUMNS + list(PROVENANCE))
     rank = {pair: i for i, pair in enumerate(order)}
     res["_rank"] = [rank.get((e, c), len(rank)) for e, c in zip(res["experiment"], res["condition"])]
     return res.sort_values(["experiment", "_rank", "condition", "benchmark", "metric"], ignore_index=True).drop(

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from klear_lib import stats as S
-from klear_lib.tables import Table
+from klear_lib.tables import PROVENANCE, Table, drawn_by
 
 PAIR_COLUMNS = ["experiment", "benchmark", "metric", "better", "worse", "mean_better", "mean_worse", "diff",
                 "ci_low", "ci_high", "test", "df", "p_value", "se", "n_seeds", "sd_seed", "eval_se", "sd_diff", "note"]
@@ -79,7 +79,7 @@ def comparison_row(exp, better: dict, worse: dict) -> dict:
 
     ``sd_seed``: the spread of one condition's per-seed values (root mean of the two variances); ``eval_se``: one
     run's evaluation standard error (root mean square over both conditions' runs); ``sd_diff``: the spread the
-    test uses.
+    test uses. Then what drew both conditions' runs (``tables.drawn_by``).
     """
     bench, b, w = better["benchmark"], better["condition"], worse["condition"]
     c = S.compare(better["values"], better["seeds"], worse["values"], worse["seeds"])
@@ -90,7 +90,8 @@ def comparison_row(exp, better: dict, worse: dict) -> dict:
             "mean_better": c["mean_a"], "mean_worse": c["mean_b"], "diff": c["diff"], "ci_low": c["low"],
             "ci_high": c["high"], "test": c["test"], "df": c["df"], "p_value": c["p"], "se": c["se"],
             "n_seeds": c["n"], "sd_seed": float(np.sqrt(np.mean(var))),
-            "eval_se": float(np.sqrt(np.mean(np.square(se)))), "sd_diff": c["sd"], "note": FLOOR if floor else ""}
+            "eval_se": float(np.sqrt(np.mean(np.square(se)))), "sd_diff": c["sd"], "note": FLOOR if floor else "",
+            **drawn_by([{k: x[k] for k in PROVENANCE if k in x} for x in (better, worse)])}
 
 
 def by_cell(summary: pd.DataFrame) -> dict[tuple, dict]:
