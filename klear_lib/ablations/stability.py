@@ -27,7 +27,7 @@ from klear_lib.losses import get_loss
 from klear_lib.pipeline import eval_stage, rl_stage, sft_stage
 from klear_lib.seeding import torch_threads
 from klear_lib.stats import t_interval, verdict, welch_interval
-from klear_lib.tables import MEAN_IN_CI, Table
+from klear_lib.tables import MEAN_IN_CI, Table, drawn_by
 from klear_lib.training.run_record import CLIP_COLUMNS
 
 NAME = "stability"
@@ -238,14 +238,14 @@ STABILITY = Family(NAME, {MAP.id: MAP}, "stability", cell_hash, run_cell, _setup
 
 def aggregate(df: pd.DataFrame) -> pd.DataFrame:
     """Per cell: seeds, final avg@k mean ± 95% t-interval, collapsed runs and their share, mean training accuracy
-    (first and last quarter) and response length (last quarter), mean clipping cases."""
+    (first and last quarter) and response length (last quarter), mean clipping cases; what drew its runs."""
     out = []
     for key, grp in df.groupby(GROUP, sort=False):
         mean, low, high = t_interval(grp["mean"].astype(float).tolist())
         out.append({**dict(zip(GROUP, key)), "n_seeds": len(grp), "mean": mean, "ci_low": low, "ci_high": high,
                     "start_mean": grp["start_mean"].mean(), "collapsed": int(grp["collapsed"].sum()),
                     "collapse_share": grp["collapsed"].mean(), **grp[TRAINING + CASES].mean().to_dict(),
-                    "values": tuple(float(v) for v in grp["mean"])})
+                    "values": tuple(float(v) for v in grp["mean"]), **drawn_by(grp)})
     return pd.DataFrame(out)
 
 
