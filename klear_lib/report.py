@@ -77,8 +77,7 @@ def seed_gains_section(recipe: Recipe) -> str:
 def standing_section(recipe: Recipe) -> str:
     """Where the study stands, in bullets whose every number is read from the table each one names; a bullet whose
     table is missing is left out."""
-    parts = (_headline(recipe), _claims_summary(recipe), _rl_claims(recipe), _fig2_arms(recipe),
-             _self_verification(recipe))
+    parts = (_headline(recipe), _claims_summary(recipe), _fig2_arms(recipe), _self_verification(recipe))
     bullets = [f"- {p}" for p in parts if p]
     return "\n".join(bullets) or f"_No results at `{recipe.preset}` yet: run `make reproduce` and `make ablations`._"
 
@@ -222,30 +221,6 @@ def _claims_summary(recipe: Recipe) -> str | None:
                                "(sized on an upper bound of the spread)" if len(need) else "")
                  + (f", more than 10,000 for {len(under) - len(need)}" if len(need) < len(under) else "") + ".")
     return text + f" (`{_rel(C.claims_csv(recipe.results))}`)"
-
-
-def _rl_claims(recipe: Recipe) -> str | None:
-    """Each RL claim: our paired difference with its family-wise interval, the paper's effect in its own points and
-    at our base rate, the decision and the power at the carried effect."""
-    claims = _claims(recipe)
-    if claims is None:
-        return None
-    rows = claims[(claims["family"] == "rl") & (claims["verdict"] != C.NOT_RUN)]
-    if rows.empty:
-        return None
-
-    def span(lo: float, hi: float, digits: int) -> str:
-        one = f"{lo:+.{digits}f}"
-        return (one if f"{hi:+.{digits}f}" == one else f"{one} to {hi:+.{digits}f}").replace("-", "−")
-    items = [f"{r.table} {r.better} > {r.worse} {_pts(r.ours_diff_pts, 1)} {_ci(r.adj_ci_low_pts, r.adj_ci_high_pts, 1)}"
-             f" ({'' if r.source == 'paper' else r.source + ' '}{span(r.paper_diff_low_pts, r.paper_diff_high_pts, 1)}"
-             f" → {span(r.carried_low_pts, r.carried_high_pts, 2)}; *{r.verdict}*"
-             + (f", {100 * r.power_at_claim:.0f}% power" if pd.notna(r.power_at_claim) else "") + ")"
-             for r in rows.itertuples()]
-    seeds = sorted(set(rows["n_seeds"]))
-    return ("**The RL claims** at " + "/".join(map(str, seeds)) + " paired seeds: our Δ in points of held-out avg@4 "
-            "with its family-wise interval (the paper's Δ → the same effect at our base rate; the verdict; the power "
-            "the seeds had at it): " + "; ".join(items) + f". (`{_rel(C.claims_csv(recipe.results))}`)")
 
 
 def _fig2_arms(recipe: Recipe) -> str | None:
