@@ -236,6 +236,8 @@ def claims(preset: str) -> None:
         if MAIN in done else pd.DataFrame(columns=C.MAIN_COLUMNS)
     registered = {e: RL.seeds(r, e) for e in REGISTERED if e in done}
     table = C.with_main(C.build_claims(r, experiments=registered), main, q_bh=len(done) == len(counts))
+    if MAIN in done:  # the README's headline reads it (klear_lib.report), as it reads notebook 03's
+        tables.write(C.MAIN_CLAIMS, main, r.results / "main_claims.csv")
     path = tables.write(C.CLAIMS, table, C.claims_csv(r.results))
     print(f"{path}: {int((table['verdict'] != C.NOT_RUN).sum())} of {len(table)} claims read"
           + ("" if len(done) == len(counts) else "; no q-values until every registered experiment is stored"))

@@ -92,6 +92,11 @@ def test_headline_states_each_main_claim_with_its_family_interval(monkeypatch, t
     lo, hi = (f"{100 * x:+.1f}".replace("-", "−") for x in (np.mean(vals) - half, np.mean(vals) + half))
     assert f"the control alone moving it by −30.0 [{lo}, {hi}] from the SFT model" in text
     assert "coin flip" in text and "can exceed the RL gain itself" in text
+    (tmp_path / "rerun").mkdir()
+    path.rename(tmp_path / "rerun" / "main_claims.csv")  # the study re-run's registered read, before the swap
+    text = report.standing_section(R)
+    assert text.startswith("- **The main job over 5 RL seeds**") and "the control alone" not in text
+    assert f"(`{tmp_path / 'rerun' / 'main_claims.csv'}`)" in text  # and no other run's gains beside it
 
 
 def test_the_main_sweep_counts_a_seed_stored_only_with_both_arms_read_on_every_benchmark(monkeypatch, tmp_path):
