@@ -234,7 +234,8 @@ def test_a_claim_names_the_machines_that_drew_the_rows_it_reads_not_the_one_comp
         assert claims.loc[f"main:{bench}:rl_code>sft", "cpu"] == "CPU A"
         assert claims.loc[f"main:{bench}:rl_code>random_rl_code", "cpu"] == "CPU A;CPU B"
     assert set(claims["numerics"]) == {"pinned"}
-    table = C.with_main(C.build_claims(R, paths={"sft": tmp_path / "none.csv", "rl": tmp_path / "none.csv"}), claims.reset_index())
+    none = {"sft": tmp_path / "none.csv", "rl": tmp_path / "none.csv"}
+    table = C.with_main(C.build_claims(R, paths=none), claims.reset_index())
     assert list(table.loc[table["experiment"] == "main", "cpu"]) == list(claims["cpu"])
 
 

@@ -231,8 +231,8 @@ def build_claims(recipe: Recipe, reported: pd.DataFrame | None = None, paths: di
     reported = load_reported() if reported is None else reported
     claims = expected(reported, recipe)
     pairs, cells = measured(recipe, paths, experiments=experiments)
-    merged = decide_all(claims.merge(pairs[[c for c in V.PAIR_COLUMNS if c != "metric"] + ["seed_diffs", *tables.PROVENANCE]],
-                                     on=["experiment", "benchmark", "better", "worse"], how="left"))
+    ours = [c for c in V.PAIR_COLUMNS if c != "metric"] + ["seed_diffs", *tables.PROVENANCE]
+    merged = decide_all(claims.merge(pairs[ours], on=["experiment", "benchmark", "better", "worse"], how="left"))
     for col, src in (("ours_better_pct", "mean_better"), ("ours_worse_pct", "mean_worse"),
                      ("ours_diff_pts", "diff"), ("ci_low_pts", "ci_low"), ("ci_high_pts", "ci_high"),
                      ("sd_seed_pts", "sd_seed"), ("eval_se_pts", "eval_se"), ("sd_diff_pts", "sd_diff")):

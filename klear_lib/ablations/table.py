@@ -34,7 +34,8 @@ def aggregate(df: pd.DataFrame, order: Sequence[tuple[str, str]] = ()) -> pd.Dat
 
     Columns: the group keys, ``n_seeds``, ``mean``, ``ci_low``, ``ci_high`` (±inf with one seed), ``eval_se`` (one
     run's evaluation standard error, root mean square over the runs), ``seeds`` and ``values`` (tuples, per seed,
-    in seed order), then what drew the group's runs (``tables.drawn_by``). Rows follow ``order`` of (experiment, condition), then the rest.
+    in seed order), then what drew the group's runs (``tables.drawn_by``). Rows follow ``order`` of (experiment,
+    condition), then the rest.
     """
     out = []
     for key, grp in df.sort_values("seed").groupby(GROUP, sort=True):
