@@ -149,3 +149,40 @@ def test_the_per_operation_records_cover_every_operation_the_script_runs():
         assert key == f"{r['cpu']} | {r['numerics']} | torch {r['torch']} | MKL {r['mkl']}"
         assert set(r["ops"]) == set(ops.OPS), key
     assert ops.OPS["softmax"]() == ops.OPS["softmax"]()  # seeded inputs: a rerun in one process is the same bytes
+
+
+def _trace_script():
+    spec = importlib.util.spec_from_file_location("numerics_trace", REPO / "scripts" / "numerics_trace.py")
+    trace = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(trace)
+    return trace
+
+
+def test_the_trace_hashes_each_rounding_operation_and_finds_the_first_that_differs():
+    nt = _trace_script()
+
+    def run(x):
+        with nt.Trace() as t:
+            y = torch.exp(x.view(4, 4)).t().sum(0)  # a view and a transpose: aliases, not traced
+            (y * 2).sqrt()
+        return nt.unpack(nt.record(t))
+
+    x = torch.linspace(0.1, 1.6, 16)
+    first = run(x)
+    assert [op for op, _ in first] == ["aten.exp.default", "aten.sum.dim_IntList", "aten.mul.Tensor",
+                                       "aten.sqrt.default"]
+    assert run(x.clone()) == first and nt.first_difference(first, first) is None
+    nudged = x.clone()
+    nudged[-1] = torch.nextafter(nudged[-1], torch.tensor(2.0))  # one ulp in one input changes every later hash
+    assert nt.first_difference(first, run(nudged)) == 0
+    assert nt.first_difference(first, first[:2]) == 2
+
+
+def test_the_stored_traces_name_their_machine_and_read_back():
+    nt = _trace_script()
+    stored = json.loads(nt.TRACES.read_text())
+    assert any(r["numerics"] == "pinned" for r in stored.values())
+    for key, r in stored.items():
+        assert key == f"{r['cpu']} | {r['numerics']} | torch {r['torch']} | MKL {r['mkl']}"
+        steps = nt.unpack(r)
+        assert len(steps) > 1000 and {op for op, _ in steps} == set(r["names"]), key
