@@ -715,6 +715,7 @@ def test_rl_runs_in_two_workers_give_the_files_of_runs_one_at_a_time(monkeypatch
 
 @pytest.mark.slow
 def test_the_start_evaluated_in_two_workers_gives_the_samples_of_one_at_a_time(monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")  # its run record, not over results/ci/runs/sft.csv
     rl.sft_stage(CI)  # the ci SFT checkpoint in the real store (trained there if missing)
     real, fig2 = artifacts.root(), rl.EXPERIMENTS["fig2"]
     todo = [(fig2.condition(label), seed) for seed in (0, 1, 2) for label in ("gppo", "clip_higher")]
