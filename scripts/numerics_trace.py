@@ -60,16 +60,22 @@ def tensor_bytes(t: torch.Tensor) -> bytes:
 
 
 class Trace(TorchDispatchMode):
-    """Records every operation run under it: ``names`` (interned op names) and ``steps`` ([name index, hash])."""
+    """Records every operation run under it: ``names`` (interned op names) and ``steps`` ([name index, hash]).
+    ``exact``: op names whose float32 results are computed in float64 and rounded instead (nearly always the
+    correctly rounded value), to see which values a kernel's own rounding of them moves."""
 
-    def __init__(self):
+    def __init__(self, exact: frozenset[str] = frozenset()):
         super().__init__()
+        self.exact = exact
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.steps: list[tuple[int, int]] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
+        if str(func) in self.exact and isinstance(args[0], torch.Tensor) and args[0].dtype == torch.float32:
+            out = func(args[0].double(), *args[1:], **(kwargs or {})).float()
+        else:
+            out = func(*args, **(kwargs or {}))
         # an alias, a shape or a copy of tensors already hashed, or a profiler mark: nothing new rounds
         if func.is_view or func in NO_VALUES or func.namespace == "profiler":
             return out
@@ -84,7 +90,7 @@ class Trace(TorchDispatchMode):
         return out
 
 
-def trace_control(work: Path) -> tuple[Trace, list[dict]]:
+def trace_control(work: Path, exact: frozenset[str] = frozenset()) -> tuple[Trace, list[dict]]:
     """The trace of the ci random-reward control's first RL step, from a ci SFT model trained under ``work``, and
     the step's run record (one row per update)."""
     from klear_lib.configs import recipe
@@ -99,7 +105,7 @@ def trace_control(work: Path) -> tuple[Trace, list[dict]]:
         cfg = dataclasses.replace(arm.rl("math"), max_steps=1)
         record = work / "rl_record.csv"
         trainer = build_rl_trainer(cfg, sft, rl_rows(arm, "math"), "math", work / "rl", run_record=record)
-        trace = Trace()
+        trace = Trace(exact)
         with trace:
             trainer.train()
     return trace, list(csv.DictReader(record.open()))
@@ -125,13 +131,25 @@ def first_difference(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> int 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="store this machine's trace in " + str(TRACES.name))
+    ap.add_argument("--exact", default="", help="comma-separated ops (e.g. aten.exp.default) to compute in float64 "
+                    "and round, to see which update values their rounding moves (no trace compared or stored)")
     args = ap.parse_args()
+    exact = frozenset(filter(None, args.exact.split(",")))
+    if unknown := sorted(exact - VECTOR_MATH):  # one-input ops: the float64 result rounds back into a new tensor
+        ap.error(f"--exact takes ops of {sorted(VECTOR_MATH)}; not {unknown}")
+    if exact and args.write:
+        ap.error("--exact changes the run: its trace is not stored")
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.update(KLEAR_ARTIFACTS=str(Path(tmp) / "artifacts"), HF_HUB_OFFLINE="1", TQDM_DISABLE="1")
-        trace, updates = trace_control(Path(tmp))
+        trace, updates = trace_control(Path(tmp), exact)
         here = record(trace)
     mine = unpack(here)
     key = f"{here['cpu']} | {here['numerics']} | torch {here['torch']} | MKL {here['mkl']}"  # numerics_ops.py's keys
+    if exact:
+        for u in updates:
+            print(f"  update {u['step']} with {sorted(exact)} exact: policy_loss {u['policy_loss']}, grad_norm "
+                  f"{u['grad_norm']}, logp_grad_norm {u['logp_grad_norm']}, sft_loss {u['sft_loss']}")
+        return 0
     stored = json.loads(TRACES.read_text()) if TRACES.exists() else {}
     print(f"{key}: {len(mine)} operations traced ({len(here['names'])} distinct)")
     for u in updates:  # the values a run record of another CPU model can be held against
