@@ -70,6 +70,7 @@ class Trace(TorchDispatchMode):
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.steps: list[tuple[int, int]] = []
+        self.shapes: list[str] = []  # each step's tensor inputs, shape and dtype: printed, not stored (same everywhere)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if str(func) in self.exact and isinstance(args[0], torch.Tensor) and args[0].dtype == torch.float32:
@@ -85,6 +86,8 @@ class Trace(TorchDispatchMode):
                 crc = zlib.crc32(tensor_bytes(t), crc)
         name = str(func)
         self.steps.append((self.index.setdefault(name, len(self.index)), crc))
+        self.shapes.append(" ".join(f"{tuple(t.shape)}:{str(t.dtype)[6:]}" for t in tree_leaves((args, kwargs))
+                                    if isinstance(t, torch.Tensor)))
         if len(self.index) > len(self.names):
             self.names.append(name)
         return out
@@ -170,7 +173,8 @@ def main() -> int:
         print(f"  differs from {other} first at operation {i} of {len(mine)} ({len(theirs)} there):")
         for j in range(max(0, i - 5), min(i + 6, len(mine), len(theirs))):
             mark = "->" if j == i else "  "
-            print(f"   {mark} {j:6d} here {mine[j][0]} {mine[j][1]}   there {theirs[j][0]} {theirs[j][1]}")
+            print(f"   {mark} {j:6d} here {mine[j][0]} {mine[j][1]}   there {theirs[j][0]} {theirs[j][1]}   "
+                  f"inputs {trace.shapes[j]}")
         op = mine[i][0] if i < len(mine) else theirs[i][0]
         print(f"  {op}: " + ("MKL's vector math (MKL_CBWR picks its branch)" if op in VECTOR_MATH else
                              "MKL's sgemm (MKL_CBWR)" if op in GEMM else "an ATen kernel (ATEN_CPU_CAPABILITY)"))
