@@ -1,4 +1,5 @@
-"""The numerics mode: one kernel path on any x86 CPU, so the CPU presets (ci, tiny) give the same bytes everywhere.
+"""The numerics mode: one kernel path on any x86 CPU, so that the CPU presets (ci, tiny) give the same bytes everywhere.
+They do for the fingerprint's stages on both CPU models tried, not yet for a longer RL run (docs/stack.md §11).
 
 torch, MKL, oneDNN and NumPy each pick their kernels from the CPU's instruction set when they first run, and the
 AVX-512 and AVX2 kernels round differently; MKL also picks differently on Intel and AMD. The ``pinned`` mode caps
