@@ -21,7 +21,7 @@ endif
 WORKERS ?= 2
 export TQDM_DISABLE ?= 0
 export TOKENIZERS_PARALLELISM := false
-# The numerics mode (klear_lib.numerics, docs/stack.md §11): pinned at ci and tiny (the same numbers on any x86 CPU),
+# The numerics mode (klear_lib.numerics, docs/stack.md §11): pinned at ci and tiny (one kernel path on any x86 CPU),
 # native at full; KLEAR_NUMERICS=pinned|native overrides. Every process the kit starts applies it when it imports
 # klear_lib (notebook kernels through klear_lib.kernel, nbval's kernel through `pytest -p klear_lib`).
 export KLEAR_NUMERICS ?= $(if $(filter full,$(PRESET)),native,pinned)
