@@ -48,6 +48,7 @@ NO_VALUES = {_ATEN.detach.default, _ATEN._unsafe_view.default, _ATEN.clone.defau
 VECTOR_MATH = {f"aten.{op}.default" for op in ("exp", "log", "sqrt", "tanh", "erf", "tan", "atan", "log2", "log10")}
 GEMM = {"aten.mm.default", "aten.mm.out", "aten.addmm.default", "aten.addmm_.default", "aten.bmm.default",
         "aten.baddbmm.default"}
+PROVENANCE = ("config_hash", "cpu", "numerics", "torch", "mkl")  # a run record's columns that are not its values
 CONTROL_SEED = 0  # results/ci/runs/random_rl_math.csv: update 1's policy loss differs between the two CPU models
 
 
@@ -61,22 +62,29 @@ def tensor_bytes(t: torch.Tensor) -> bytes:
 
 class Trace(TorchDispatchMode):
     """Records every operation run under it: ``names`` (interned op names) and ``steps`` ([name index, hash]).
-    ``exact``: op names whose float32 results are computed in float64 and rounded instead (nearly always the
-    correctly rounded value), to see which values a kernel's own rounding of them moves."""
+    ``change``: {op name: how} for ops of ``VECTOR_MATH``, to see which values a kernel's own rounding of them moves:
+    "exact" computes their float32 results in float64 and rounds once (nearly always the correctly rounded value),
+    "up" and "down" move each result one ulp, "up@x" and "down@x" only the results of inputs equal to x."""
 
-    def __init__(self, exact: frozenset[str] = frozenset()):
+    def __init__(self, change: dict[str, str] | None = None):
         super().__init__()
-        self.exact = exact
+        self.change = change or {}
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.steps: list[tuple[int, int]] = []
         self.shapes: list[str] = []  # each step's tensor inputs, shape and dtype: printed, not stored (same everywhere)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if str(func) in self.exact and isinstance(args[0], torch.Tensor) and args[0].dtype == torch.float32:
+        how = self.change.get(str(func)) if isinstance(args[0], torch.Tensor) and args[0].dtype == torch.float32 \
+            else None
+        if how == "exact":
             out = func(args[0].double(), *args[1:], **(kwargs or {})).float()
         else:
             out = func(*args, **(kwargs or {}))
+        if how and how != "exact":
+            way, _, at = how.partition("@")
+            moved = torch.nextafter(out, torch.full_like(out, float("inf") if way == "up" else float("-inf")))
+            out = torch.where(args[0] == float(at), moved, out) if at else moved
         # an alias, a shape or a copy of tensors already hashed, or a profiler mark: nothing new rounds
         if func.is_view or func in NO_VALUES or func.namespace == "profiler":
             return out
@@ -93,7 +101,7 @@ class Trace(TorchDispatchMode):
         return out
 
 
-def trace_control(work: Path, exact: frozenset[str] = frozenset()) -> tuple[Trace, list[dict]]:
+def trace_control(work: Path, change: dict[str, str] | None = None) -> tuple[Trace, list[dict]]:
     """The trace of the ci random-reward control's first RL step, from a ci SFT model trained under ``work``, and
     the step's run record (one row per update)."""
     from klear_lib.configs import recipe
@@ -108,10 +116,21 @@ def trace_control(work: Path, exact: frozenset[str] = frozenset()) -> tuple[Trac
         cfg = dataclasses.replace(arm.rl("math"), max_steps=1)
         record = work / "rl_record.csv"
         trainer = build_rl_trainer(cfg, sft, rl_rows(arm, "math"), "math", work / "rl", run_record=record)
-        trace = Trace(exact)
+        trace = Trace(change)
         with trace:
             trainer.train()
     return trace, list(csv.DictReader(record.open()))
+
+
+def _is_change(how: str) -> bool:
+    """``--change``'s HOW: exact, up, down, or up/down@x with x a number."""
+    way, at, x = how.partition("@")
+    if how == "exact" or (way in ("up", "down") and not at):
+        return True
+    try:
+        return way in ("up", "down") and bool(x) and float(x) == float(x)
+    except ValueError:
+        return False
 
 
 def record(trace: Trace) -> dict:
@@ -134,23 +153,34 @@ def first_difference(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> int 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="store this machine's trace in " + str(TRACES.name))
-    ap.add_argument("--exact", default="", help="comma-separated ops (e.g. aten.exp.default) to compute in float64 "
-                    "and round, to see which update values their rounding moves (no trace compared or stored)")
+    ap.add_argument("--change", default="", help="comma-separated OP=HOW, HOW exact, up, down, up@x or down@x (e.g. "
+                    "aten.sqrt.default=up@1.25): compute OP in float64, or move its results (for input x only) one "
+                    "ulp, and print the update values this gives (no trace compared or stored)")
+    ap.add_argument("--record", type=Path, help="a run record of this control (e.g. another CPU's): name the columns "
+                    "in which each update drawn here differs from it")
     args = ap.parse_args()
-    exact = frozenset(filter(None, args.exact.split(",")))
-    if unknown := sorted(exact - VECTOR_MATH):  # one-input ops: the float64 result rounds back into a new tensor
-        ap.error(f"--exact takes ops of {sorted(VECTOR_MATH)}; not {unknown}")
-    if exact and args.write:
-        ap.error("--exact changes the run: its trace is not stored")
+    change = dict(item.split("=", 1) if "=" in item else (item, "") for item in filter(None, args.change.split(",")))
+    # one-input ops: a float64 result rounds back into a new tensor, a moved one replaces it
+    if bad := sorted(f"{op}={how}" for op, how in change.items() if op not in VECTOR_MATH or not _is_change(how)):
+        ap.error(f"--change takes OP=HOW, OP one of {sorted(VECTOR_MATH)}, HOW exact, up, down, up@x or down@x; "
+                 f"not {bad}")
+    if change and args.write:
+        ap.error("--change changes the run: its trace is not stored")
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.update(KLEAR_ARTIFACTS=str(Path(tmp) / "artifacts"), HF_HUB_OFFLINE="1", TQDM_DISABLE="1")
-        trace, updates = trace_control(Path(tmp), exact)
+        trace, updates = trace_control(Path(tmp), change)
         here = record(trace)
     mine = unpack(here)
     key = f"{here['cpu']} | {here['numerics']} | torch {here['torch']} | MKL {here['mkl']}"  # numerics_ops.py's keys
-    if exact:
+    if args.record:
+        theirs = {r["step"]: r for r in csv.DictReader(args.record.open())}
         for u in updates:
-            print(f"  update {u['step']} with {sorted(exact)} exact: policy_loss {u['policy_loss']}, grad_norm "
+            other = theirs.get(u["step"], {})
+            cols = [k for k in other if k not in PROVENANCE and other[k] != u.get(k)] if other else ["(no such update)"]
+            print(f"  update {u['step']} vs {args.record}: " + (", ".join(cols) if cols else "every column equal"))
+    if change:
+        for u in updates:
+            print(f"  update {u['step']} with {change}: policy_loss {u['policy_loss']}, grad_norm "
                   f"{u['grad_norm']}, logp_grad_norm {u['logp_grad_norm']}, sft_loss {u['sft_loss']}")
         return 0
     stored = json.loads(TRACES.read_text()) if TRACES.exists() else {}

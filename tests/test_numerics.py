@@ -176,8 +176,16 @@ def test_the_trace_hashes_each_rounding_operation_and_finds_the_first_that_diffe
     nudged[-1] = torch.nextafter(nudged[-1], torch.tensor(2.0))  # one ulp in one input changes every later hash
     assert nt.first_difference(first, run(nudged)) == 0
     assert nt.first_difference(first, first[:2]) == 2
-    with nt.Trace(exact=frozenset({"aten.exp.default"})):  # --exact: exp in float64, rounded once
+    with nt.Trace({"aten.exp.default": "exact"}):  # --change: exp in float64, rounded once
         assert torch.equal(torch.exp(x), torch.exp(x.double()).float())
+    plain = torch.exp(x)
+    with nt.Trace({"aten.exp.default": "up"}):  # or each result one ulp up
+        assert torch.equal(torch.exp(x), torch.nextafter(plain, torch.tensor(float("inf"))))
+    below_two = torch.nextafter(torch.tensor(2.0), torch.tensor(0.0)).item()
+    with nt.Trace({"aten.sqrt.default": "down@4"}):  # or only the results of one input value
+        assert torch.sqrt(torch.tensor([4.0, 9.0])).tolist() == [below_two, 3.0]
+    hows = ("exact", "up", "down@1.5", "up@", "sideways", "up@x")
+    assert [nt._is_change(h) for h in hows] == [True] * 3 + [False] * 3
 
 
 def test_the_stored_traces_name_their_machine_and_read_back():
