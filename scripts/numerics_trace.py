@@ -64,7 +64,8 @@ class Trace(TorchDispatchMode):
     """Records every operation run under it: ``names`` (interned op names) and ``steps`` ([name index, hash]).
     ``change``: {op name: how} for ops of ``VECTOR_MATH``, to see which values a kernel's own rounding of them moves:
     "exact" computes their float32 results in float64 and rounds once (nearly always the correctly rounded value),
-    "up" and "down" move each result one ulp, "up@x" and "down@x" only the results of inputs equal to x."""
+    "up" and "down" move each result one ulp, "up@x" and "down@x" only the results of inputs equal to x (or to any
+    of x/y/...)."""
 
     def __init__(self, change: dict[str, str] | None = None):
         super().__init__()
@@ -84,7 +85,8 @@ class Trace(TorchDispatchMode):
         if how and how != "exact":
             way, _, at = how.partition("@")
             moved = torch.nextafter(out, torch.full_like(out, float("inf") if way == "up" else float("-inf")))
-            out = torch.where(args[0] == float(at), moved, out) if at else moved
+            hit = [args[0] == float(x) for x in at.split("/")] if at else []
+            out = torch.where(torch.stack(hit).any(0), moved, out) if hit else moved
         # an alias, a shape or a copy of tensors already hashed, or a profiler mark: nothing new rounds
         if func.is_view or func in NO_VALUES or func.namespace == "profiler":
             return out
@@ -101,18 +103,22 @@ class Trace(TorchDispatchMode):
         return out
 
 
-def trace_control(work: Path, change: dict[str, str] | None = None) -> tuple[Trace, list[dict]]:
-    """The trace of the ci random-reward control's first RL step, from a ci SFT model trained under ``work``, and
-    the step's run record (one row per update)."""
+def trace_control(work: Path, change: dict[str, str] | None = None, preset: str = "ci",
+                  seed: int = CONTROL_SEED) -> tuple[Trace, list[dict]]:
+    """The trace of the random-reward control's first RL step at ``preset`` (``seed``) and the step's run record
+    (one row per update), under ``work``. The SFT model is the preset's own: at ci trained in the artifact store
+    (``main`` points it at a temporary one), at tiny the main job's, from the store (trained there if missing, which
+    takes about half an hour). Threads as the stored records were drawn: ci in a notebook kernel, tiny by a sweep
+    worker (one torch thread)."""
     from klear_lib.configs import recipe
     from klear_lib.pipeline import CONTROLS, rl_rows, sft_stage
     from klear_lib.seeding import torch_threads
     from klear_lib.training import build_rl_trainer
 
-    rec = dataclasses.replace(recipe("ci"), scratch=True)  # results, runs under the temporary artifacts, not results/ci
-    with torch_threads(numerics.THREADS):
+    rec = dataclasses.replace(recipe(preset), scratch=True).main_job  # records under the artifacts, not results/
+    with torch_threads(numerics.THREADS if preset == "ci" else 1):
         sft = sft_stage(rec)
-        arm = rec.replace(rl_math={"seed": CONTROL_SEED, **CONTROLS["blind"]})
+        arm = rec.replace(rl_math={"seed": seed, **CONTROLS["blind"]})
         cfg = dataclasses.replace(arm.rl("math"), max_steps=1)
         record = work / "rl_record.csv"
         trainer = build_rl_trainer(cfg, sft, rl_rows(arm, "math"), "math", work / "rl", run_record=record)
@@ -123,12 +129,12 @@ def trace_control(work: Path, change: dict[str, str] | None = None) -> tuple[Tra
 
 
 def _is_change(how: str) -> bool:
-    """``--change``'s HOW: exact, up, down, or up/down@x with x a number."""
-    way, at, x = how.partition("@")
+    """``--change``'s HOW: exact, up, down, or up/down@x (inputs x, several as x/y/...)."""
+    way, at, xs = how.partition("@")
     if how == "exact" or (way in ("up", "down") and not at):
         return True
     try:
-        return way in ("up", "down") and bool(x) and float(x) == float(x)
+        return way in ("up", "down") and all(float(x) == float(x) for x in xs.split("/"))
     except ValueError:
         return False
 
@@ -154,8 +160,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="store this machine's trace in " + str(TRACES.name))
     ap.add_argument("--change", default="", help="comma-separated OP=HOW, HOW exact, up, down, up@x or down@x (e.g. "
-                    "aten.sqrt.default=up@1.25): compute OP in float64, or move its results (for input x only) one "
-                    "ulp, and print the update values this gives (no trace compared or stored)")
+                    "aten.sqrt.default=up@1.25/2.5): compute OP in float64, or move its results (for inputs x only) "
+                    "one ulp, and print the update values this gives (no trace compared or stored)")
+    ap.add_argument("--preset", choices=("ci", "tiny"), default="ci", help="the control to run: ci (the default; "
+                    "the only one whose trace is stored) or tiny (the main job's control, from its SFT checkpoint)")
+    ap.add_argument("--seed", type=int, default=CONTROL_SEED, help="the control's RL seed (default %(default)s)")
     ap.add_argument("--record", type=Path, help="a run record of this control (e.g. another CPU's): name the columns "
                     "in which each update drawn here differs from it")
     args = ap.parse_args()
@@ -164,11 +173,13 @@ def main() -> int:
     if bad := sorted(f"{op}={how}" for op, how in change.items() if op not in VECTOR_MATH or not _is_change(how)):
         ap.error(f"--change takes OP=HOW, OP one of {sorted(VECTOR_MATH)}, HOW exact, up, down, up@x or down@x; "
                  f"not {bad}")
-    if change and args.write:
-        ap.error("--change changes the run: its trace is not stored")
+    if args.write and (change or (args.preset, args.seed) != ("ci", CONTROL_SEED)):
+        ap.error(f"--write stores the trace of the ci control, seed {CONTROL_SEED}, unchanged")
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ.update(KLEAR_ARTIFACTS=str(Path(tmp) / "artifacts"), HF_HUB_OFFLINE="1", TQDM_DISABLE="1")
-        trace, updates = trace_control(Path(tmp), change)
+        os.environ.update(HF_HUB_OFFLINE="1", TQDM_DISABLE="1")
+        if args.preset == "ci":  # a fresh ci SFT model; tiny reads the main job's from the store
+            os.environ["KLEAR_ARTIFACTS"] = str(Path(tmp) / "artifacts")
+        trace, updates = trace_control(Path(tmp), change, args.preset, args.seed)
         here = record(trace)
     mine = unpack(here)
     key = f"{here['cpu']} | {here['numerics']} | torch {here['torch']} | MKL {here['mkl']}"  # numerics_ops.py's keys
@@ -178,9 +189,9 @@ def main() -> int:
             other = theirs.get(u["step"], {})
             cols = [k for k in other if k not in PROVENANCE and other[k] != u.get(k)] if other else ["(no such update)"]
             print(f"  update {u['step']} vs {args.record}: " + (", ".join(cols) if cols else "every column equal"))
-    if change:
+    if change or (args.preset, args.seed) != ("ci", CONTROL_SEED):  # only that run's trace is stored to compare
         for u in updates:
-            print(f"  update {u['step']} with {change}: policy_loss {u['policy_loss']}, grad_norm "
+            print(f"  update {u['step']} with {change or 'no change'}: policy_loss {u['policy_loss']}, grad_norm "
                   f"{u['grad_norm']}, logp_grad_norm {u['logp_grad_norm']}, sft_loss {u['sft_loss']}")
         return 0
     stored = json.loads(TRACES.read_text()) if TRACES.exists() else {}
