@@ -9,9 +9,13 @@ same order, so the first entry whose hash differs is the operation whose kernel 
 were all outputs of earlier, equal entries (or tensors made outside torch, which enter through an op of their own).
 ``results/numerics_trace.json`` keeps one trace per CPU model and mode; the script compares this machine's trace
 with every stored one of the same mode and prints the first difference with the operations around it (exit 1 if
-any differs).
+any differs). ``--change`` moves one vector-math operation's results by an ulp (or computes them exactly) and
+``--record`` holds the updates drawn against a stored run record, column by column: that is how the Xeon alone found
+the cause, a ``torch.sqrt`` the AMD rounds one ulp higher (docs/stack.md §11 gives the commands).
 
     python scripts/numerics_trace.py [--write]
+    python scripts/numerics_trace.py --preset tiny --seed 1 --record results/tiny/rerun/runs/random_rl_math-s1.csv \
+        --change aten.sqrt.default=up@1.1428571939468384/376.8777160644531
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ import zlib
 from pathlib import Path
 
 from klear_lib import numerics  # first: the numerics mode before torch loads
+from klear_lib.tables import PROVENANCE as ROW_PROVENANCE
 
 import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
@@ -48,8 +53,8 @@ NO_VALUES = {_ATEN.detach.default, _ATEN._unsafe_view.default, _ATEN.clone.defau
 VECTOR_MATH = {f"aten.{op}.default" for op in ("exp", "log", "sqrt", "tanh", "erf", "tan", "atan", "log2", "log10")}
 GEMM = {"aten.mm.default", "aten.mm.out", "aten.addmm.default", "aten.addmm_.default", "aten.bmm.default",
         "aten.baddbmm.default"}
-PROVENANCE = ("config_hash", "cpu", "numerics", "torch", "mkl")  # a run record's columns that are not its values
-CONTROL_SEED = 0  # results/ci/runs/random_rl_math.csv: update 1's policy loss differs between the two CPU models
+PROVENANCE = ("config_hash", *ROW_PROVENANCE)  # a run record's columns that are not its values
+CONTROL_SEED = 0  # random_rl_math.csv at ci: update 1's policy loss differs between the two CPU models
 
 
 def tensor_bytes(t: torch.Tensor) -> bytes:
