@@ -81,8 +81,8 @@ class Trace(TorchDispatchMode):
         self.shapes: list[str] = []  # each step's tensor inputs, shape and dtype: printed, not stored (same everywhere)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        how = self.change.get(str(func)) if isinstance(args[0], torch.Tensor) and args[0].dtype == torch.float32 \
-            else None
+        how = self.change.get(str(func)) if args and isinstance(args[0], torch.Tensor) and \
+            args[0].dtype == torch.float32 else None
         if how == "exact":
             out = func(args[0].double(), *args[1:], **(kwargs or {})).float()
         else:

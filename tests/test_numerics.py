@@ -139,10 +139,16 @@ def test_the_vllm_worker_loads_vllms_avx2_kernels_under_the_pinned_mode():
     assert child(code).splitlines()[-1] == "['_C_AVX2']"
 
 
+def _script(name: str):
+    """``scripts/<name>.py`` as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_per_operation_records_cover_every_operation_the_script_runs():
-    spec = importlib.util.spec_from_file_location("numerics_ops", REPO / "scripts" / "numerics_ops.py")
-    ops = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ops)
+    ops = _script("numerics_ops")
     records = json.loads(ops.RECORDS.read_text())
     assert any(r["numerics"] == "pinned" for r in records.values())
     for key, r in records.items():
@@ -151,15 +157,10 @@ def test_the_per_operation_records_cover_every_operation_the_script_runs():
     assert ops.OPS["softmax"]() == ops.OPS["softmax"]()  # seeded inputs: a rerun in one process is the same bytes
 
 
-def _trace_script():
-    spec = importlib.util.spec_from_file_location("numerics_trace", REPO / "scripts" / "numerics_trace.py")
-    trace = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(trace)
-    return trace
 
 
 def test_the_trace_hashes_each_rounding_operation_and_finds_the_first_that_differs():
-    nt = _trace_script()
+    nt = _script("numerics_trace")
 
     def run(x):
         with nt.Trace() as t:
@@ -193,7 +194,7 @@ def test_the_trace_hashes_each_rounding_operation_and_finds_the_first_that_diffe
 
 
 def test_the_stored_traces_name_their_machine_and_read_back():
-    nt = _trace_script()
+    nt = _script("numerics_trace")
     stored = json.loads(nt.TRACES.read_text())
     assert any(r["numerics"] == "pinned" for r in stored.values())
     for key, r in stored.items():
