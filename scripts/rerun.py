@@ -12,8 +12,8 @@ experiment's runs, into ``results/<preset>/rerun/`` beside the study they will r
 ``sweep`` runs the experiment's registered seeds (``RLScale.fixed_seeds``) not yet stored, a chunk of ``workers``
 seeds at a time, every arm of a seed in the same chunk, so a sweep cut between chunks leaves whole paired seeds; the
 seeds' start evaluations run ``workers`` at a time too. A run's rows are written the moment it ends
-(``Family.run_experiment``), so a killed sweep loses only the runs in flight. ``--stop-by HH:MM`` (UTC, today)
-starts no chunk that the time per round of runs so far says would end after it, and a smaller chunk (fewer seeds)
+(``Family.run_experiment``), so a killed sweep loses only the runs in flight. ``--stop-by HH:MM`` (UTC; an hour
+already past is tomorrow's) starts no chunk that the time per round of runs so far says would end after it, and a smaller chunk (fewer seeds)
 where that one would still end in time; its first chunk, with no time measured yet, is one seed. Neither command
 prints a result: the registration forbids an interim look, so the verdicts are computed once, after every
 registered run is stored (docs/design.md, "Verdicts"). ``claims``
@@ -35,7 +35,7 @@ import argparse
 import dataclasses
 import math
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import klear_lib  # noqa: F401  (first: the numerics mode is set before torch, MKL or NumPy load)
 
@@ -243,11 +243,14 @@ def claims(preset: str) -> None:
           + ("" if len(done) == len(counts) else "; no q-values until every registered experiment is stored"))
 
 
-def _deadline(stop_by: str | None) -> float | None:
+def _deadline(stop_by: str | None, now: datetime | None = None) -> float | None:
     if not stop_by:
         return None
     hour, minute = (int(x) for x in stop_by.split(":"))
-    return datetime.now(timezone.utc).replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
+    now = datetime.now(timezone.utc) if now is None else now
+    deadline = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    # an hour already past today is tomorrow's: a sweep started at 22:00 with --stop-by 00:30 runs past midnight
+    return (deadline + timedelta(days=deadline <= now)).timestamp()
 
 
 def main() -> None:
@@ -256,7 +259,7 @@ def main() -> None:
     ap.add_argument("experiment", nargs="?", default="fig2")
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--workers", type=int, default=2, help="runs at a time (one torch thread each)")
-    ap.add_argument("--stop-by", help="HH:MM UTC: start no chunk of seeds that would end after it")
+    ap.add_argument("--stop-by", help="HH:MM UTC (tomorrow once past): start no chunk of seeds that would end after it")
     ap.add_argument("--arm", choices=("task", "control"),
                     help="main job only: run this arm's runs only (on 2 cores, two at a time: a task arm 44-68 min, "
                          "a control 50-92)")

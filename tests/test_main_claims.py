@@ -328,3 +328,13 @@ def test_an_ablation_sweep_shrinks_its_chunk_to_what_fits_before_stop_by():
     assert rerun._next_chunk(missing, 2, 600.0, 2_399.0, 0.0) == [19]  # only seed 19's 2 runs fit
     assert rerun._next_chunk(missing, 2, 600.0, 599.0, 0.0) == []
     assert rerun._next_chunk({21: 6}, 2, 600.0, 1_800.0, 0.0) == [21]  # the last seed alone
+
+
+def test_a_stop_by_hour_already_past_is_tomorrows():
+    rerun = _rerun_script()
+    from datetime import datetime, timezone
+    now = datetime(2026, 12, 5, 22, 0, tzinfo=timezone.utc)
+    assert rerun._deadline("23:30", now) == datetime(2026, 12, 5, 23, 30, tzinfo=timezone.utc).timestamp()
+    assert rerun._deadline("00:30", now) == datetime(2026, 12, 6, 0, 30, tzinfo=timezone.utc).timestamp()
+    assert rerun._deadline("22:00", now) == datetime(2026, 12, 6, 22, 0, tzinfo=timezone.utc).timestamp()
+    assert rerun._deadline(None, now) is None
