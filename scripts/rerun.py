@@ -13,10 +13,10 @@ experiment's runs, into ``results/<preset>/rerun/`` beside the study they will r
 seeds at a time, every arm of a seed in the same chunk, so a sweep cut between chunks leaves whole paired seeds; the
 seeds' start evaluations run ``workers`` at a time too. A run's rows are written the moment it ends
 (``Family.run_experiment``), so a killed sweep loses only the runs in flight. ``--stop-by HH:MM`` (UTC; an hour
-already past is tomorrow's) starts no chunk that the time per round of runs so far says would end after it, and a smaller chunk (fewer seeds)
-where that one would still end in time; its first chunk, with no time measured yet, is one seed. Neither command
-prints a result: the registration forbids an interim look, so the verdicts are computed once, after every
-registered run is stored (docs/design.md, "Verdicts"). ``claims``
+already past is tomorrow's) starts no chunk that the time per round of runs so far says would end after it, and a
+smaller chunk (fewer seeds) where that one would still end in time; its first chunk, with no time measured yet, is
+one seed. Neither command prints a result: the registration forbids an interim look, so the verdicts are computed
+once, after every registered run is stored (docs/design.md, "Verdicts"). ``claims``
 writes ``results/<preset>/rerun/claims.csv``: the claims of every experiment whose registered runs are all stored
 (the others "not run", whatever rows they have), the main job's among them once its seeds are all stored, and the
 Benjamini-Hochberg q-values only once nothing registered is missing.
