@@ -19,7 +19,8 @@ one seed. Neither command prints a result: the registration forbids an interim l
 once, after every registered run is stored (docs/design.md, "Verdicts"). ``claims``
 writes ``results/<preset>/rerun/claims.csv``: the claims of every experiment whose registered runs are all stored
 (the others "not run", whatever rows they have), the main job's among them once its seeds are all stored, and the
-Benjamini-Hochberg q-values only once nothing registered is missing.
+Benjamini-Hochberg q-values only once nothing registered is missing; and ``claims_by_cpu.csv`` beside it, each read
+paired claim's seed differences split by the CPU model that drew the seed (the pre-registration's section 5).
 
 The main job (``sweep main``) trains its RL seeds (``Study.main_rl_seeds``) with the task's reward and with its
 control, one arm of one seed per worker, and stores every stage's per-problem counts in ``problems/main.csv`` as
@@ -44,6 +45,9 @@ SUBDIR = "rerun"
 REGISTERED = ("fig2", "fig3", "fig4", "fig5", "table6")
 MAIN = "main"  # the main job (section 4): not an ablation family; its own sweep and count
 MAIN_SEED = 0  # notebook 03's SEED: its labels name the stages, and seed the sampling of each
+# ``claims_by_cpu.csv`` (section 5 of the pre-registration): a paired claim's differences per CPU model
+BY_CPU = ("claim_id", "experiment", "benchmark", "better", "worse", "cpu", "n_seeds", "mean_pts", "ci_low_pts",
+          "ci_high_pts", "seeds")
 
 
 def rerun_recipe(preset: str):
@@ -241,6 +245,43 @@ def claims(preset: str) -> None:
     path = tables.write(C.CLAIMS, table, C.claims_csv(r.results))
     print(f"{path}: {int((table['verdict'] != C.NOT_RUN).sum())} of {len(table)} claims read"
           + ("" if len(done) == len(counts) else "; no q-values until every registered experiment is stored"))
+    if registered:  # section 5's check, on the experiments read
+        split = by_cpu(table[table["experiment"].isin(registered)], RL.current_rows(r), registered)
+        by = tables.Table("claim by CPU", BY_CPU, ("claim_id", "cpu"), types=(("seeds", str),), float_format="%.4f",
+                          sort=False)
+        print(f"{tables.write(by, split, r.results / 'claims_by_cpu.csv')}: {len(split)} rows")
+
+
+def by_cpu(claims, rows, registered: dict[str, list[int]]):
+    """The pre-registration's section 5 check: each read paired claim's per-seed differences (``seed_diffs_pts``,
+    over the experiment's ``registered`` seeds, in seed order) split by the CPU model that drew both arms of the
+    seed, with their mean and 95% t-interval. A seed whose two arms came from different models is left out.
+    Descriptive: it decides nothing."""
+    import pandas as pd
+
+    from klear_lib import stats as S
+
+    cpu = {(e, c, b, int(s)): m for e, c, b, s, m, k in rows[["experiment", "condition", "benchmark", "seed", "cpu",
+                                                               "metric"]].itertuples(index=False)
+           if k == "avg@k" and int(s) in registered.get(e, ())}
+    out = []
+    for c in claims.to_dict("records"):
+        if c["test"] != "paired" or not isinstance(c["seed_diffs_pts"], str) or not c["seed_diffs_pts"]:
+            continue
+        arms = [{s: m for (e, cond, b, s), m in cpu.items() if (e, cond, b) == (c["experiment"], arm, c["benchmark"])}
+                for arm in (c["better"], c["worse"])]
+        seeds, diffs = sorted(set(arms[0]) & set(arms[1])), [float(x) for x in c["seed_diffs_pts"].split(";")]
+        if len(seeds) != len(diffs):
+            raise ValueError(f"claim {c['claim_id']}: {len(diffs)} seed differences but {len(seeds)} seeds with both "
+                             f"arms' avg@k rows; the claims table and the stored rows disagree")
+        for model in sorted({arms[0][s] for s in seeds if arms[0][s] == arms[1][s]}):
+            mine = [(s, d) for s, d in zip(seeds, diffs) if arms[0][s] == arms[1][s] == model]
+            mean, low, high = S.t_interval([d for _, d in mine])
+            out.append({"claim_id": c["claim_id"], "experiment": c["experiment"], "benchmark": c["benchmark"],
+                        "better": c["better"], "worse": c["worse"], "cpu": model, "n_seeds": len(mine),
+                        "mean_pts": mean, "ci_low_pts": low, "ci_high_pts": high,
+                        "seeds": ";".join(str(s) for s, _ in mine)})
+    return pd.DataFrame(out, columns=list(BY_CPU))
 
 
 def _deadline(stop_by: str | None, now: datetime | None = None) -> float | None:

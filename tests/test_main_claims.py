@@ -338,3 +338,21 @@ def test_a_stop_by_hour_already_past_is_tomorrows():
     assert rerun._deadline("00:30", now) == datetime(2026, 12, 6, 0, 30, tzinfo=timezone.utc).timestamp()
     assert rerun._deadline("22:00", now) == datetime(2026, 12, 6, 22, 0, tzinfo=timezone.utc).timestamp()
     assert rerun._deadline(None, now) is None
+
+
+def test_the_cpu_check_splits_each_paired_claim_by_the_model_that_drew_both_arms():
+    import pandas as pd
+    rerun = _rerun_script()
+    drew = {0: ("A", "A"), 1: ("A", "A"), 2: ("B", "B"), 3: ("A", "B"), 4: ("B", "B"), 9: ("B", "B")}
+    rows = pd.DataFrame([{"experiment": "fig2", "condition": arm, "benchmark": "m", "seed": s, "cpu": cpus[i],
+                          "metric": metric} for s, cpus in drew.items() for i, arm in enumerate(("gppo", "grpo"))
+                         for metric in ("avg@k", "pass@k")])
+    claim = {"claim_id": "c1", "experiment": "fig2", "benchmark": "m", "better": "gppo", "worse": "grpo",
+             "test": "paired", "seed_diffs_pts": "1.00;3.00;2.00;-50.00;4.00"}  # seeds 0-4 in order
+    welch = {**claim, "claim_id": "c2", "test": "welch", "seed_diffs_pts": ""}
+    out = rerun.by_cpu(pd.DataFrame([claim, welch]), rows, {"fig2": [0, 1, 2, 3, 4]})
+    assert list(out["cpu"]) == ["A", "B"] and list(out["seeds"]) == ["0;1", "2;4"]  # seed 3's arms: two models
+    assert list(out["n_seeds"]) == [2, 2] and list(out["mean_pts"]) == [2.0, 3.0]
+    assert (out["ci_low_pts"] < out["mean_pts"]).all() and (out["mean_pts"] < out["ci_high_pts"]).all()
+    with pytest.raises(ValueError, match="c1: 4 seed differences but 5 seeds"):
+        rerun.by_cpu(pd.DataFrame([{**claim, "seed_diffs_pts": "1;3;2;4"}]), rows, {"fig2": [0, 1, 2, 3, 4]})
