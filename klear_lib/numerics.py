@@ -156,3 +156,9 @@ def provenance() -> dict[str, str]:
     import torch  # lazy: this module loads before torch, which must see the mode's variables
 
     return {"cpu": cpu_model(), "numerics": mode(), "torch": torch.__version__, "mkl": mkl_version()}
+
+
+def record_key(p: dict[str, str]) -> str:
+    """A machine's key in the per-machine records (``results/numerics_ops.json``, ``numerics_trace.json``), from
+    ``provenance()``'s fields."""
+    return f"{p['cpu']} | {p['numerics']} | torch {p['torch']} | MKL {p['mkl']}"

@@ -127,7 +127,7 @@ def main() -> None:
     record = {**numerics.provenance(), "ops": {name: op() for name, op in OPS.items()}}
     print(json.dumps(record, indent=1))
     stored = json.loads(RECORDS.read_text()) if RECORDS.exists() else {}
-    key = f"{record['cpu']} | {record['numerics']} | torch {record['torch']} | MKL {record['mkl']}"
+    key = numerics.record_key(record)
     differs = False
     for other_key, other in stored.items():
         if other_key == key or other["numerics"] != record["numerics"]:

@@ -187,7 +187,7 @@ def main() -> int:
         trace, updates = trace_control(Path(tmp), change, args.preset, args.seed)
         here = record(trace)
     mine = unpack(here)
-    key = f"{here['cpu']} | {here['numerics']} | torch {here['torch']} | MKL {here['mkl']}"  # numerics_ops.py's keys
+    key = numerics.record_key(here)
     if args.record:
         theirs = {r["step"]: r for r in csv.DictReader(args.record.open())}
         for u in updates:

@@ -152,7 +152,7 @@ def test_the_per_operation_records_cover_every_operation_the_script_runs():
     records = json.loads(ops.RECORDS.read_text())
     assert any(r["numerics"] == "pinned" for r in records.values())
     for key, r in records.items():
-        assert key == f"{r['cpu']} | {r['numerics']} | torch {r['torch']} | MKL {r['mkl']}"
+        assert key == numerics.record_key(r)
         assert set(r["ops"]) == set(ops.OPS), key
     assert ops.OPS["softmax"]() == ops.OPS["softmax"]()  # seeded inputs: a rerun in one process is the same bytes
 
@@ -198,6 +198,6 @@ def test_the_stored_traces_name_their_machine_and_read_back():
     stored = json.loads(nt.TRACES.read_text())
     assert any(r["numerics"] == "pinned" for r in stored.values())
     for key, r in stored.items():
-        assert key == f"{r['cpu']} | {r['numerics']} | torch {r['torch']} | MKL {r['mkl']}"
+        assert key == numerics.record_key(r)
         steps = nt.unpack(r)
         assert len(steps) > 1000 and {op for op, _ in steps} == set(r["names"]), key
