@@ -77,7 +77,8 @@ def seed_gains_section(recipe: Recipe) -> str:
 def standing_section(recipe: Recipe) -> str:
     """Where the study stands, in bullets whose every number is read from the table each one names; a bullet whose
     table is missing is left out."""
-    parts = (_headline(recipe), _claims_summary(recipe), _fig2_arms(recipe), _self_verification(recipe))
+    parts = (_headline(recipe), *_rerun_read(recipe), _claims_summary(recipe), _fig2_arms(recipe),
+             _self_verification(recipe))
     bullets = [f"- {p}" for p in parts if p]
     return "\n".join(bullets) or f"_No results at `{recipe.preset}` yet: run `make reproduce` and `make ablations`._"
 
@@ -179,6 +180,79 @@ def _main_claims_headline(recipe: Recipe, path: Path) -> str | None:
                f"lead over it is the RL gain plus what the control lost, so it can exceed the RL gain itself."
                if len(claims) > claims["worse"].eq("sft").sum() else "")
             + f" (`{_rel(path)}`" + (f", `{_rel(gains_path)}`)" if gains is not None else ")"))
+
+
+def _rerun_read(recipe: Recipe) -> list[str]:
+    """One bullet per experiment of the study re-run read so far (``rerun/claims.csv`` and the summary beside it,
+    written by ``scripts/rerun.py claims`` once the experiment's registered runs are all stored): every arm's mean
+    over the registered seeds, each claim's difference with its family-wise interval and verdict, the arms that
+    carry no claim as their paired difference from the experiment's first arm (a plain 95% interval: they decide
+    nothing), and whether the split by CPU model (``claims_by_cpu.csv``) shows intervals that do not overlap."""
+    path = C.claims_csv(recipe.results / "rerun")
+    summary_path = path.with_name(f"{rl.RL.name}_summary.csv")
+    if not (path.exists() and summary_path.exists()):
+        return []
+    claims = tables.read(C.CLAIMS, path)
+    claims = claims[(claims["verdict"] != C.NOT_RUN) & (claims["family"] == "rl")]  # the main job: the headline
+    summary = tables.read(rl.RL.summary, summary_path)
+    summary = summary[summary["metric"] == "avg@k"]
+    split_path = path.with_name("claims_by_cpu.csv")
+    split = pd.read_csv(split_path) if split_path.exists() else None
+    out = []
+    for (exp, bench), rows in claims.groupby(["experiment", "benchmark"], sort=False):
+        arms = summary[(summary["experiment"] == exp) & (summary["benchmark"] == bench)]
+        if arms.empty:
+            continue
+        lo, hi = C.BAND_PCT
+        means = [100 * float(m) for m in arms["mean"]]
+        text = (f"**The re-run's {rows['table'].iloc[0]}** over {int(rows['n_seeds'].max())} paired seeds, "
+                f"avg@{int(arms['k'].iloc[0])} on `{bench}` as pre-registered (`results/{recipe.preset}/"
+                f"preregistration.md`; intervals family-wise at 95%): arms "
+                + ", ".join(f"`{a.condition}` {100 * a.mean:.1f}%" for a in arms.itertuples())
+                + (f" (all inside the {lo:.0f}–{hi:.0f}% band)" if all(lo <= m <= hi for m in means)
+                   else f" (not all inside the {lo:.0f}–{hi:.0f}% band)") + ". ")
+        said = []
+        for r in rows.itertuples():
+            sized = pd.notna(r.claimed_pts) and r.claimed_pts > 0
+            size = (f"the paper's size carried to our base rate {r.claimed_pts:.1f} points" if sized else
+                    "the paper's readings claim no positive size, so only *replicated* or *opposite* can decide it")
+            # the rule decides the sign first: a replication whose interval stays under the claimed size says so
+            far = max(r.direction * r.adj_ci_low_pts, r.direction * r.adj_ci_high_pts)  # in the claimed direction
+            below = sized and r.verdict == "replicated" and far < r.claimed_pts
+            need = (f"; 80% power at that size would take {int(r.seeds_for_power)} seeds per arm"
+                    if sized and r.verdict == "undecided" and pd.notna(r.seeds_for_power) else
+                    "; the sign holds, the whole interval below that size" if below else "")
+            said.append(f"{r.better} > {r.worse} ({r.multiplicity_family}): **{_pts(r.ours_diff_pts, 1)} points "
+                        f"{_ci(r.adj_ci_low_pts, r.adj_ci_high_pts, 1)}, *{r.verdict}*** ({size}{need})")
+        text += "; ".join(said) + "."
+        claimed = set(rows["better"]) | set(rows["worse"])
+        first = arms.iloc[0]
+        others = []
+        for a in arms.itertuples():
+            if a.condition in claimed or a.condition == first["condition"]:
+                continue
+            x, y = S.paired(_floats(a.values), _floats(a.seeds), _floats(first["values"]), _floats(first["seeds"]))
+            mean, low, high = S.t_interval([u - v for u, v in zip(x, y)])
+            others.append(f"`{a.condition}` − `{first['condition']}` {_pts(mean)} {_ci(low, high)}")
+        if others:
+            text += (" Carrying no claim (paired 95% t-interval over the seeds, deciding nothing): "
+                     + ", ".join(others) + ".")
+        if split is not None:
+            mine = split[(split["experiment"] == exp) & (split["benchmark"] == bench)]
+            apart = [cid for cid, g in mine.groupby("claim_id", sort=False)
+                     if len(g) > 1 and g["ci_low_pts"].max() > g["ci_high_pts"].min()]
+            if len(mine):
+                models = " and ".join(sorted(mine["cpu"].unique()))
+                text += (f" Split by the CPU model that drew both arms of a seed ({models}; descriptive): "
+                         + ("the per-model intervals overlap for every claim" if not apart else
+                            "the per-model intervals do not overlap for " + ", ".join(
+                                f"{c.split(':')[1].split('@')[0]}" for c in apart)) + f" (`{_rel(split_path)}`).")
+        out.append(text + f" (`{_rel(path)}`, `{_rel(summary_path)}`)")
+    return out
+
+
+def _floats(joined) -> list[float]:
+    return [float(v) for v in str(joined).split(";")]
 
 
 def _seed_pts(joined: str) -> str:

@@ -19,8 +19,9 @@ one seed. Neither command prints a result: the registration forbids an interim l
 once, after every registered run is stored (docs/design.md, "Verdicts"). ``claims``
 writes ``results/<preset>/rerun/claims.csv``: the claims of every experiment whose registered runs are all stored
 (the others "not run", whatever rows they have), the main job's among them once its seeds are all stored, and the
-Benjamini-Hochberg q-values only once nothing registered is missing; and ``claims_by_cpu.csv`` beside it, each read
-paired claim's seed differences split by the CPU model that drew the seed (the pre-registration's section 5).
+Benjamini-Hochberg q-values only once nothing registered is missing; ``ablations_rl_summary.csv`` beside it, every
+arm of the experiments read over their registered seeds; and ``claims_by_cpu.csv``, each read paired claim's seed
+differences split by the CPU model that drew the seed (the pre-registration's section 5).
 
 The main job (``sweep main``) trains its RL seeds (``Study.main_rl_seeds``) with the task's reward and with its
 control, one arm of one seed per worker, and stores every stage's per-problem counts in ``problems/main.csv`` as
@@ -245,8 +246,13 @@ def claims(preset: str) -> None:
     path = tables.write(C.CLAIMS, table, C.claims_csv(r.results))
     print(f"{path}: {int((table['verdict'] != C.NOT_RUN).sum())} of {len(table)} claims read"
           + ("" if len(done) == len(counts) else "; no q-values until every registered experiment is stored"))
-    if registered:  # section 5's check, on the experiments read
-        split = by_cpu(table[table["experiment"].isin(registered)], RL.current_rows(r), registered)
+    if registered:
+        rows = RL.current_rows(r)
+        read = rows[[e in registered and s in registered[e] for e, s in zip(rows["experiment"], rows["seed"])]]
+        # every arm's mean over the registered seeds, claimed or not (the README reads the unclaimed ones from it)
+        print(*RL.write_reports(RL.aggregate(read), r.results), sep="\n")
+        # section 5's check, on the experiments read
+        split = by_cpu(table[table["experiment"].isin(registered)], rows, registered)
         by = tables.Table("claim by CPU", BY_CPU, ("claim_id", "cpu"), types=(("seeds", str),), float_format="%.4f",
                           sort=False)
         print(f"{tables.write(by, split, r.results / 'claims_by_cpu.csv')}: {len(split)} rows")

@@ -356,3 +356,47 @@ def test_the_cpu_check_splits_each_paired_claim_by_the_model_that_drew_both_arms
     assert (out["ci_low_pts"] < out["mean_pts"]).all() and (out["mean_pts"] < out["ci_high_pts"]).all()
     with pytest.raises(ValueError, match="c1: 4 seed differences but 5 seeds"):
         rerun.by_cpu(pd.DataFrame([{**claim, "seed_diffs_pts": "1;3;2;4"}]), rows, {"fig2": [0, 1, 2, 3, 4]})
+
+
+def test_the_readme_states_a_rerun_experiment_once_it_is_read(monkeypatch, tmp_path):
+    """Fig. 2's registered rows, synthetic: ``rerun.py claims`` reads them, and the README's bullet states each
+    claim's family-wise interval and verdict, the arms without a claim as paired differences, and the CPU split."""
+    from klear_lib import report, tables
+    from klear_lib.ablations.rl import RL
+    from klear_lib.configs import recipe as _recipe
+
+    rerun = _rerun_script()
+    monkeypatch.setattr("klear_lib.paths.results_dir", lambda preset: tmp_path)
+    r = rerun.rerun_recipe("tiny")
+    rng = np.random.default_rng(3)
+    shift = {"gppo": 0.40, "clip_higher": 0.38, "cispo": 0.40, "grpo": 0.41, "gppo_b0.25": 0.30, "dgpo": 0.40}
+    seeds, rows = RL.seeds(r, "fig2"), []
+    for c in RL.conditions_for(r, "fig2"):
+        for s in seeds:
+            for bench in RL.benchmarks_at(r, c):
+                m = shift[c.label] + 0.01 * ((s % 5) - 2) + rng.normal(0, 0.004)
+                rows += [{"experiment": "fig2", "condition": c.label, "seed": s, "benchmark": bench, "metric": metric,
+                          "k": 16, "mean": m, "stderr": 0.01, "ci_low": m - 0.02, "ci_high": m + 0.02,
+                          "n_problems": 400, "n_samples": 6400, "n_train": 700, "config_hash": RL.key(r, c),
+                          "cpu": "Intel" if s >= 20 else "AMD", "numerics": "pinned", "torch": "t", "mkl": "m"}
+                         for metric in ("avg@k", "pass@k")]
+    tables.write(RL.table, pd.DataFrame(rows), RL.csv(r.results))
+    rerun.claims("tiny")
+    claims = tables.read(C.CLAIMS, tmp_path / "rerun" / "claims.csv").set_index("claim_id")
+    assert (claims.loc[claims["experiment"] == "fig2", "n_seeds"] == len(seeds)).all()
+    text = report.standing_section(_recipe("tiny"))
+    bullet = next(line for line in text.splitlines() if line.startswith("- **The re-run's Figure 2**"))
+    assert f"over {len(seeds)} paired seeds, avg@16 on `math_eval_t23`" in bullet
+    assert "`gppo_b0.25` 30." in bullet and "(all inside the 25–75% band)" in bullet
+    for cid in ("fig2:gppo>clip_higher@math_eval_t23", "fig2:grpo>gppo@math_eval_t23"):
+        c = claims.loc[cid]
+        pts = [f"{v:+.1f}".replace("-", "−") for v in (c.ours_diff_pts, c.adj_ci_low_pts, c.adj_ci_high_pts)]
+        assert (f"{c.better} > {c.worse} ({c.multiplicity_family}): **{pts[0]} points [{pts[1]}, {pts[2]}], "
+                f"*{c.verdict}***") in bullet
+    assert "claim no positive size, so only *replicated* or *opposite* can decide it)" in bullet  # gppo > cispo
+    assert "the sign holds, the whole interval below that size" in bullet  # gppo > clip_higher: +2 of a carried 4.8
+    diff = [100 * (g - p) for g, p in zip(*(
+        [x["mean"] for x in rows if x["condition"] == arm and x["metric"] == "avg@k"] for arm in ("gppo_b0.25", "gppo")))]
+    assert f"`gppo_b0.25` − `gppo` −{abs(np.mean(diff)):.1f} [" in bullet and "`dgpo` − `gppo`" in bullet
+    assert "(AMD and Intel; descriptive): the per-model intervals" in bullet
+    assert "claims_by_cpu.csv" in bullet and "ablations_rl_summary.csv" in bullet
