@@ -77,8 +77,8 @@ def seed_gains_section(recipe: Recipe) -> str:
 def standing_section(recipe: Recipe) -> str:
     """Where the study stands, in bullets whose every number is read from the table each one names; a bullet whose
     table is missing is left out."""
-    parts = (_headline(recipe), *_rerun_read(recipe), _claims_summary(recipe), _fig2_arms(recipe),
-             _self_verification(recipe))
+    parts = (_headline(recipe), *_rerun_read(recipe), _claims_summary(recipe),
+             None if "fig2" in _reread(recipe) else _fig2_arms(recipe), _self_verification(recipe))
     bullets = [f"- {p}" for p in parts if p]
     return "\n".join(bullets) or f"_No results at `{recipe.preset}` yet: run `make reproduce` and `make ablations`._"
 
@@ -206,22 +206,22 @@ def _rerun_read(recipe: Recipe) -> list[str]:
         lo, hi = C.BAND_PCT
         means = [100 * float(m) for m in arms["mean"]]
         text = (f"**The re-run's {rows['table'].iloc[0]}** over {int(rows['n_seeds'].max())} paired seeds, "
-                f"avg@{int(arms['k'].iloc[0])} on `{bench}` as pre-registered (`results/{recipe.preset}/"
-                f"preregistration.md`; intervals family-wise at 95%): arms "
+                f"avg@{int(arms['k'].iloc[0])} on `{bench}` as pre-registered (intervals family-wise at 95%, each "
+                "claim beside the paper's size carried to our base rate): arms "
                 + ", ".join(f"`{a.condition}` {100 * a.mean:.1f}%" for a in arms.itertuples())
                 + (f" (all inside the {lo:.0f}–{hi:.0f}% band)" if all(lo <= m <= hi for m in means)
                    else f" (not all inside the {lo:.0f}–{hi:.0f}% band)") + ". ")
         said = []
         for r in rows.itertuples():
             sized = pd.notna(r.claimed_pts) and r.claimed_pts > 0
-            size = (f"the paper's size carried to our base rate {r.claimed_pts:.1f} points" if sized else
-                    "the paper's readings claim no positive size, so only *replicated* or *opposite* can decide it")
+            size = (f"carried {r.claimed_pts:.1f}" if sized else
+                    "no positive size claimed: only *replicated* or *opposite* can decide it")
             # the rule decides the sign first: a replication whose interval stays under the claimed size says so
             far = max(r.direction * r.adj_ci_low_pts, r.direction * r.adj_ci_high_pts)  # in the claimed direction
             below = sized and r.verdict == "replicated" and far < r.claimed_pts
-            need = (f"; 80% power at that size would take {int(r.seeds_for_power)} seeds per arm"
+            need = (f"; 80% power at it would take {int(r.seeds_for_power)} seeds per arm"
                     if sized and r.verdict == "undecided" and pd.notna(r.seeds_for_power) else
-                    "; the sign holds, the whole interval below that size" if below else "")
+                    "; the whole interval below it" if below else "")
             said.append(f"{r.better} > {r.worse} ({r.multiplicity_family}): **{_pts(r.ours_diff_pts, 1)} points "
                         f"{_ci(r.adj_ci_low_pts, r.adj_ci_high_pts, 1)}, *{r.verdict}*** ({size}{need})")
         text += "; ".join(said) + "."
@@ -235,19 +235,19 @@ def _rerun_read(recipe: Recipe) -> list[str]:
             mean, low, high = S.t_interval([u - v for u, v in zip(x, y)])
             others.append(f"`{a.condition}` − `{first['condition']}` {_pts(mean)} {_ci(low, high)}")
         if others:
-            text += (" Carrying no claim (paired 95% t-interval over the seeds, deciding nothing): "
+            text += (" No claim (paired 95% t-interval, deciding nothing): "
                      + ", ".join(others) + ".")
         if split is not None:
             mine = split[(split["experiment"] == exp) & (split["benchmark"] == bench)]
             apart = [cid for cid, g in mine.groupby("claim_id", sort=False)
                      if len(g) > 1 and g["ci_low_pts"].max() > g["ci_high_pts"].min()]
             if len(mine):
-                models = " and ".join(sorted(mine["cpu"].unique()))
-                text += (f" Split by the CPU model that drew both arms of a seed ({models}; descriptive): "
-                         + ("the per-model intervals overlap for every claim" if not apart else
-                            "the per-model intervals do not overlap for " + ", ".join(
-                                f"{c.split(':')[1].split('@')[0]}" for c in apart)) + f" (`{_rel(split_path)}`).")
-        out.append(text + f" (`{_rel(path)}`, `{_rel(summary_path)}`)")
+                text += (f" Split by the {mine['cpu'].nunique()} CPU models that drew the seeds (descriptive): "
+                         + ("the models' intervals overlap for every claim" if not apart else
+                            "the models' intervals do not overlap for " + ", ".join(
+                                f"{c.split(':')[1].split('@')[0]}" for c in apart)) + ".")
+        files = [path, summary_path] + ([split_path] if split is not None else [])
+        out.append(text + " (" + ", ".join(f"`{_rel(f)}`" for f in files) + ")")
     return out
 
 
@@ -269,17 +269,18 @@ def _family_interval(values: list[float], family_size: int) -> tuple[float, floa
 def _claims_summary(recipe: Recipe) -> str | None:
     """Decision counts per claim family, how many p-values survive multiplicity, the decided claims by name, and
     the power the undecided ones had at the paper's effect carried to our base rate."""
-    claims = _claims(recipe)
+    claims, full = _claims(recipe), _claims(recipe, superseded=True)
     if claims is None:
         return None
-    run = claims[claims["verdict"] != C.NOT_RUN]
+    run, ran = claims[claims["verdict"] != C.NOT_RUN], int((full["verdict"] != C.NOT_RUN).sum())
     counts = [f"{family.upper()} {len(rows)} ("
               + ", ".join(f"{n} {v}" for v, n in rows["verdict"].value_counts().sort_index().items()) + ")"
               for family, rows in run.groupby("family", sort=False)]
     alive = C.survivors(claims)
-    text = (f"**{len(run)} claims run**, each decided from its family-wise interval (docs/design.md, \"Verdicts\"): "
+    text = (f"**{len(run)} claims run**" + (f" (of the earlier design's {ran}; the others' re-run is above)" if ran != len(run) else "")
+            + ", each decided from its family-wise interval (docs/design.md, \"Verdicts\"): "
             + "; ".join(counts) + f". {alive['raw']} has p < 0.05 before correction, {alive['holm']} after Holm "
-            f"within its table or figure, {alive['bh']} after Benjamini–Hochberg across all {alive['run']}.")
+            f"within its table or figure, {alive['bh']} after Benjamini–Hochberg across all {ran}.")
     decided = run[run["verdict"] != "undecided"]
     if len(decided):
         text += " Decided: " + "; ".join(
@@ -340,9 +341,30 @@ def _self_verification(recipe: Recipe) -> str | None:
 _TESTS = {"paired": "paired t-interval over seeds", "welch": "Welch interval", "one seed": "one seed, no interval"}
 
 
-def _claims(recipe: Recipe) -> pd.DataFrame | None:
+def _claims(recipe: Recipe, superseded: bool = False) -> pd.DataFrame | None:
+    """The earlier design's claims, less (unless ``superseded``) the experiments the study re-run has read: no
+    verdict of the old design stands beside the re-run's (its rows stay in git history)."""
     path = C.claims_csv(recipe.results)
-    return tables.read(C.CLAIMS, path) if path.exists() else None
+    if not path.exists():
+        return None
+    claims = tables.read(C.CLAIMS, path)
+    return claims if superseded else claims[~claims["experiment"].isin(_reread(recipe))].reset_index(drop=True)
+
+
+def _reread(recipe: Recipe) -> dict[str, str]:
+    """{experiment: its table} of the ablations the study re-run has read (``rerun/claims.csv``)."""
+    path = C.claims_csv(recipe.results / "rerun")
+    if not path.exists():
+        return {}
+    claims = tables.read(C.CLAIMS, path)
+    read = claims[(claims["verdict"] != C.NOT_RUN) & (claims["family"] == "rl")]
+    return dict(zip(read["experiment"], read["table"]))
+
+
+def _reread_note(recipe: Recipe) -> str:
+    tables_ = sorted(set(_reread(recipe).values()))
+    return (f" {' and '.join(tables_)}: re-run above (the earlier design's rows: git history)."
+            if tables_ else "")
 
 
 def _rel(path: Path) -> str:
@@ -361,7 +383,8 @@ def claims_section(recipe: Recipe) -> str:
     note = (f"Generated from `results/{recipe.preset}/claims.csv` by the protocol of docs/design.md, \"Verdicts\" (terms: "
             "[glossary](#glossary)); paper readings from `results/reported.csv`, DGPO's where marked; "
             + ", ".join(f"{n} {v}" for v, n in counts.items())
-            + f"; p < 0.05: {alive['raw']} raw, {alive['holm']} after Holm, {alive['bh']} after Benjamini–Hochberg.")
+            + f"; p < 0.05: {alive['raw']} raw, {alive['holm']} after Holm, {alive['bh']} after Benjamini–Hochberg."
+            + _reread_note(recipe))
     return note + forests(recipe, claims) + "\n\n" + markdown_table(C.readme_table(claims))
 
 

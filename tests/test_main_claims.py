@@ -393,10 +393,21 @@ def test_the_readme_states_a_rerun_experiment_once_it_is_read(monkeypatch, tmp_p
         pts = [f"{v:+.1f}".replace("-", "−") for v in (c.ours_diff_pts, c.adj_ci_low_pts, c.adj_ci_high_pts)]
         assert (f"{c.better} > {c.worse} ({c.multiplicity_family}): **{pts[0]} points [{pts[1]}, {pts[2]}], "
                 f"*{c.verdict}***") in bullet
-    assert "claim no positive size, so only *replicated* or *opposite* can decide it)" in bullet  # gppo > cispo
-    assert "the sign holds, the whole interval below that size" in bullet  # gppo > clip_higher: +2 of a carried 4.8
+    assert "(no positive size claimed: only *replicated* or *opposite* can decide it)" in bullet  # gppo > cispo
+    assert "*replicated*** (carried 4.8; the whole interval below it)" in bullet  # gppo > clip_higher: +2 of 4.8
     diff = [100 * (g - p) for g, p in zip(*(
         [x["mean"] for x in rows if x["condition"] == arm and x["metric"] == "avg@k"] for arm in ("gppo_b0.25", "gppo")))]
     assert f"`gppo_b0.25` − `gppo` −{abs(np.mean(diff)):.1f} [" in bullet and "`dgpo` − `gppo`" in bullet
-    assert "(AMD and Intel; descriptive): the per-model intervals" in bullet
+    assert "the 2 CPU models that drew the seeds (descriptive): the models' intervals overlap" in bullet
+    assert "Figure 2's arms**, held-out" not in text  # the earlier design's arms: superseded
     assert "claims_by_cpu.csv" in bullet and "ablations_rl_summary.csv" in bullet
+    # the earlier design's claims file beside it: its Figure 2 rows leave the README, the others stay
+    old = tables.read(C.CLAIMS, tmp_path / "rerun" / "claims.csv")
+    tables.write(C.CLAIMS, old.assign(experiment=old["experiment"].replace("fig3", "fig2"), verdict="undecided"),
+                 tmp_path / "claims.csv")
+    section = report.claims_section(_recipe("tiny"))
+    assert "| Figure 2 |" not in section and "| Figure 3 |" not in section  # both now name fig2
+    assert "| Table 2 |" in section and "Figure 2: re-run above (the earlier design's rows: git history)." in section
+    summary = report.standing_section(_recipe("tiny"))
+    n = int((old["experiment"] != "main").sum())
+    assert f"(of the earlier design's {n}; the others' re-run is above)" in summary
