@@ -159,6 +159,31 @@ def test_per_problem_files_give_each_run_its_avg_at_k(inputs):
         pytest.skip("no per-problem file committed at tiny yet: every stored run predates them (results/LOG.md)")
 
 
+def test_the_reruns_ablation_claims_are_recomputed_from_its_rows_and_its_rows_from_the_counts():
+    """The study re-run's experiments read so far (``rerun/claims.csv``, pre-registered): the same recomputation on
+    its own rows; the q-values only once the re-run has them (blank until every registered experiment is read)."""
+    rerun = TINY / "rerun"
+    claims = pd.read_csv(rerun / "claims.csv", keep_default_na=False, na_values=[""])
+    claims = claims[(claims["verdict"] != "not run") & (claims["family"] == "rl")].reset_index(drop=True)
+    if claims.empty:
+        pytest.skip("no experiment of the re-run read yet")
+    runs = pd.read_csv(rerun / "ablations_rl.csv")
+    runs = runs[runs["experiment"].isin(set(claims["experiment"]))]
+    got = recompute(claims, runs)
+    for col, mine in (("ours_diff_pts", "diff"), ("p_value", "p"), ("p_holm", "holm"), ("adj_ci_low_pts", "lo"),
+                      ("adj_ci_high_pts", "hi"), ("claimed_pts", "claimed"), ("ours_base_pct", "base"),
+                      ("sd_upper_pts", "sd_up"), ("direction", "direction"), ("n_seeds", "n"), ("family_size", "m")):
+        assert claims[col].to_numpy(float) == pytest.approx(got[mine].to_numpy(float), abs=5e-4), col
+    assert claims["verdict"].tolist() == got["verdict"].tolist()
+    for exp in claims["experiment"].unique():  # each run's avg@k is the mean of its per-problem counts
+        problems = pd.read_csv(rerun / "problems" / f"{exp}.csv")
+        means = (problems["correct"] / problems["k"]).groupby(
+            [problems[c] for c in ("experiment", "condition", "seed", "benchmark")]).mean()
+        stored = runs[runs["metric"] == "avg@k"].set_index(["experiment", "condition", "seed", "benchmark"])["mean"]
+        assert len(means) == len(stored.loc[exp]) and means.to_numpy() == pytest.approx(
+            stored.loc[means.index].to_numpy(), abs=5e-6), exp
+
+
 @pytest.mark.parametrize("preset", ["tiny", "ci"])
 def test_in_band_says_whether_both_arms_sit_at_25_to_75_percent(preset):
     claims = pd.read_csv(RESULTS / preset / "claims.csv", keep_default_na=False, dtype=str)
