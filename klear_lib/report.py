@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from klear_lib.paths import REPO
 from klear_lib.results import CONTROL, EVAL, EVAL_SEED_GAINS, eval_csv, load_reported, side_by_side
 from klear_lib.tables import markdown_table
 
+CLAIMS_PAGE = Path("docs/claims.md")  # the claims table's page (claims_section), relative to the repository
 SEED_SUFFIX = r"-s\d+$"  # stage labels of the main job's further RL seeds (klear_lib.pipeline.seed_stage)
 
 
@@ -188,7 +190,7 @@ def _rerun_read(recipe: Recipe) -> list[str]:
     over the registered seeds, each claim's difference with its family-wise interval and verdict, the arms that
     carry no claim as their paired difference from the experiment's first arm (a plain 95% interval: they decide
     nothing), and whether the split by CPU model (``claims_by_cpu.csv``) shows intervals that do not overlap."""
-    path = C.claims_csv(recipe.results / "rerun")
+    path = recipe.results / "rerun" / "claims.csv"  # scripts/rerun.py claims
     summary_path = path.with_name(f"{rl.RL.name}_summary.csv")
     if not (path.exists() and summary_path.exists()):
         return []
@@ -353,7 +355,7 @@ def _claims(recipe: Recipe, superseded: bool = False) -> pd.DataFrame | None:
 
 def _reread(recipe: Recipe) -> dict[str, str]:
     """{experiment: its table} of the ablations the study re-run has read (``rerun/claims.csv``)."""
-    path = C.claims_csv(recipe.results / "rerun")
+    path = recipe.results / "rerun" / "claims.csv"  # scripts/rerun.py claims
     if not path.exists():
         return {}
     claims = tables.read(C.CLAIMS, path)
@@ -363,8 +365,15 @@ def _reread(recipe: Recipe) -> dict[str, str]:
 
 def _reread_note(recipe: Recipe) -> str:
     tables_ = sorted(set(_reread(recipe).values()))
-    return (f" {' and '.join(tables_)}: re-run above (the earlier design's rows: git history)."
+    return (f" {' and '.join(tables_)}: the re-run's, in the README's \"What was found\"; the earlier design's rows "
+            "leave this table (git history), though the forest plots, drawn by notebook 06, still show them."
             if tables_ else "")
+
+
+def _link(path: Path, page: Path | None = None) -> str:
+    """``path`` as a Markdown link on ``page`` (default: the claims page) writes it: relative to the page's folder."""
+    page = REPO / CLAIMS_PAGE if page is None else page
+    return Path(os.path.relpath(path, page.parent)).as_posix() if path.is_relative_to(REPO) else path.as_posix()
 
 
 def _rel(path: Path) -> str:
@@ -381,7 +390,7 @@ def claims_section(recipe: Recipe) -> str:
     counts = claims["verdict"].value_counts().sort_index()
     alive = C.survivors(claims)
     note = (f"Generated from `results/{recipe.preset}/claims.csv` by the protocol of docs/design.md, \"Verdicts\" (terms: "
-            "[glossary](#glossary)); paper readings from `results/reported.csv`, DGPO's where marked; "
+            "[glossary](../README.md#glossary)); paper readings from `results/reported.csv`, DGPO's where marked; "
             + ", ".join(f"{n} {v}" for v, n in counts.items())
             + f"; p < 0.05: {alive['raw']} raw, {alive['holm']} after Holm, {alive['bh']} after Benjamini–Hochberg."
             + _reread_note(recipe))
@@ -394,11 +403,11 @@ def forests(recipe: Recipe, claims: pd.DataFrame) -> str:
     figure = C.forest_path(recipe)
     if not figure.exists():
         return ""
-    links = [f"[{table}]({_rel(C.forest_path(recipe, exp))})"
+    links = [f"[{table}]({_link(C.forest_path(recipe, exp))})"
              for exp, table in dict(zip(claims["experiment"], claims["table"])).items()
              if C.forest_path(recipe, exp).exists()]
     return (f"\n\n![Every claim run at {recipe.preset}: our difference with its interval and per-seed differences beside "
-            f"the claimed one]({_rel(figure)})\n\nOne claim family per figure: " + ", ".join(links) + ".")
+            f"the claimed one]({_link(figure)})\n\nOne claim family per figure: " + ", ".join(links) + ".")
 
 
 def stability_section(recipe: Recipe) -> str:
@@ -484,7 +493,7 @@ README = REPO / "README.md"
 # Each generated section and its page: the README's, then those of pages of docs/ that the README links (reference,
 # not a first read).
 SECTIONS = {"standing": (standing_section, README), "results": (results_section, README),
-            "seed_gains": (seed_gains_section, README), "claims": (claims_section, README),
+            "seed_gains": (seed_gains_section, README), "claims": (claims_section, REPO / CLAIMS_PAGE),
             "runtimes": (runtimes_section, README), "sources": (sources_section, REPO / "docs" / "sources.md"),
             "stability": (stability_section, REPO / "docs" / "stability.md")}
 

@@ -560,7 +560,8 @@ def test_forest_plot_draws_the_margin_the_base_rates_and_ranges(monkeypatch, tmp
         f"results/figures/ci/ci_claims_forest{s}.png" for s in ("", "_fig2", "_table6")]
     assert recipe("tiny").figure("claims_forest") == tmp_path / "results" / "figures" / "tiny_claims_forest.png"
     text = report.claims_section(CI)
-    assert "![Every claim run at ci" in text and "[Table 6](results/figures/ci/ci_claims_forest_table6.png)" in text
+    assert "![Every claim run at ci" in text and "[Table 6](../results/figures/ci/ci_claims_forest_table6.png)" in text
+    assert "[glossary](../README.md#glossary)" in text  # links as docs/claims.md, the section's page, writes them
 
 
 def test_claims_section_renders_the_stored_table(monkeypatch, tmp_path):

@@ -407,7 +407,7 @@ def test_the_readme_states_a_rerun_experiment_once_it_is_read(monkeypatch, tmp_p
                  tmp_path / "claims.csv")
     section = report.claims_section(_recipe("tiny"))
     assert "| Figure 2 |" not in section and "| Figure 3 |" not in section  # both now name fig2
-    assert "| Table 2 |" in section and "Figure 2: re-run above (the earlier design's rows: git history)." in section
+    assert "| Table 2 |" in section and "Figure 2: the re-run's, in the README's \"What was found\"" in section
     summary = report.standing_section(_recipe("tiny"))
     n = int((old["experiment"] != "main").sum())
     assert f"(of the earlier design's {n}; the others' re-run is above)" in summary
