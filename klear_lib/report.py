@@ -6,6 +6,7 @@ between them is replaced, so the rest of the README stays hand-written.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -24,6 +25,7 @@ from klear_lib.paths import REPO
 from klear_lib.results import CONTROL, EVAL, EVAL_SEED_GAINS, eval_csv, load_reported, side_by_side
 from klear_lib.tables import markdown_table
 
+RERUN = "rerun"  # the study re-run's subfolder of results/<preset>/ (scripts/rerun.py SUBDIR, Recipe.results_subdir)
 CLAIMS_PAGE = Path("docs/claims.md")  # the claims table's page (claims_section), relative to the repository
 SEED_SUFFIX = r"-s\d+$"  # stage labels of the main job's further RL seeds (klear_lib.pipeline.seed_stage)
 
@@ -102,7 +104,7 @@ def _headline(recipe: Recipe) -> str | None:
     control, each with its family-wise interval and verdict, and the control's own move beside); where that file is
     absent, the earlier form: math RL's gain on ``tiny_aime`` over RL seeds and what each stage did to ``tiny_lcb``."""
     # notebook 03's, else the study re-run's registered read (scripts/rerun.py claims) until its rows replace these
-    for claims_path in (recipe.results / "main_claims.csv", recipe.results / "rerun" / "main_claims.csv"):
+    for claims_path in (recipe.results / "main_claims.csv", recipe.results / RERUN / "main_claims.csv"):
         if claims_path.exists():
             return _main_claims_headline(recipe, claims_path)
     gains_path, eval_path = recipe.results / "eval_seed_gains.csv", eval_csv(recipe.results)
@@ -190,7 +192,7 @@ def _rerun_read(recipe: Recipe) -> list[str]:
     over the registered seeds, each claim's difference with its family-wise interval and verdict, the arms that
     carry no claim as their paired difference from the experiment's first arm (a plain 95% interval: they decide
     nothing), and whether the split by CPU model (``claims_by_cpu.csv``) shows intervals that do not overlap."""
-    path = recipe.results / "rerun" / "claims.csv"  # scripts/rerun.py claims
+    path = recipe.results / RERUN / "claims.csv"
     summary_path = path.with_name(f"{rl.RL.name}_summary.csv")
     if not (path.exists() and summary_path.exists()):
         return []
@@ -249,7 +251,9 @@ def _rerun_read(recipe: Recipe) -> list[str]:
                             "the models' intervals do not overlap for " + ", ".join(
                                 f"{c.split(':')[1].split('@')[0]}" for c in apart)) + ".")
         files = [path, summary_path] + ([split_path] if split is not None else [])
-        out.append(text + " (" + ", ".join(f"`{_rel(f)}`" for f in files) + ")")
+        forest = C.forest_path(dataclasses.replace(recipe, results_subdir=RERUN), exp)  # rerun.py claims draws it
+        out.append(text + (f" [Forest plot]({_rel(forest)})." if forest.exists() else "")
+                   + " (" + ", ".join(f"`{_rel(f)}`" for f in files) + ")")
     return out
 
 
@@ -355,7 +359,7 @@ def _claims(recipe: Recipe, superseded: bool = False) -> pd.DataFrame | None:
 
 def _reread(recipe: Recipe) -> dict[str, str]:
     """{experiment: its table} of the ablations the study re-run has read (``rerun/claims.csv``)."""
-    path = recipe.results / "rerun" / "claims.csv"  # scripts/rerun.py claims
+    path = recipe.results / RERUN / "claims.csv"
     if not path.exists():
         return {}
     claims = tables.read(C.CLAIMS, path)

@@ -20,8 +20,9 @@ once, after every registered run is stored (docs/design.md, "Verdicts"). ``claim
 writes ``results/<preset>/rerun/claims.csv``: the claims of every experiment whose registered runs are all stored
 (the others "not run", whatever rows they have), the main job's among them once its seeds are all stored, and the
 Benjamini-Hochberg q-values only once nothing registered is missing; ``ablations_rl_summary.csv`` beside it, every
-arm of the experiments read over their registered seeds; and ``claims_by_cpu.csv``, each read paired claim's seed
-differences split by the CPU model that drew the seed (the pre-registration's section 5).
+arm of the experiments read over their registered seeds; the forest plots of the claims read (``figures/``); and
+``claims_by_cpu.csv``, each read paired claim's seed differences split by the CPU model that drew the seed (the
+pre-registration's section 5).
 
 The main job (``sweep main``) trains its RL seeds (``Study.main_rl_seeds``) with the task's reward and with its
 control, one arm of one seed per worker, and stores every stage's per-problem counts in ``problems/main.csv`` as
@@ -251,6 +252,7 @@ def claims(preset: str) -> None:
         read = rows[[e in registered and s in registered[e] for e, s in zip(rows["experiment"], rows["seed"])]]
         # every arm's mean over the registered seeds, claimed or not (the README reads the unclaimed ones from it)
         print(*RL.write_reports(RL.aggregate(read), r.results), sep="\n")
+        print(*C.write_forests(r, table[table["experiment"].isin(registered)]), sep="\n")  # rerun/figures/
         # section 5's check, on the experiments read
         split = by_cpu(table[table["experiment"].isin(registered)], rows, registered)
         by = tables.Table("claim by CPU", BY_CPU, ("claim_id", "cpu"), types=(("seeds", str),), float_format="%.4f",

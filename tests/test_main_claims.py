@@ -401,6 +401,8 @@ def test_the_readme_states_a_rerun_experiment_once_it_is_read(monkeypatch, tmp_p
     assert "the 2 CPU models that drew the seeds (descriptive): the models' intervals overlap" in bullet
     assert "Figure 2's arms**, held-out" not in text  # the earlier design's arms: superseded
     assert "claims_by_cpu.csv" in bullet and "ablations_rl_summary.csv" in bullet
+    forest = tmp_path / "rerun" / "figures" / "tiny_claims_forest_fig2.png"
+    assert forest.is_file() and f"[Forest plot]({forest})." in bullet and report.RERUN == rerun.SUBDIR
     # the earlier design's claims file beside it: its Figure 2 rows leave the README, the others stay
     old = tables.read(C.CLAIMS, tmp_path / "rerun" / "claims.csv")
     tables.write(C.CLAIMS, old.assign(experiment=old["experiment"].replace("fig3", "fig2"), verdict="undecided"),
