@@ -283,7 +283,8 @@ def _claims_summary(recipe: Recipe) -> str | None:
               + ", ".join(f"{n} {v}" for v, n in rows["verdict"].value_counts().sort_index().items()) + ")"
               for family, rows in run.groupby("family", sort=False)]
     alive = C.survivors(claims)
-    text = (f"**{len(run)} claims run**" + (f" (of the earlier design's {ran}; the others' re-run is above)" if ran != len(run) else "")
+    text = (f"**{len(run)} claims run**" + (f" (of the earlier design's {ran}; {' and '.join(sorted(set(_reread(recipe).values())))} re-run above)"
+               if ran != len(run) else "")
             + ", each decided from its family-wise interval (docs/design.md, \"Verdicts\"): "
             + "; ".join(counts) + f". {alive['raw']} has p < 0.05 before correction, {alive['holm']} after Holm "
             f"within its table or figure, {alive['bh']} after Benjamini–Hochberg across all {ran}.")

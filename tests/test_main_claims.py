@@ -412,4 +412,4 @@ def test_the_readme_states_a_rerun_experiment_once_it_is_read(monkeypatch, tmp_p
     assert "| Table 2 |" in section and "Figure 2: the re-run's, in the README's \"What was found\"" in section
     summary = report.standing_section(_recipe("tiny"))
     n = int((old["experiment"] != "main").sum())
-    assert f"(of the earlier design's {n}; the others' re-run is above)" in summary
+    assert f"(of the earlier design's {n}; Figure 2 re-run above)" in summary
