@@ -139,8 +139,8 @@ def table_html(df: pd.DataFrame, verdicts) -> str:
 
 def claims_html(preset: str, results: Path = RESULTS) -> str:
     """``results/<preset>/claims.csv`` as the README's claims table (``claims.readme_table``) in HTML; where the
-    training stack is not installed (``make report``'s own light environment), the README's generated copy of
-    that table (``readme_claims_html``)."""
+    training stack is not installed (``make report``'s own light environment), the generated copy of that table on
+    the claims page (``readme_claims_html``)."""
     path = results / preset / "claims.csv"
     if not path.exists():
         return f"<p>No <code>results/{html.escape(preset)}/claims.csv</code> yet: run <code>make ablations</code>.</p>"
@@ -156,19 +156,20 @@ def claims_html(preset: str, results: Path = RESULTS) -> str:
     return note + table_html(C.readme_table(claims), claims["verdict"])
 
 
-def readme_claims_html(readme: Path = REPO / "README.md") -> str:
-    """The README's generated claims section (``make readme`` writes it from claims.csv with the same
-    ``claims.readme_table``): its note and its table, rows classed by verdict as ``claims_html`` does."""
+def readme_claims_html(readme: Path = REPO / "docs" / "claims.md") -> str:
+    """The claims page's generated section (``make readme`` writes it from claims.csv with the same
+    ``claims.readme_table``; the README links the page): its note and its table, rows classed by verdict as
+    ``claims_html`` does."""
     text = readme.read_text(encoding="utf-8")
     if "<!-- claims:start -->" not in text:
-        return "<p>No claims table in the README yet: run <code>make readme</code>.</p>"
+        return "<p>No claims table on docs/claims.md yet: run <code>make readme</code>.</p>"
     body = text.split("<!-- claims:start -->", 1)[1].split("<!-- claims:end -->", 1)[0]
     rows = [line.strip().strip("|").split(" | ") for line in body.splitlines() if line.startswith("| ")]
     note = body.strip().split("\n\n", 1)[0]
     if len(rows) < 2:
         return markdown2html(note)
     table = pd.DataFrame([[c.strip() for c in r] for r in rows[1:]], columns=[c.strip() for c in rows[0]])
-    return (markdown2html(note + " (This copy is the README's: the report was built without the training stack.)")
+    return (markdown2html(note + " (This copy is docs/claims.md's: the report was built without the training stack.)")
             + table_html(table, table.get("verdict", [""] * len(table))))
 
 

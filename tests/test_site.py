@@ -156,7 +156,7 @@ def test_a_rebuild_replaces_the_report_but_no_other_folder(study, tmp_path):
 def test_the_report_builds_without_the_training_stack(tmp_path):
     """``make report``'s own environment (the kit without dependencies, pandas, nbconvert), emulated by
     ``klear_lib.light``: the report of the stored tiny study builds, torch and TRL never load, the claims table
-    comes from the README's generated copy."""
+    comes from the generated copy on docs/claims.md."""
     import subprocess
 
     from klear_lib import light
@@ -166,7 +166,7 @@ def test_the_report_builds_without_the_training_stack(tmp_path):
     assert not list(site.glob("torch")) and not list(site.glob("trl"))
     code = (f"import sys\nfrom klear_lib import site\nindex = site.build('tiny', {str(tmp_path / 'report')!r})\n"
             "text = index.read_text()\n"
-            "print('torch' in sys.modules, 'trl' in sys.modules, 'class=\"claims\"' in text, 'README' in text)\n")
+            "print('torch' in sys.modules, 'trl' in sys.modules, 'class=\"claims\"' in text, \"docs/claims.md's\" in text)\n")
     argv, env = light.command(site, code)
     run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
     assert run.returncode == 0, run.stderr[-3000:]
