@@ -258,12 +258,13 @@ def _rerun_read(recipe: Recipe) -> list[str]:
 
 
 def _floats(joined) -> list[float]:
+    """A ';'-joined list of numbers (a summary's ``values`` or ``seeds``, a claim's ``seed_diffs_pts``)."""
     return [float(v) for v in str(joined).split(";")]
 
 
 def _seed_pts(joined: str) -> str:
     """A ';'-joined list of points as the README writes it."""
-    return ", ".join(_pts(float(v), 1) for v in str(joined).split(";"))
+    return ", ".join(_pts(v, 1) for v in _floats(joined))
 
 
 def _family_interval(values: list[float], family_size: int) -> tuple[float, float]:
@@ -283,8 +284,9 @@ def _claims_summary(recipe: Recipe) -> str | None:
               + ", ".join(f"{n} {v}" for v, n in rows["verdict"].value_counts().sort_index().items()) + ")"
               for family, rows in run.groupby("family", sort=False)]
     alive = C.survivors(claims)
-    text = (f"**{len(run)} claims run**" + (f" (of the earlier design's {ran}; {' and '.join(sorted(set(_reread(recipe).values())))} re-run above)"
-               if ran != len(run) else "")
+    redone = " and ".join(sorted(set(_reread(recipe).values())))
+    text = (f"**{len(run)} claims run**" + (f" (of the earlier design's {ran}; {redone} re-run above)"
+                                            if ran != len(run) else "")
             + ", each decided from its family-wise interval (docs/design.md, \"Verdicts\"): "
             + "; ".join(counts) + f". {alive['raw']} has p < 0.05 before correction, {alive['holm']} after Holm "
             f"within its table or figure, {alive['bh']} after Benjamini–Hochberg across all {ran}.")

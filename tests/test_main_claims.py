@@ -396,7 +396,8 @@ def test_the_readme_states_a_rerun_experiment_once_it_is_read(monkeypatch, tmp_p
     assert "(no positive size claimed: only *replicated* or *opposite* can decide it)" in bullet  # gppo > cispo
     assert "*replicated*** (carried 4.8; the whole interval below it)" in bullet  # gppo > clip_higher: +2 of 4.8
     diff = [100 * (g - p) for g, p in zip(*(
-        [x["mean"] for x in rows if x["condition"] == arm and x["metric"] == "avg@k"] for arm in ("gppo_b0.25", "gppo")))]
+        [x["mean"] for x in rows if x["condition"] == arm and x["metric"] == "avg@k"]
+        for arm in ("gppo_b0.25", "gppo")))]
     assert f"`gppo_b0.25` − `gppo` −{abs(np.mean(diff)):.1f} [" in bullet and "`dgpo` − `gppo`" in bullet
     assert "the 2 CPU models that drew the seeds (descriptive): the models' intervals overlap" in bullet
     assert "Figure 2's arms**, held-out" not in text  # the earlier design's arms: superseded

@@ -166,7 +166,8 @@ def test_the_report_builds_without_the_training_stack(tmp_path):
     assert not list(site.glob("torch")) and not list(site.glob("trl"))
     code = (f"import sys\nfrom klear_lib import site\nindex = site.build('tiny', {str(tmp_path / 'report')!r})\n"
             "text = index.read_text()\n"
-            "print('torch' in sys.modules, 'trl' in sys.modules, 'class=\"claims\"' in text, \"docs/claims.md's\" in text)\n")
+            "print('torch' in sys.modules, 'trl' in sys.modules, 'class=\"claims\"' in text,\n"
+            "      \"docs/claims.md's\" in text)\n")
     argv, env = light.command(site, code)
     run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
     assert run.returncode == 0, run.stderr[-3000:]
