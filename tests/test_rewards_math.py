@@ -262,8 +262,10 @@ def test_a_stuck_pool_worker_is_killed_and_counted_wrong(monkeypatch):
     assert _in_pool(verify_answer, [("\\boxed{3}", "3")]) == [True]  # a fresh pool serves the next call
 
 
-def test_math_verify_logs_a_timed_out_answer_cut_short(caplog):
+def test_math_verify_logs_a_timed_out_answer_cut_short(caplog, monkeypatch):
     """math-verify logs each timed-out input whole; one 100 KB answer must not become one 100 KB log line."""
+    # a 1 s parse timeout: on an idle fast machine the 5 s one let this parse finish, and nothing was logged
+    monkeypatch.setattr(math_judge, "PARSE_TIMEOUT_S", 1)
     halves = "\\boxed{" + "+".join(["\\frac{1}{2}"] * 8000) + "}"   # ~96 KB: its parse times out
     with caplog.at_level(logging.WARNING, logger="math_verify"):
         assert math_reward(wrap(halves), "0") == -1.0
