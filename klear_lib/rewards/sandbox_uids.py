@@ -80,8 +80,10 @@ def _settings(name: str, v2: bool, limit) -> dict[str, str]:
     swap off as it would lift the cap; cpu: cores)."""
     if name == "memory":
         size = str(_bytes(limit))
+        # v1 swappiness 0: reclaim at the cgroup's limit then never swaps, so the cap holds even where the kernel
+        # does not account swap (no memsw file; swapaccount=0, long the default), which let 3 x 600 MiB run in 1.5 GiB
         return {"memory.max": size, "memory.swap.max": "0"} if v2 else \
-            {"memory.limit_in_bytes": size, "memory.memsw.limit_in_bytes": size}
+            {"memory.limit_in_bytes": size, "memory.memsw.limit_in_bytes": size, "memory.swappiness": "0"}
     quota = str(int(limit * CPU_PERIOD_US))
     return {"cpu.max": f"{quota} {CPU_PERIOD_US}", "cpu.weight": "100"} if v2 else \
         {"cpu.cfs_period_us": str(CPU_PERIOD_US), "cpu.cfs_quota_us": quota, "cpu.shares": "1024"}
@@ -110,6 +112,9 @@ def _make_cgroup(name: str, uid: int, limit) -> Path | None:
             for file, value in _settings(name, found[1], limit).items():
                 if (path / file).exists():  # memsw / swap.max only where swap accounting is on
                     (path / file).write_text(value)
+            if name == "memory" and _swap_lifts_cap(path):
+                _log_once("swap is on and this kernel controls no sandbox's swap: a program can exceed its memory "
+                          "cap by swapping (boot with swapaccount=1 or turn swap off)")
         except OSError:
             _remove_cgroup(path)
             raise
@@ -118,6 +123,13 @@ def _make_cgroup(name: str, uid: int, limit) -> Path | None:
             "their total memory is not capped" if name == "memory" else "their CPU share rests on the scheduler"))
         return None
     return path
+
+
+def _swap_lifts_cap(path: Path) -> bool:
+    """Whether the memory cgroup at ``path`` can swap past its cap: swap is on and it has none of the files that
+    stop that (cgroup v2 without ``memory.swap.max``)."""
+    controls = ("memory.swap.max", "memory.memsw.limit_in_bytes", "memory.swappiness")
+    return not any((path / file).exists() for file in controls) and Path("/proc/swaps").read_text().count("\n") > 1
 
 
 @functools.cache
