@@ -2,8 +2,8 @@
 experiment's runs, into ``results/<preset>/rerun/`` beside the study they will replace, and how far they got.
 
     .venv/bin/python scripts/rerun.py sweep fig2 --workers 2 --stop-by 07:40   # resumes from the stored rows
-    .venv/bin/python scripts/rerun.py sweep fig3 && .venv/bin/python scripts/rerun.py sweep fig4   # one run shared
-    .venv/bin/python scripts/rerun.py sweep fig5 && .venv/bin/python scripts/rerun.py sweep table6  # reuse fig2's gppo
+    .venv/bin/python scripts/rerun.py sweep fig3 fig4 --stop-by 12:45          # one run shared; one after the other
+    .venv/bin/python scripts/rerun.py sweep fig5 table6                        # both reuse fig2's gppo runs
     .venv/bin/python scripts/rerun.py sweep main --workers 2                   # the main job (section 4)
     .venv/bin/python scripts/rerun.py sweep main --arm task --stop-by 09:05    # its task arms only (50 min each)
     .venv/bin/python scripts/rerun.py status                                   # runs stored, no result shown
@@ -15,7 +15,8 @@ seeds' start evaluations run ``workers`` at a time too. A run's rows are written
 (``Family.run_experiment``), so a killed sweep loses only the runs in flight. ``--stop-by HH:MM`` (UTC; an hour
 already past is tomorrow's) starts no chunk that the time per round of runs so far says would end after it, and a
 smaller chunk (fewer seeds) where that one would still end in time; its first chunk, with no time measured yet, is
-one seed. Neither command prints a result: the registration forbids an interim look, so the verdicts are computed
+one seed. Experiments named together run in turn and hand the time per round on, so the next one's first chunk is
+judged by it too (a chained ``&&`` sweep started a one-seed chunk 13 min before the end). Neither command prints a result: the registration forbids an interim look, so the verdicts are computed
 once, after every registered run is stored (docs/design.md, "Verdicts"). ``claims``
 writes ``results/<preset>/rerun/claims.csv``: the claims of every experiment whose registered runs are all stored
 (the others "not run", whatever rows they have), the main job's among them once its seeds are all stored, and the
@@ -175,18 +176,22 @@ def _main_run(preset: str, seed: int, arm: str, sft: str) -> list[dict]:
     return main_problems(r, stages, samples)
 
 
-def sweep(preset: str, experiment: str, workers: int, stop_by: str | None, arm: str | None = None) -> None:
+def sweep(preset: str, experiment: str, workers: int, stop_by: str | None, arm: str | None = None,
+          per_round: float | None = None) -> float | None:
+    """Run ``experiment``'s missing seeds; ``per_round``: seconds per round of ``workers`` runs measured before (an
+    experiment swept just before this one), judged against ``stop_by`` until this one has its own. Returns the time
+    per round it last measured, or ``per_round`` if it ran nothing."""
     from klear_lib.ablations.rl import RL
 
     if experiment == MAIN:
-        return sweep_main(preset, workers, stop_by, arm)
+        return sweep_main(preset, workers, stop_by, arm)  # its arms differ in time: judged by their own runs
     if arm is not None:
         raise SystemExit(f"--arm picks an arm of the main job only, not of {experiment}")
     if experiment not in REGISTERED:
         raise SystemExit(f"{experiment} has no section in results/{preset}/preregistration.md yet; registered: "
                          f"{', '.join(REGISTERED + (MAIN,))}")
     r = rerun_recipe(preset)
-    deadline, per_round = _deadline(stop_by), None  # seconds per round of ``workers`` runs, from the last chunk
+    deadline = _deadline(stop_by)
     conds, seeds, done = _stored_runs(preset, experiment)
     while missing := {s: n for s in seeds if (n := sum((c, s) not in done for c in conds))}:
         chunk = _next_chunk(missing, workers, per_round, deadline, time.time())
@@ -202,6 +207,7 @@ def sweep(preset: str, experiment: str, workers: int, stop_by: str | None, arm: 
             raise SystemExit(f"the chunk of seeds {chunk} stored no run: see the log above")
         per_round = (time.time() - start) / math.ceil(ran / workers)
     print(progress(preset, experiment))
+    return per_round
 
 
 def _next_chunk(missing: dict[int, int], workers: int, per_round: float | None, deadline: float | None,
@@ -305,7 +311,7 @@ def _deadline(stop_by: str | None, now: datetime | None = None) -> float | None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("command", choices=("sweep", "status", "claims"))
-    ap.add_argument("experiment", nargs="?", default="fig2")
+    ap.add_argument("experiments", nargs="*", default=["fig2"], help="sweep: in turn (status, claims: all of them)")
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--workers", type=int, default=2, help="runs at a time (one torch thread each)")
     ap.add_argument("--stop-by", help="HH:MM UTC (tomorrow once past): start no chunk of seeds that would end after it")
@@ -314,7 +320,9 @@ def main() -> None:
                          "a control 50-92)")
     args = ap.parse_args()
     if args.command == "sweep":
-        sweep(args.preset, args.experiment, args.workers, args.stop_by, args.arm)
+        per_round = None
+        for experiment in args.experiments:
+            per_round = sweep(args.preset, experiment, args.workers, args.stop_by, args.arm, per_round)
     elif args.command == "claims":
         claims(args.preset)
     else:

@@ -330,6 +330,26 @@ def test_an_ablation_sweep_shrinks_its_chunk_to_what_fits_before_stop_by():
     assert rerun._next_chunk({21: 6}, 2, 600.0, 1_800.0, 0.0) == [21]  # the last seed alone
 
 
+def test_experiments_swept_together_hand_on_the_time_per_round(monkeypatch):
+    """``sweep fig3 fig4 --stop-by``: fig4's first chunk is judged by fig3's time per round, so a sweep near its
+    end starts nothing rather than a one-seed chunk that runs past the hour; a finished experiment passes it on."""
+    from klear_lib.ablations.rl import RL
+
+    rerun = _rerun_script()
+    stored = {"fig3": {("hard", 0), ("soft", 0)}, "fig4": set()}
+    monkeypatch.setattr(rerun, "rerun_recipe", lambda preset: None)
+    monkeypatch.setattr(rerun, "_stored_runs", lambda preset, e: (["hard", "soft"], [0], stored[e]))
+    monkeypatch.setattr(rerun, "progress", lambda preset, e: e)
+    ran = []
+    monkeypatch.setattr(RL, "run_experiment", lambda r, e, seeds, workers: ran.append((e, seeds)))
+    soon = (rerun.datetime.now(rerun.timezone.utc) + rerun.timedelta(minutes=10)).strftime("%H:%M")
+    assert rerun.sweep("tiny", "fig3", 2, soon, per_round=780.0) == 780.0  # nothing missing: handed on unchanged
+    assert rerun.sweep("tiny", "fig4", 2, soon, per_round=780.0) == 780.0 and ran == []  # 13 min > 10: not started
+    with pytest.raises(SystemExit, match="stored no run"):  # no time handed on: the one-seed chunk starts
+        rerun.sweep("tiny", "fig4", 2, soon)
+    assert ran == [("fig4", [0])]
+
+
 def test_a_stop_by_hour_already_past_is_tomorrows():
     rerun = _rerun_script()
     from datetime import datetime, timezone
