@@ -16,10 +16,11 @@ seeds' start evaluations run ``workers`` at a time too. A run's rows are written
 already past is tomorrow's) starts no chunk that the time per round of runs so far says would end after it, and a
 smaller chunk (fewer seeds) where that one would still end in time; its first chunk, with no time measured yet, is
 one seed. Experiments named together run in turn and hand the time per round on, so the next one's first chunk is
-judged by it too (a chained ``&&`` sweep started a one-seed chunk 13 min before the end). Neither command prints a result: the registration forbids an interim look, so the verdicts are computed
-once, after every registered run is stored (docs/design.md, "Verdicts"). ``claims``
-writes ``results/<preset>/rerun/claims.csv``: the claims of every experiment whose registered runs are all stored
-(the others "not run", whatever rows they have), the main job's among them once its seeds are all stored, and the
+judged by it too (a chained ``&&`` sweep started a one-seed chunk 13 min before the end). Neither command prints a
+result: the registration forbids an interim look, so the verdicts are computed once, after every registered run is
+stored (docs/design.md, "Verdicts"). ``claims`` writes ``results/<preset>/rerun/claims.csv``: the claims of every
+experiment whose registered runs are all stored, Figs. 3 and 4 only once both are (``READ_TOGETHER``; the others
+"not run", whatever rows they have), the main job's among them once its seeds are all stored, and the
 Benjamini-Hochberg q-values only once nothing registered is missing; ``ablations_rl_summary.csv`` beside it, every
 arm of the experiments read over their registered seeds; the forest plots of the claims read (``figures/``); and
 ``claims_by_cpu.csv``, each read paired claim's seed differences split by the CPU model that drew the seed (the
@@ -46,6 +47,9 @@ import klear_lib  # noqa: F401  (first: the numerics mode is set before torch, M
 SUBDIR = "rerun"
 # experiments with a section of the pre-registration, committed before their rows
 REGISTERED = ("fig2", "fig3", "fig4", "fig5", "table6")
+# read only together, once every run of each is stored: section 2 holds Figs. 3 and 4 (they share a run) until all
+# four arms are in, so Fig. 3 complete is not read while Fig. 4 is drawn
+READ_TOGETHER = (("fig3", "fig4"),)
 MAIN = "main"  # the main job (section 4): not an ablation family; its own sweep and count
 MAIN_SEED = 0  # notebook 03's SEED: its labels name the stages, and seed the sampling of each
 # ``claims_by_cpu.csv`` (section 5 of the pre-registration): a paired claim's differences per CPU model
@@ -229,7 +233,8 @@ def _next_chunk(missing: dict[int, int], workers: int, per_round: float | None, 
 
 def claims(preset: str) -> None:
     """The re-run's claims table from its stored rows: an experiment is read only once all its registered runs are
-    stored (no interim look), and BH runs across the claims only once every registered experiment is in."""
+    stored, and those of the experiments it is read with (no interim look), and BH runs across the claims only once
+    every registered experiment is in."""
     import pandas as pd
 
     from klear_lib import tables
@@ -239,10 +244,8 @@ def claims(preset: str) -> None:
 
     r = rerun_recipe(preset)
     counts = [progress(preset, e) for e in REGISTERED] + [main_progress(preset)]
-    done = {c["experiment"] for c in counts if c["runs_stored"] == c["runs_registered"]}
-    for c in counts:
-        if c["experiment"] not in done:
-            print(f"{c['experiment']}: not read, {c['runs_stored']} of {c['runs_registered']} registered runs stored")
+    done, held = readable(counts)
+    print(*held, sep="\n")
     # each on its registered seeds only: extra seeds stored beside them are not read
     main = C.main_claims(r.main_job, tables.read(PROBLEMS, problems_csv(r.results, MAIN)), _main_seeds(r.main_job)) \
         if MAIN in done else pd.DataFrame(columns=C.MAIN_COLUMNS)
@@ -264,6 +267,18 @@ def claims(preset: str) -> None:
         by = tables.Table("claim by CPU", BY_CPU, ("claim_id", "cpu"), types=(("seeds", str),), float_format="%.4f",
                           sort=False)
         print(f"{tables.write(by, split, r.results / 'claims_by_cpu.csv')}: {len(split)} rows")
+
+
+def readable(counts: list[dict]) -> tuple[set[str], list[str]]:
+    """The experiments ``claims`` may read (``counts``: ``progress`` rows): those with every registered run stored,
+    and every run of the experiments they are read together with; and a line for each one held back, saying why."""
+    complete = {c["experiment"] for c in counts if c["runs_stored"] == c["runs_registered"]}
+    with_ = {e: group for group in READ_TOGETHER for e in group}
+    done = {e for e in complete if set(with_.get(e, ())) <= complete}
+    held = [f"{e}: not read, {c['runs_stored']} of {c['runs_registered']} registered runs stored" if e not in complete
+            else f"{e}: not read, all its runs stored, but read only together with {' and '.join(with_[e])}"
+            for c in counts if (e := c["experiment"]) not in done]
+    return done, held
 
 
 def by_cpu(claims, rows, registered: dict[str, list[int]]):

@@ -297,6 +297,23 @@ def test_the_reruns_claims_read_an_experiment_only_once_all_its_runs_are_stored(
     assert "no q-values until every registered experiment is stored" in capsys.readouterr().out
 
 
+def test_figures_3_and_4_are_read_only_once_both_are_stored():
+    """Pre-registration section 2: no Fig. 3 or Fig. 4 claim before all four arms are in (Fig. 3 was complete first,
+    with Fig. 4 at 0 of 80); the other experiments are read alone."""
+    rerun = _rerun_script()
+
+    def counts(**stored):
+        return [{"experiment": e, "runs_stored": stored.get(e, 80), "runs_registered": 80}
+                for e in ("fig2", "fig3", "fig4", "main")]
+
+    done, held = rerun.readable(counts(fig4=0))
+    assert done == {"fig2", "main"}
+    assert held == ["fig3: not read, all its runs stored, but read only together with fig3 and fig4",
+                    "fig4: not read, 0 of 80 registered runs stored"]
+    assert rerun.readable(counts())[0] == {"fig2", "fig3", "fig4", "main"}
+    assert rerun.readable(counts(fig2=79))[0] == {"fig3", "fig4", "main"}
+
+
 def test_the_main_sweep_still_starts_a_task_arm_where_a_control_no_longer_fits():
     rerun = _rerun_script()
     todo = [("random_", 3), ("random_", 4), ("", 0)]
@@ -341,7 +358,7 @@ def test_experiments_swept_together_hand_on_the_time_per_round(monkeypatch):
     monkeypatch.setattr(rerun, "_stored_runs", lambda preset, e: (["hard", "soft"], [0], stored[e]))
     monkeypatch.setattr(rerun, "progress", lambda preset, e: e)
     ran = []
-    monkeypatch.setattr(RL, "run_experiment", lambda r, e, seeds, workers: ran.append((e, seeds)))
+    monkeypatch.setattr(type(RL), "run_experiment", lambda self, r, e, seeds, workers: ran.append((e, seeds)))
     soon = (rerun.datetime.now(rerun.timezone.utc) + rerun.timedelta(minutes=10)).strftime("%H:%M")
     assert rerun.sweep("tiny", "fig3", 2, soon, per_round=780.0) == 780.0  # nothing missing: handed on unchanged
     assert rerun.sweep("tiny", "fig4", 2, soon, per_round=780.0) == 780.0 and ran == []  # 13 min > 10: not started
