@@ -16,9 +16,9 @@ seeds' start evaluations run ``workers`` at a time too. A run's rows are written
 already past is tomorrow's) starts no chunk that the time per round of runs so far says would end after it, and a
 smaller chunk (fewer seeds) where that one would still end in time; its first chunk, with no time measured yet, is
 one seed. Experiments named together run in turn and hand the time per round on, so the next one's first chunk is
-judged by it too (a chained ``&&`` sweep started a one-seed chunk 13 min before the end). Neither command prints a
-result: the registration forbids an interim look, so the verdicts are computed once, after every registered run is
-stored (docs/design.md, "Verdicts"). ``claims`` writes ``results/<preset>/rerun/claims.csv``: the claims of every
+judged by it too (a chained ``&&`` sweep started a 13-min one-seed chunk 6 min before its stop-by). Neither command
+prints a result: the registration forbids an interim look, so the verdicts are computed once, after every registered
+run is stored (docs/design.md, "Verdicts"). ``claims`` writes ``results/<preset>/rerun/claims.csv``: the claims of every
 experiment whose registered runs are all stored, Figs. 3 and 4 only once both are (``READ_TOGETHER``; the others
 "not run", whatever rows they have), the main job's among them once its seeds are all stored, and the
 Benjamini-Hochberg q-values only once nothing registered is missing; ``ablations_rl_summary.csv`` beside it, every
@@ -245,7 +245,8 @@ def claims(preset: str) -> None:
     r = rerun_recipe(preset)
     counts = [progress(preset, e) for e in REGISTERED] + [main_progress(preset)]
     done, held = readable(counts)
-    print(*held, sep="\n")
+    for line in held:
+        print(line)
     # each on its registered seeds only: extra seeds stored beside them are not read
     main = C.main_claims(r.main_job, tables.read(PROBLEMS, problems_csv(r.results, MAIN)), _main_seeds(r.main_job)) \
         if MAIN in done else pd.DataFrame(columns=C.MAIN_COLUMNS)
