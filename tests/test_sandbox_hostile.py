@@ -260,15 +260,12 @@ def test_memory_is_capped_across_processes():
     assert _held(capped) <= 2 and _held(uncapped) == 3
 
 
-SWAP_ON = Path("/proc/swaps").read_text().count("\n") > 1
-CGROUP_V1 = (uids.CGROUP_ROOT / "memory" / "memory.limit_in_bytes").exists()
-
-
-@pytest.mark.skipif(not (uids.memory_cgroup_available() and CGROUP_V1 and SWAP_ON),
+@pytest.mark.skipif(not (uids.memory_cgroup_available() and uids._controller("memory")[1] is False and uids.swap_on()),
                     reason="needs a writable cgroup v1 memory controller and swap (without swap nothing lifts the cap)")
 def test_memory_cap_holds_where_swap_is_not_accounted(monkeypatch):
-    """A kernel without swap accounting (v1, no memsw file) let all 3 x 600 MiB run in a 1.5 GiB cgroup by swapping
-    (a CI host did, in 6 s); swappiness 0 keeps the cap. The memsw file is hidden here to stand in for such a kernel."""
+    """With swap on and no swap accounting (v1, no memsw file), all 3 x 600 MiB ran in a 1.5 GiB cgroup by swapping
+    (the likely cause of a CI host's "held 3" in 6 s); swappiness 0 keeps the cap. Hiding the memsw file stands in
+    for such a kernel."""
     settings = uids._settings
     monkeypatch.setattr(uids, "_settings", lambda *a: {k: v for k, v in settings(*a).items() if "memsw" not in k})
     assert _held(sandbox.execute(hp.MEMORY_ACROSS, timeout_s=10)) <= 2

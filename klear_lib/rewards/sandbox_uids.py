@@ -81,7 +81,7 @@ def _settings(name: str, v2: bool, limit) -> dict[str, str]:
     if name == "memory":
         size = str(_bytes(limit))
         # v1 swappiness 0: reclaim at the cgroup's limit then never swaps, so the cap holds even where the kernel
-        # does not account swap (no memsw file; swapaccount=0, long the default), which let 3 x 600 MiB run in 1.5 GiB
+        # does not account swap (no memsw file; swapaccount=0, long the default), where 3 x 600 MiB ran in 1.5 GiB
         return {"memory.max": size, "memory.swap.max": "0"} if v2 else \
             {"memory.limit_in_bytes": size, "memory.memsw.limit_in_bytes": size, "memory.swappiness": "0"}
     quota = str(int(limit * CPU_PERIOD_US))
@@ -129,7 +129,12 @@ def _swap_lifts_cap(path: Path) -> bool:
     """Whether the memory cgroup at ``path`` can swap past its cap: swap is on and it has none of the files that
     stop that (cgroup v2 without ``memory.swap.max``)."""
     controls = ("memory.swap.max", "memory.memsw.limit_in_bytes", "memory.swappiness")
-    return not any((path / file).exists() for file in controls) and Path("/proc/swaps").read_text().count("\n") > 1
+    return not any((path / file).exists() for file in controls) and swap_on()
+
+
+def swap_on() -> bool:
+    """Whether this machine has any swap device or file on (``/proc/swaps`` lists one below its header)."""
+    return Path("/proc/swaps").read_text().count("\n") > 1
 
 
 @functools.cache
