@@ -10,6 +10,7 @@ import time
 import pytest
 
 from klear_lib.rewards import assert_check, sandbox
+from klear_lib.rewards import sandbox_uids as uids
 from klear_lib.rewards import code as cj
 from klear_lib.seeding import stable_seed
 from klear_lib.training import rewards as adapters
@@ -269,6 +270,47 @@ def test_dev_shm_is_private_only_with_a_memory_cgroup(tmp_path):
     assert "--tmpfs=/dev/shm" in capped and "--read-only=/dev/shm" not in capped
     assert capped[:7] == ["/bin/sh", "-c", sandbox.JOIN_CGROUPS, "klear-sandbox", str(tmp_path / "m" / "cgroup.procs"),
                           str(tmp_path / "c" / "cgroup.procs"), "--"]
+
+
+FAKE_UID = 99990  # outside the sandbox uids, so the reaper here can touch no live sandbox of a run beside it
+
+
+def _fake_cgroups(root, v2: bool) -> None:
+    """A cgroup hierarchy's marker files under ``root`` (v2: one folder for both controllers; v1: one each)."""
+    if v2:
+        (root / "cgroup.subtree_control").write_text("cpu memory\n")
+        return
+    for name, marker in {"memory": "memory.limit_in_bytes", "cpu": "cpu.cfs_quota_us"}.items():
+        (root / name).mkdir()
+        (root / name / marker).write_text("")
+
+
+def test_cgroup_v2_sandboxes_get_both_controllers_in_one_cgroup(tmp_path, monkeypatch):
+    """Under cgroup v2 memory and cpu live in one folder: the cpu cgroup was once refused as already made, leaving
+    every sandbox without its CPU share."""
+    monkeypatch.setattr(uids, "CGROUP_ROOT", tmp_path)
+    _fake_cgroups(tmp_path, v2=True)
+    made = uids.make_cgroups(FAKE_UID, "1536m", 1.0)
+    assert set(made) == {"memory", "cpu"} and made["memory"] == made["cpu"] and made["cpu"].parent == tmp_path
+    assert uids._existing_cgroups(FAKE_UID) == [made["cpu"]]
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_a_busy_leftover_cgroup_leaves_the_next_sandbox_capped(tmp_path, monkeypatch, v2):
+    """A cgroup the reaper could not remove yet (the kernel letting go) once made the next sandbox of its uid fail
+    to make its own and run uncapped. Now each sandbox's cgroups are new, and a later reap removes the leftover."""
+    monkeypatch.setattr(uids, "CGROUP_ROOT", tmp_path)
+    _fake_cgroups(tmp_path, v2)
+    first = uids.make_cgroups(FAKE_UID, "1536m", 1.0)
+    roots = [tmp_path] if v2 else [tmp_path / "memory", tmp_path / "cpu"]
+    legacy = [root / f"klear-sandbox-{FAKE_UID}" for root in roots]  # the name every cgroup of the uid once had
+    for path in legacy:
+        path.mkdir(exist_ok=True)
+    second = uids.make_cgroups(FAKE_UID, "1536m", 1.0)
+    assert set(second) == {"memory", "cpu"} and not set(second.values()) & {*first.values(), *legacy}
+    assert sorted(uids._existing_cgroups(FAKE_UID)) == sorted({*first.values(), *second.values(), *legacy})
+    uids.reap(FAKE_UID)
+    assert uids._existing_cgroups(FAKE_UID) == []
 
 
 def test_distinct_jobs_keep_first_seen_order_and_split_on_sampled_tests():

@@ -335,7 +335,8 @@ def test_a_killed_run_leaves_stopped_sandboxes_that_the_reaper_clears(cases, mon
 
 
 def _cgroups_of(uid: int) -> list[Path]:
-    return [*uids.CGROUP_ROOT.glob(f"*/klear-sandbox-{uid}"), *uids.CGROUP_ROOT.glob(f"klear-sandbox-{uid}")]
+    names = (f"klear-sandbox-{uid}", f"klear-sandbox-{uid}-*")  # v1 under each controller, v2 at the root
+    return [path for name in names for path in [*uids.CGROUP_ROOT.glob(f"*/{name}"), *uids.CGROUP_ROOT.glob(name)]]
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="sandbox uids (and their reaper) need root")

@@ -1,13 +1,14 @@
 """Sandbox uids, their cgroups and the reaper (used by ``klear_lib.rewards.sandbox``).
 
-As root each sandbox gets a uid of its own (``UID_BASE`` .. ``UID_BASE + UID_COUNT - 1``, one lock file each) for its
-program, the uid ``RUNNER_OFFSET`` above for its runner, and cgroups named after it: ``memory`` (its processes and
-its ``/dev/shm`` together) and ``cpu`` (a quota, and the weight of any other sandbox, so a program that splits into
-many sessions cannot take a neighbour's time; kernel autogroup, the fairness otherwise, is per session). Where a
-controller is missing or not writable the sandbox runs without it, the reason logged once. The reaper SIGKILLs every
-process of the two uids and of the cgroups (firejail itself runs as root) and removes the cgroups: before a uid is
-handed out, after its sandbox ends, and once per process for every idle uid; a run killed while its sandbox was
-stopped otherwise leaves that sandbox alive, holding the uid's process quota for the next program given the uid.
+As root each sandbox gets a uid of its own (``UID_BASE`` .. ``UID_BASE + UID_COUNT - 1``, one lock file each) for
+its program, the uid ``RUNNER_OFFSET`` above for its runner, and cgroups named after it (and a fresh token, so a
+busy leftover never blocks them): ``memory`` (its processes and its ``/dev/shm`` together) and ``cpu`` (a quota, and
+the weight of any other sandbox, so a program that splits into many sessions cannot take a neighbour's time; kernel
+autogroup, the fairness otherwise, is per session). Where a controller is missing or not writable the sandbox runs
+without it, the reason logged once. The reaper SIGKILLs every process of the two uids and of the cgroups (firejail
+itself runs as root) and removes the cgroups: before a uid is handed out, after its sandbox ends, and once per
+process for every idle uid; a run killed while its sandbox was stopped otherwise leaves that sandbox alive, holding
+the uid's process quota for the next program given the uid.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import functools
 import glob
 import logging
 import os
+import secrets
 import signal
 import tempfile
 import time
@@ -89,34 +91,39 @@ def _settings(name: str, v2: bool, limit) -> dict[str, str]:
         {"cpu.cfs_period_us": str(CPU_PERIOD_US), "cpu.cfs_quota_us": quota, "cpu.shares": "1024"}
 
 
-def _cgroup_path(name: str, uid: int) -> Path | None:
-    found = _controller(name)
-    return None if found is None else found[0] / f"klear-sandbox-{uid}"
+def _cgroup_roots() -> list[Path]:
+    """Where sandbox cgroups are made, one folder per mounted controller (cgroup v2: one for all)."""
+    found = (_controller(name) for name in ("memory", "cpu"))
+    return list(dict.fromkeys(root for root, _ in filter(None, found)))
 
 
 def _existing_cgroups(uid: int) -> list[Path]:
-    paths = (_cgroup_path(name, uid) for name in ("memory", "cpu"))
-    return [path for path in paths if path is not None and path.exists()]
+    """Every cgroup left of the sandboxes of ``uid``: this one's, and any an earlier reap found busy."""
+    return [path for root in _cgroup_roots()
+            for path in [*root.glob(f"klear-sandbox-{uid}"), *root.glob(f"klear-sandbox-{uid}-*")]]
 
 
-def _make_cgroup(name: str, uid: int, limit) -> Path | None:
-    """A fresh cgroup of controller ``name`` for the sandbox of ``uid`` (the reaper removed any old one), or None
-    with the reason logged when it cannot be made here."""
-    found, path = _controller(name), _cgroup_path(name, uid)
+def _make_cgroup(name: str, cgroup: str, limit) -> Path | None:
+    """The new cgroup ``cgroup`` of controller ``name`` capped at ``limit``, or None with the reason logged when it
+    cannot be made here."""
+    found = _controller(name)
     if found is None:
         _log_once(f"no {name} cgroup controller is mounted here: sandboxes get no {name} cgroup")
         return None
+    path, v2 = found[0] / cgroup, found[1]
     try:
-        path.mkdir()  # fails when not writable here, or for one the reaper could not remove (logged there)
+        made = not path.exists()
+        path.mkdir(exist_ok=v2)  # v2: memory and cpu share the one cgroup; fails when not writable here
         try:
-            for file, value in _settings(name, found[1], limit).items():
+            for file, value in _settings(name, v2, limit).items():
                 if (path / file).exists():  # memsw / swap.max only where swap accounting is on
                     (path / file).write_text(value)
             if name == "memory" and _swap_lifts_cap(path):
                 _log_once("swap is on and this kernel controls no sandbox's swap: a program can exceed its memory "
                           "cap by swapping (boot with swapaccount=1 or turn swap off)")
         except OSError:
-            _remove_cgroup(path)
+            if made:
+                _remove_cgroup(path)
             raise
     except OSError as err:
         _log_once(f"no {name} cgroup for sandboxes ({err}): " + (
@@ -147,7 +154,10 @@ def make_cgroups(uid: int | None, total_memory: str | None, cpus: float | None) 
     at ``cpus`` (None: not made); empty when not root; a controller that cannot be had here is left out (logged).
     ``sandbox_uid`` removes them (``reap``) once the sandbox is over."""
     wanted = {"memory": total_memory, "cpu": cpus} if uid is not None else {}
-    made = {name: _make_cgroup(name, uid, limit) for name, limit in wanted.items() if limit}
+    # a name no sandbox had: one the reaper found busy (the kernel still letting go) is left for a later reap,
+    # where reusing its name would fail and leave this sandbox uncapped
+    cgroup = f"klear-sandbox-{uid}-{secrets.token_hex(4)}"
+    made = {name: _make_cgroup(name, cgroup, limit) for name, limit in wanted.items() if limit}
     return {name: path for name, path in made.items() if path is not None}
 
 
