@@ -143,7 +143,7 @@ def sft_stage(recipe: Recipe, rows: list[dict] | None = None, name: str = "sft")
         return pinned_start(recipe)  # not registered: notebook 04 reads it as "base"
     rows = load_split("sft", recipe) if rows is None else rows
     base = load_or_build(recipe)
-    out = recipe.artifacts / "sft" / stage_key(recipe.sft, rows, base)
+    out = _sft_dir(recipe, rows, base)
     guard_rows(out, rows)
     record, trained = recipe.runs / f"{name}.csv", not artifacts.is_complete(out / "final")
     final = train_sft(recipe.sft, base, rows, out, record_path=record)
@@ -153,6 +153,19 @@ def sft_stage(recipe: Recipe, rows: list[dict] | None = None, name: str = "sft")
     return final
 
 
+def _sft_dir(recipe: Recipe, rows: list[dict], base: str) -> Path:
+    return recipe.artifacts / "sft" / stage_key(recipe.sft, rows, base)
+
+
+def trained_sft(recipe: Recipe) -> Path | str | None:
+    """``sft_stage(recipe)``'s checkpoint where the artifact store already holds it complete (the start model at a
+    preset without an SFT stage), else None; trains nothing."""
+    if recipe.sft is None:
+        return pinned_start(recipe)
+    final = _sft_dir(recipe, load_split("sft", recipe), load_or_build(recipe)) / "final"
+    return final if artifacts.is_complete(final) else None
+
+
 def rl_stage(recipe: Recipe, init: str | Path, reward: str = "math", rows: list[dict] | None = None,
              name: str | None = None) -> Path:
     """An RL stage (``reward`` = "math" or "code", config ``recipe.rl(reward)``) from checkpoint ``init``; resumes
@@ -160,7 +173,7 @@ def rl_stage(recipe: Recipe, init: str | Path, reward: str = "math", rows: list[
     recipe.check_in_process(f"the {reward} RL stage")
     cfg = recipe.rl(reward)
     rows = rl_rows(recipe, reward) if rows is None else rows
-    out = recipe.artifacts / f"rl_{reward}" / stage_key(cfg, rows, init)
+    out = rl_stage_dir(recipe, init, reward, rows)
     guard_rows(out, rows)
     final, record = out / "final", recipe.runs / f"{name or 'rl_' + reward}.csv"
     trained = not artifacts.is_complete(final)
@@ -171,6 +184,12 @@ def rl_stage(recipe: Recipe, init: str | Path, reward: str = "math", rows: list[
     if name is None:  # the pipeline's own stage, not an ablation or an attempt: notebook 04 evaluates it
         register_stage_checkpoint(f"rl_{reward}", recipe, final)
     return final
+
+
+def rl_stage_dir(recipe: Recipe, init: str | Path, reward: str, rows: list[dict]) -> Path:
+    """Where ``rl_stage`` keeps its checkpoints: keyed by config, rows and start, so a stage already trained there
+    (``artifacts.is_complete(<dir>/"final")``) is reused, not trained again."""
+    return recipe.artifacts / f"rl_{reward}" / stage_key(recipe.rl(reward), rows, init)
 
 
 def keep_record(out: Path, record: Path, trained: bool) -> None:

@@ -226,6 +226,10 @@ def _rerun_read(recipe: Recipe) -> list[str]:
             need = (f"; 80% power at it would take {int(r.seeds_for_power)} seeds per arm"
                     if sized and r.verdict == "undecided" and pd.notna(r.seeds_for_power) else
                     "; the whole interval below it" if below else "")
+            # another experiment's arm trained as one of these, with the same value on every seed both hold
+            refs = r.shares_runs.split(";") if isinstance(r.shares_runs, str) else []
+            shared = [f"`{ref}`" for ref in refs if ref and "(" not in ref]
+            need += f"; runs shared with {_and(shared)}" if shared else ""
             said.append(f"{r.better} > {r.worse} ({r.multiplicity_family}): **{_pts(r.ours_diff_pts, 1)} points "
                         f"{_ci(r.adj_ci_low_pts, r.adj_ci_high_pts, 1)}, *{r.verdict}*** ({size}{need})")
         text += "; ".join(said) + "."
@@ -245,7 +249,9 @@ def _rerun_read(recipe: Recipe) -> list[str]:
             mine = split[(split["experiment"] == exp) & (split["benchmark"] == bench)]
             apart = [cid for cid, g in mine.groupby("claim_id", sort=False)
                      if len(g) > 1 and g["ci_low_pts"].max() > g["ci_high_pts"].min()]
-            if len(mine):
+            if mine["cpu"].nunique() == 1:
+                text += f" Every seed drawn on one CPU model ({mine['cpu'].iloc[0]})."
+            elif len(mine):
                 text += (f" Split by the {mine['cpu'].nunique()} CPU models that drew the seeds (descriptive): "
                          + ("the models' intervals overlap for every claim" if not apart else
                             "the models' intervals do not overlap for " + ", ".join(
@@ -255,6 +261,11 @@ def _rerun_read(recipe: Recipe) -> list[str]:
         out.append(text + (f" [Forest plot]({_rel(forest)})." if forest.exists() else "")
                    + " (" + ", ".join(f"`{_rel(f)}`" for f in files) + ")")
     return out
+
+
+def _and(items: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 2 else items)
 
 
 def _floats(joined) -> list[float]:
@@ -284,7 +295,7 @@ def _claims_summary(recipe: Recipe) -> str | None:
               + ", ".join(f"{n} {v}" for v, n in rows["verdict"].value_counts().sort_index().items()) + ")"
               for family, rows in run.groupby("family", sort=False)]
     alive = C.survivors(claims)
-    redone = " and ".join(sorted(set(_reread(recipe).values())))
+    redone = _and(sorted(set(_reread(recipe).values())))
     text = (f"**{len(run)} claims run**" + (f" (of the earlier design's {ran}; {redone} re-run above)"
                                             if ran != len(run) else "")
             + ", each decided from its family-wise interval (docs/design.md, \"Verdicts\"): "
@@ -372,7 +383,7 @@ def _reread(recipe: Recipe) -> dict[str, str]:
 
 def _reread_note(recipe: Recipe) -> str:
     tables_ = sorted(set(_reread(recipe).values()))
-    return (f" {' and '.join(tables_)}: the re-run's, in the README's \"What was found\"; the earlier design's rows "
+    return (f" {_and(tables_)}: the re-run's, in the README's \"What was found\"; the earlier design's rows "
             "leave this table (git history), though the forest plots, drawn by notebook 06, still show them."
             if tables_ else "")
 

@@ -9,21 +9,22 @@ experiment's runs, into ``results/<preset>/rerun/`` beside the study they will r
     .venv/bin/python scripts/rerun.py status                                   # runs stored, no result shown
     .venv/bin/python scripts/rerun.py claims                                   # verdicts of complete experiments
 
-``sweep`` runs the experiment's registered seeds (``RLScale.fixed_seeds``) not yet stored, a chunk of ``workers``
-seeds at a time, every arm of a seed in the same chunk, so a sweep cut between chunks leaves whole paired seeds; the
-seeds' start evaluations run ``workers`` at a time too. A run's rows are written the moment it ends
-(``Family.run_experiment``), so a killed sweep loses only the runs in flight. ``--stop-by HH:MM`` (UTC; an hour
-already past is tomorrow's) starts no chunk that the time per round of runs so far says would end after it, and a
-smaller chunk (fewer seeds) where that one would still end in time; its first chunk, with no time measured yet, is
-one seed. Experiments named together run in turn and hand the time per round on, so the next one's first chunk is
-judged by it too (a chained ``&&`` sweep started a 13-min one-seed chunk 6 min before its stop-by). Neither command
-prints a result: the registration forbids an interim look, so the verdicts are computed once, after every registered
-run is stored (docs/design.md, "Verdicts"). ``claims`` writes ``results/<preset>/rerun/claims.csv``: the claims of every
-experiment whose registered runs are all stored, Figs. 3 and 4 only once both are (``READ_TOGETHER``; the others
-"not run", whatever rows they have), the main job's among them once its seeds are all stored, and the
-Benjamini-Hochberg q-values only once nothing registered is missing; ``ablations_rl_summary.csv`` beside it, every
-arm of the experiments read over their registered seeds; the forest plots of the claims read (``figures/``); and
-``claims_by_cpu.csv``, each read paired claim's seed differences split by the CPU model that drew the seed (the
+``sweep`` runs the experiment's registered seeds (``RLScale.fixed_seeds``) not yet stored, a chunk of ``workers`` seeds
+at a time, every arm of a seed in the same chunk, so a sweep cut between chunks leaves whole paired seeds; the seeds'
+start evaluations run ``workers`` at a time too. A run's rows are written the moment it ends
+(``Family.run_experiment``), so a killed sweep loses only the runs in flight. ``--stop-by HH:MM`` (UTC; an hour already
+past is tomorrow's) starts no chunk that the time per round of runs so far says would end after it, and a smaller chunk
+(fewer seeds) where that one would still end in time; its first chunk, with no time measured yet, is one seed. Rounds
+count the runs that train only: one whose checkpoint this machine's store already holds (Fig. 4's filtered arm is Fig.
+3's soft) is stored in a minute. Experiments named together run in turn and hand the time per round on, so the next
+one's first chunk is judged by it too (a chained ``&&`` sweep started a 13-min one-seed chunk 6 min before its stop-by).
+Neither command prints a result: the registration forbids an interim look, so the verdicts are computed once, after
+every registered run is stored (docs/design.md, "Verdicts"). ``claims`` writes ``results/<preset>/rerun/claims.csv``:
+the claims of every experiment whose registered runs are all stored, Figs. 3 and 4 only once both are
+(``READ_TOGETHER``; the others "not run", whatever rows they have), the main job's among them once its seeds are all
+stored, and the Benjamini-Hochberg q-values only once nothing registered is missing; ``ablations_rl_summary.csv`` beside
+it, every arm of the experiments read over their registered seeds; the forest plots of the claims read (``figures/``);
+and ``claims_by_cpu.csv``, each read paired claim's seed differences split by the CPU model that drew the seed (the
 pre-registration's section 5).
 
 The main job (``sweep main``) trains its RL seeds (``Study.main_rl_seeds``) with the task's reward and with its
@@ -197,30 +198,44 @@ def sweep(preset: str, experiment: str, workers: int, stop_by: str | None, arm: 
     r = rerun_recipe(preset)
     deadline = _deadline(stop_by)
     conds, seeds, done = _stored_runs(preset, experiment)
-    while missing := {s: n for s in seeds if (n := sum((c, s) not in done for c in conds))}:
-        chunk = _next_chunk(missing, workers, per_round, deadline, time.time())
+    while todo := {s: due for s in seeds if (due := [c for c in conds if (c, s) not in done])}:
+        train = _to_train(r, todo)
+        chunk = _next_chunk(train, workers, per_round, deadline, time.time())
         if not chunk:
-            print(f"stopping before seeds {list(missing)[:workers]}: a round of runs took {per_round / 60:.0f} min, "
+            print(f"stopping before seeds {list(todo)[:workers]}: a round of training took {per_round / 60:.0f} min, "
                   f"past --stop-by {stop_by}")
             break
         start = time.time()
         RL.run_experiment(r, experiment, seeds=chunk, workers=workers)
         stored = _stored_runs(preset, experiment)[2]
-        ran, done = len(stored - done), stored
-        if not ran:
+        if not stored - done:
             raise SystemExit(f"the chunk of seeds {chunk} stored no run: see the log above")
-        per_round = (time.time() - start) / math.ceil(ran / workers)
+        done, trained = stored, sum(train[s] for s in chunk)
+        if trained:  # a chunk of reused runs only (a minute) says nothing of a round of training
+            per_round = (time.time() - start) / math.ceil(trained / workers)
     print(progress(preset, experiment))
     return per_round
 
 
+def _to_train(r, todo: dict[int, list]) -> dict[int, int]:
+    """Seed -> how many of its runs not stored (``todo``: seed -> their conditions) train here; the others reuse a
+    checkpoint in this machine's artifact store (``klear_lib.ablations.rl.trains``)."""
+    from klear_lib.ablations.rl import trains
+    from klear_lib.pipeline import trained_sft
+
+    init = trained_sft(r)
+    return {s: sum(trains(r, c, s, init) for c in conds) for s, conds in todo.items()}
+
+
 def _next_chunk(missing: dict[int, int], workers: int, per_round: float | None, deadline: float | None,
                 now: float) -> list[int]:
-    """The next chunk of seeds (``missing``: seed -> its runs not stored, in seed order): the first ``workers``
-    seeds, or fewer where the time per round so far says those would end after ``deadline``; empty if not even
-    one seed would end by it. No deadline: the first ``workers`` seeds. A deadline but nothing measured yet (a
-    fresh sweep): the first seed alone, so the chunk that measures the time per round is the shortest one (a
-    whole chunk of Fig. 2 is 40 min, more than the time left when a session starts a sweep near its end)."""
+    """The next chunk of seeds (``missing``: seed -> its runs not stored that train, in seed order): the first
+    ``workers`` seeds, or fewer where the time per round so far says those would end after ``deadline``; empty if
+    not even one seed would end by it. Runs that reuse a stored checkpoint are not counted: they take a minute, and
+    counting them as rounds would both halve the time per round measured and let a chunk start that ends past the
+    deadline. No deadline: the first ``workers`` seeds. A deadline but nothing measured yet (a fresh sweep): the
+    first seed alone, so the chunk that measures the time per round is the shortest one (a whole chunk of Fig. 2 is
+    40 min, more than the time left when a session starts a sweep near its end)."""
     order = list(missing)
     if per_round is None and deadline is not None:
         return order[:1]

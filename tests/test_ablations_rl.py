@@ -226,6 +226,35 @@ def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkey
     assert sorted(c[:2] for c in calls) == [("clip_higher", 1), ("gppo", 1)] and prepared[-1] == (2, "sft-ckpt")
 
 
+def test_a_run_trains_unless_the_store_holds_its_checkpoint(monkeypatch, tmp_path, ci_model_path):
+    """``rl.trains`` (what scripts/rerun.py times its chunks by) agrees with ``rl_stage``'s reuse: Fig. 4's
+    filtered arm trains as Fig. 3's soft one, so once ``rl_stage`` has stored that it trains nothing, while its
+    other arm and another seed still do; before the SFT checkpoint they start from is there, every run trains."""
+    from klear_lib import pipeline
+
+    monkeypatch.setenv("KLEAR_ARTIFACTS", str(tmp_path))
+    soft = rl.RL.get_experiment("fig3").condition("soft")
+    filtered, unfiltered = (rl.RL.get_experiment("fig4").condition(c) for c in ("filtered", "unfiltered"))
+    def fake_train(*args, **kwargs):  # train_sft(cfg, base, rows, out, ...), train_rl(cfg, init, rows, reward, out, ...)
+        final = args[3 if len(args) < 6 else 4] / "final"
+        final.mkdir(parents=True)
+        artifacts.mark_complete(final)
+        return final
+
+    monkeypatch.setattr(pipeline, "train_sft", fake_train)
+    monkeypatch.setattr(pipeline, "train_rl", fake_train)
+    assert pipeline.trained_sft(CI) is None and rl.trains(CI, filtered, 0, None)  # no SFT checkpoint: all train
+    sft_final = pipeline.sft_stage(CI)
+    assert pipeline.trained_sft(CI) == sft_final  # read where sft_stage put it, without training
+    trains = partial(rl.trains, CI, init=sft_final)
+    assert trains(filtered, 0) and trains(soft, 0)
+    pipeline.rl_stage(rl.rl_recipe(CI, soft, 0), sft_final, "code", rl.train_rows(CI, soft), name="soft-s0")
+    assert not trains(filtered, 0) and not trains(soft, 0)
+    assert trains(unfiltered, 0) and trains(filtered, 1)
+    start = next(c for c in rl.RL.get_experiment("table6").conditions if not c.train)
+    assert not trains(start, 0)  # Table 6's first row evaluates the start: nothing to train
+
+
 def test_runs_draw_the_fixed_seeds_once_and_resume_from_the_stored_rows(monkeypatch, tmp_path):
     # no optional stopping: SEEDS=None runs the experiment's fixed seeds whatever the results say
     calls, seeds_run = [], 3

@@ -357,6 +357,7 @@ def test_experiments_swept_together_hand_on_the_time_per_round(monkeypatch):
     monkeypatch.setattr(rerun, "rerun_recipe", lambda preset: None)
     monkeypatch.setattr(rerun, "_stored_runs", lambda preset, e: (["hard", "soft"], [0], stored[e]))
     monkeypatch.setattr(rerun, "progress", lambda preset, e: e)
+    monkeypatch.setattr(rerun, "_to_train", lambda r, todo: {s: len(c) for s, c in todo.items()})  # none reused
     ran = []
     monkeypatch.setattr(type(RL), "run_experiment", lambda self, r, e, seeds, workers: ran.append((e, seeds)))
     soon = (rerun.datetime.now(rerun.timezone.utc) + rerun.timedelta(minutes=10)).strftime("%H:%M")
@@ -365,6 +366,30 @@ def test_experiments_swept_together_hand_on_the_time_per_round(monkeypatch):
     with pytest.raises(SystemExit, match="stored no run"):  # no time handed on: the one-seed chunk starts
         rerun.sweep("tiny", "fig4", 2, soon)
     assert ran == [("fig4", [0])]
+
+
+def test_a_sweep_times_its_rounds_by_the_runs_that_train(monkeypatch):
+    """Fig. 4's filtered arm reuses Fig. 3's soft checkpoint and is stored in a minute: a chunk of two seeds with
+    one run to train each is one round, not two, so the round measured is the whole chunk's time, and a chunk of
+    reused runs only leaves the time per round as it was."""
+    from klear_lib.ablations.rl import RL
+
+    rerun = _rerun_script()
+    stored, clock = set(), [0.0]
+    monkeypatch.setattr(rerun, "rerun_recipe", lambda preset: None)
+    arms = ["filtered", "unfiltered"]
+    monkeypatch.setattr(rerun, "_stored_runs", lambda preset, e: (arms, [0, 1, 2, 3], set(stored)))
+    monkeypatch.setattr(rerun, "progress", lambda preset, e: e)
+    monkeypatch.setattr(rerun, "_to_train", lambda r, todo: {s: sum(c == "unfiltered" and s < 2 for c in conds)
+                                                            for s, conds in todo.items()})
+    monkeypatch.setattr(rerun.time, "time", lambda: clock[0])
+
+    def run(self, r, e, seeds, workers):
+        stored.update((c, s) for s in seeds for c in ("filtered", "unfiltered"))
+        clock[0] += 600.0 if any(s < 2 for s in seeds) else 60.0  # a round of training: 10 min; reuse: 1 min
+
+    monkeypatch.setattr(type(RL), "run_experiment", run)
+    assert rerun.sweep("tiny", "fig4", 2, None, per_round=300.0) == 600.0  # seeds 0-1: one round; 2-3: reused
 
 
 def test_a_stop_by_hour_already_past_is_tomorrows():
@@ -393,6 +418,12 @@ def test_the_cpu_check_splits_each_paired_claim_by_the_model_that_drew_both_arms
     assert (out["ci_low_pts"] < out["mean_pts"]).all() and (out["mean_pts"] < out["ci_high_pts"]).all()
     with pytest.raises(ValueError, match="c1: 4 seed differences but 5 seeds"):
         rerun.by_cpu(pd.DataFrame([{**claim, "seed_diffs_pts": "1;3;2;4"}]), rows, {"fig2": [0, 1, 2, 3, 4]})
+
+
+def test_the_readme_lists_names_as_a_sentence_does():
+    from klear_lib.report import _and
+
+    assert [_and(x) for x in ([], ["a"], ["a", "b"], ["a", "b", "c"])] == ["", "a", "a and b", "a, b and c"]
 
 
 def test_the_readme_states_a_rerun_experiment_once_it_is_read(monkeypatch, tmp_path):
@@ -437,6 +468,12 @@ def test_the_readme_states_a_rerun_experiment_once_it_is_read(monkeypatch, tmp_p
         for arm in ("gppo_b0.25", "gppo")))]
     assert f"`gppo_b0.25` − `gppo` −{abs(np.mean(diff)):.1f} [" in bullet and "`dgpo` − `gppo`" in bullet
     assert "the 2 CPU models that drew the seeds (descriptive): the models' intervals overlap" in bullet
+    assert "runs shared with" not in bullet  # gppo trains as Fig. 5's filtered arm, but that holds no seed yet
+    split = tmp_path / "rerun" / "claims_by_cpu.csv"
+    amd = pd.read_csv(split)
+    amd[amd["cpu"] == "AMD"].to_csv(split, index=False)  # every seed from one model: nothing to split
+    one = next(line for line in report.standing_section(_recipe("tiny")).splitlines() if "Figure 2**" in line)
+    assert "Every seed drawn on one CPU model (AMD)." in one and "Split by" not in one
     assert "Figure 2's arms**, held-out" not in text  # the earlier design's arms: superseded
     assert "claims_by_cpu.csv" in bullet and "ablations_rl_summary.csv" in bullet
     forest = tmp_path / "rerun" / "figures" / "tiny_claims_forest_fig2.png"

@@ -22,7 +22,7 @@ from typing import Sequence
 import pandas as pd
 from tqdm.auto import tqdm
 
-from klear_lib import plots, tables
+from klear_lib import artifacts, plots, tables
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import table
 from klear_lib.ablations.family import (EVAL_KEEP, NOT_IN_PAPER, Experiment, ExternalClaim, Family, Named, RunRows,
@@ -30,7 +30,7 @@ from klear_lib.ablations.family import (EVAL_KEEP, NOT_IN_PAPER, Experiment, Ext
 from klear_lib.configs import Recipe, config_hash, rl_stage_name
 from klear_lib.configs.study import RLScale
 from klear_lib.data import load_split
-from klear_lib.pipeline import RL_SPLITS, eval_stage, rl_rows, rl_stage, sft_stage
+from klear_lib.pipeline import RL_SPLITS, eval_stage, rl_rows, rl_stage, rl_stage_dir, sft_stage
 from klear_lib.seeding import torch_threads
 
 FAMILY = "ablations_rl"
@@ -201,12 +201,7 @@ def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | 
     Returns the rows of the last point (one per benchmark and metric) and the held-out curve; the caller writes
     both (``Family._save``)."""
     init = sft_stage(recipe) if init is None else init
-    rows, points = [], [(0, Path(init))]
-    if condition.train:
-        # the stage's own split through ``rl_rows`` (at ``gpu``, ``make data-full``'s file), any other split
-        # (Fig. 4's unfiltered problems) from the data world
-        own = condition.rows == RL_SPLITS[condition.reward]
-        rows = rl_rows(recipe, condition.reward) if own else load_split(condition.rows, recipe)
+    rows, points = train_rows(recipe, condition) if condition.train else [], [(0, Path(init))]
     key, fields, curve, scores = condition_hash(recipe, condition), condition.fields(seed), [], None
     with torch_threads(RL.get_scale(recipe).torch_threads):
         if condition.train:
@@ -225,6 +220,27 @@ def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | 
             curve += tagged(scores.to_dict("records"), fields, key, R.CURVE_KEEP, rl_step=step)
     return RunRows(tagged(scores.to_dict("records"), fields, key, EVAL_KEEP, n_train=len(rows)), curve,
                    tagged(counts, fields, key))
+
+
+def train_rows(recipe: Recipe, condition: Condition) -> list[dict]:
+    """The RL rows a condition trains on: the stage's own split through ``rl_rows`` (at ``gpu``, ``make
+    data-full``'s file), any other split (Fig. 4's unfiltered problems) from the data world."""
+    own = condition.rows == RL_SPLITS[condition.reward]
+    return rl_rows(recipe, condition.reward) if own else load_split(condition.rows, recipe)
+
+
+def trains(recipe: Recipe, condition: Condition, seed: int, init: Path | str | None) -> bool:
+    """Whether the run of ``condition`` with ``seed`` trains here: it has an RL stage, and this machine's artifact
+    store does not yet hold that stage's checkpoint (trained by another condition that trains the same, e.g. Fig.
+    3's soft arm for Fig. 4's filtered one, or by a run killed after training) nor ``init``, the SFT checkpoint it
+    starts from (``trained_sft(recipe)``: None where not trained yet). Trains nothing: ``scripts/rerun.py`` times
+    its chunks by the runs that train, as a reused run is stored in a minute."""
+    if not condition.train:
+        return False
+    if init is None:
+        return True
+    out = rl_stage_dir(rl_recipe(recipe, condition, seed), init, condition.reward, train_rows(recipe, condition))
+    return not artifacts.is_complete(out / "final")
 
 
 def _evaluate(init: Path, calls: Sequence[tuple[list[str], Recipe]], threads: int | None) -> None:
