@@ -226,7 +226,7 @@ def test_run_experiment_reuses_rows_and_builds_the_start_only_when_needed(monkey
     assert sorted(c[:2] for c in calls) == [("clip_higher", 1), ("gppo", 1)] and prepared[-1] == (2, "sft-ckpt")
 
 
-def test_a_run_trains_unless_the_store_holds_its_checkpoint(monkeypatch, tmp_path, ci_model_path):
+def test_a_run_trains_unless_the_store_holds_its_checkpoint(monkeypatch, tmp_path):
     """``rl.trains`` (what scripts/rerun.py times its chunks by) agrees with ``rl_stage``'s reuse: Fig. 4's
     filtered arm trains as Fig. 3's soft one, so once ``rl_stage`` has stored that it trains nothing, while its
     other arm and another seed still do; before the SFT checkpoint they start from is there, every run trains."""

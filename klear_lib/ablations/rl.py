@@ -201,7 +201,8 @@ def run_condition(recipe: Recipe, condition: Condition, seed: int, init: Path | 
     Returns the rows of the last point (one per benchmark and metric) and the held-out curve; the caller writes
     both (``Family._save``)."""
     init = sft_stage(recipe) if init is None else init
-    rows, points = train_rows(recipe, condition) if condition.train else [], [(0, Path(init))]
+    rows = train_rows(recipe, condition) if condition.train else []
+    points = [(0, Path(init))]
     key, fields, curve, scores = condition_hash(recipe, condition), condition.fields(seed), [], None
     with torch_threads(RL.get_scale(recipe).torch_threads):
         if condition.train:
