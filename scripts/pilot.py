@@ -13,6 +13,7 @@ reads a pilot row: the pilots' RL seeds (1000 and up) are none of the sweep's, a
     .venv/bin/python scripts/pilot.py spread --of main            # pilot 5's spread
     .venv/bin/python scripts/pilot.py sft --seeds 1000 1001 --workers 2   # pilot 6: the SFT Tables 2-5
     .venv/bin/python scripts/pilot.py spread --of sft             # pilot 6's spread (math readings; sft_code: code)
+    .venv/bin/python scripts/pilot.py sft --epochs 20 --experiments table2 --seeds 1000   # pilot 6 at 20 epochs
 
 ``stages`` trains the main job's SFT, math RL and code RL (RL seed 0) and reads each on every held-out split;
 ``fig2`` runs Fig. 2's arms of the GPPO-vs-GRPO dispute (gppo, clip_higher, grpo) from that SFT model, as the RL
@@ -200,21 +201,33 @@ SFT_GROUPS = {("table2", "table4"): {"tiny_aime": SFT_MATH_READ, "tiny_lcb": ()}
 SFT_PILOT_EVAL = {"k_math": 4, "k_code": 4, "max_problems": None}  # every problem, 4 samples on both abilities
 
 
-def sft_claims(preset: str, seeds: list[int], workers: int) -> None:
+def sft_claims(preset: str, seeds: list[int], workers: int, epochs: float | None = None,
+               experiments: list[str] | None = None, conditions: list[str] | None = None) -> None:
     """Pilot 6: every condition of Tables 2-5 for ``seeds`` (SFT seeds: subset, data order and sampling), as the
-    preset's SFT scale trains them, read on ``SFT_GROUPS``' candidates; rows to ``<pilot dir>/<experiment>.csv``."""
+    preset's SFT scale trains them, read on ``SFT_GROUPS``' candidates; rows to ``<pilot dir>/<experiment>.csv``.
+    ``epochs`` probes another number of SFT epochs over the same rows (rows to ``<pilot dir>/sft_epochs<E>/``, apart
+    from pilot 6's), on ``experiments`` and the condition labels ``conditions`` only when given."""
     from klear_lib.ablations.sft import SFT
     from klear_lib.configs.study import SFT_ABLATIONS
 
     base = SFT_ABLATIONS[preset]
-    for experiments, benchmarks in SFT_GROUPS.items():
-        scale = dataclasses.replace(base, benchmarks=benchmarks, eval={**base.eval, **SFT_PILOT_EVAL})
+    sft = base.sft if epochs is None else {**base.sft, "num_epochs": float(epochs)}
+    out = _pilot_dir(preset) if epochs is None else _pilot_dir(preset) / f"sft_epochs{epochs:g}"
+    known = {e for group in SFT_GROUPS for e in group}
+    if unknown := set(experiments or ()) - known:
+        raise SystemExit(f"--experiments: {sorted(unknown)} are not SFT experiments ({sorted(known)})")
+    for group, benchmarks in SFT_GROUPS.items():
+        scale = dataclasses.replace(base, benchmarks=benchmarks, eval={**base.eval, **SFT_PILOT_EVAL}, sft=sft)
         r = scratch_recipe(preset, study={"sft_ablations": scale})
-        for experiment in experiments:
-            path = _pilot_dir(preset) / f"{experiment}.csv"
-            rows = SFT.run_experiment(r, experiment, seeds=seeds, path=path, workers=workers)
+        for experiment in (e for e in group if not experiments or e in experiments):
+            exp = SFT.get_experiment(experiment)
+            conds = None if not conditions else [exp.condition(c) for c in conditions]
+            path = out / f"{experiment}.csv"
+            rows = SFT.run_experiment(r, experiment, seeds=seeds, path=path, workers=workers, conditions=conds)
             print(f"wrote {path}: {len(rows)} rows", flush=True)
-
+            avg = rows[rows.metric == "avg@k"].pivot_table(index=["condition", "seed"], columns="benchmark",
+                                                           values="mean")
+            print((100 * avg).round(1).to_string(), flush=True)
 
 SWEEP_K = 16  # samples per problem of the re-run's math reading (docs/design.md, "Where the re-run reads its claims")
 # Candidate readings of Fig. 2's claims: each held-out split, and tiers 2 and 3 pooled (400 problems)
@@ -380,6 +393,9 @@ def main() -> None:
                     help="RL seeds (fig2, code, math, main) or SFT seeds (sft)")
     ap.add_argument("--control", choices=tuple(MAIN_CONTROLS), default="blind",
                     help="the random-reward control (main): coin flips, or the task reward's format scores kept")
+    ap.add_argument("--epochs", type=float, help="SFT epochs to probe instead of the preset's (sft)")
+    ap.add_argument("--experiments", nargs="+", help="only these SFT experiments (sft), e.g. table2")
+    ap.add_argument("--conditions", nargs="+", help="only these condition labels (sft), e.g. easy/mixed")
     ap.add_argument("--workers", type=int, default=2,
                     help="runs at a time (fig2, code, math, main, sft; one torch thread each)")
     args = ap.parse_args()
@@ -394,7 +410,7 @@ def main() -> None:
     elif args.pilot == "main":
         main_job(args.preset, args.seeds, args.workers, args.k, args.control)
     elif args.pilot == "sft":
-        sft_claims(args.preset, args.seeds, args.workers)
+        sft_claims(args.preset, args.seeds, args.workers, args.epochs, args.experiments, args.conditions)
     else:
         spread(args.preset, args.of, args.sweep_k)
 
