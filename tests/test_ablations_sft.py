@@ -414,3 +414,33 @@ def test_pilot_6_spreads_the_sft_tables_pairs_at_their_papers_sizes(monkeypatch,
     d = [rate[("easy/only_correct", s)] - rate[("easy/mixed", s)] for s in (1000, 1001)]
     assert got["diff_pts"] == pytest.approx(100 * np.mean(d), abs=1e-3) and got["problems"] == 40
     assert got["family_alpha"] == pytest.approx(0.025) and got["carried_pts"] > 0  # Table 2 on AIME 2024 and 2025
+
+
+def test_pilot_6_probes_another_epoch_count_apart_from_its_rows(monkeypatch, tmp_path):
+    """``pilot.py sft --epochs E``: the runs train E epochs (their own config hash), only the experiments and
+    conditions asked for, and their rows go to ``sft_epochs<E>/``, never over pilot 6's."""
+    import importlib.util
+
+    from klear_lib.paths import REPO
+
+    spec = importlib.util.spec_from_file_location("pilot", REPO / "scripts" / "pilot.py")
+    pilot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pilot)
+    monkeypatch.setattr("klear_lib.paths.results_dir", lambda preset: tmp_path)
+    calls = []
+
+    def run_experiment(family, r, experiment, seeds, path, workers, conditions):
+        calls.append((experiment, sft.SFT.get_scale(r).sft, path, [c.label for c in conditions or ()],
+                      sft.condition_hash(r, sft.SFT.get_experiment(experiment).conditions[0])))
+        return pd.DataFrame({"metric": ["avg@k"], "condition": ["c"], "seed": [1000], "benchmark": ["b"],
+                             "mean": [0.5]})
+
+    monkeypatch.setattr(type(sft.SFT), "run_experiment", run_experiment)  # a frozen dataclass: its class
+    pilot.sft_claims("tiny", [1000], 2, epochs=20, experiments=["table2", "table5"], conditions=None)
+    pilot.sft_claims("tiny", [1000], 2, experiments=["table2"], conditions=["hard/mixed"])
+    (e1, sft20, path20, _, hash20), (e5, *_), (e2, sft10, path10, labels, hash10) = calls
+    assert (e1, e5, e2) == ("table2", "table5", "table2") and labels == ["hard/mixed"]
+    assert sft20["num_epochs"] == 20.0 and sft10 == recipe("tiny").study.sft_ablations.sft and hash20 != hash10
+    assert path20 == tmp_path / "pilot" / "sft_epochs20" / "table2.csv" and path10 == tmp_path / "pilot" / "table2.csv"
+    with pytest.raises(SystemExit, match="table9"):
+        pilot.sft_claims("tiny", [1000], 2, experiments=["table9"])
