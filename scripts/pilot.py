@@ -229,6 +229,7 @@ def sft_claims(preset: str, seeds: list[int], workers: int, epochs: float | None
                                                            values="mean")
             print((100 * avg).round(1).to_string(), flush=True)
 
+
 SWEEP_K = 16  # samples per problem of the re-run's math reading (docs/design.md, "Where the re-run reads its claims")
 # Candidate readings of Fig. 2's claims: each held-out split, and tiers 2 and 3 pooled (400 problems)
 READINGS = {"math_eval_t2": ("math_eval_t2",), "math_eval_t3": ("math_eval_t3",),
