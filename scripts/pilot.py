@@ -13,7 +13,8 @@ reads a pilot row: the pilots' RL seeds (1000 and up) are none of the sweep's, a
     .venv/bin/python scripts/pilot.py spread --of main            # pilot 5's spread
     .venv/bin/python scripts/pilot.py sft --seeds 1000 1001 --workers 2   # pilot 6: the SFT Tables 2-5
     .venv/bin/python scripts/pilot.py spread --of sft             # pilot 6's spread (math readings; sft_code: code)
-    .venv/bin/python scripts/pilot.py sft --epochs 20 --experiments table2 --seeds 1000   # pilot 6 at 20 epochs
+    .venv/bin/python scripts/pilot.py sft --epochs 20 --seeds 1000 1001 --workers 2   # pilot 6 at 20 epochs
+    .venv/bin/python scripts/pilot.py spread --of sft --epochs 20   # its spread, beside its rows
 
 ``stages`` trains the main job's SFT, math RL and code RL (RL seed 0) and reads each on every held-out split;
 ``fig2`` runs Fig. 2's arms of the GPPO-vs-GRPO dispute (gppo, clip_higher, grpo) from that SFT model, as the RL
@@ -193,8 +194,9 @@ def _main_run(preset: str, k: int, seed: int, sft: str, control: str) -> list[di
 
 
 # pilot 6: the SFT ablations at the tiny SFT scale, read on candidates easier than the earlier design's (tier 2 and
-# tiny_aime, where its models sat at 1-14%); models trained for math (Tables 2 and 4) are read on math only
-SFT_MATH_READ = ("math_eval_t1", "math_eval_t2")
+# tiny_aime, where its models sat at 1-14%); models trained for math (Tables 2 and 4) are read on math only. Tier 3
+# added in session 51: at 20 epochs the models trained on hard rows sit near 0 on tier 1 but at 16-24% on tier 2.
+SFT_MATH_READ = ("math_eval_t1", "math_eval_t2", "math_eval_t3")
 SFT_CODE_READ = ("tiny_lcb", "code_eval_t4")
 SFT_GROUPS = {("table2", "table4"): {"tiny_aime": SFT_MATH_READ, "tiny_lcb": ()},
               ("table3", "table5"): {"tiny_aime": SFT_MATH_READ, "tiny_lcb": SFT_CODE_READ}}
@@ -212,7 +214,7 @@ def sft_claims(preset: str, seeds: list[int], workers: int, epochs: float | None
 
     base = SFT_ABLATIONS[preset]
     sft = base.sft if epochs is None else {**base.sft, "num_epochs": float(epochs)}
-    out = _pilot_dir(preset) if epochs is None else _pilot_dir(preset) / f"sft_epochs{epochs:g}"
+    out = _pilot_dir(preset) if epochs is None else _sft_epochs_dir(preset, epochs)
     known = {e for group in SFT_GROUPS for e in group}
     if unknown := set(experiments or ()) - known:
         raise SystemExit(f"--experiments: {sorted(unknown)} are not SFT experiments ({sorted(known)})")
@@ -276,8 +278,8 @@ def _sft_disputes(experiments: tuple[str, ...], benches: tuple[str, ...]) -> tup
                  for e in map(SFT.get_experiment, experiments) for better, worse in e.pairs)
 
 
-SFT_READINGS = {"math_eval_t1": ("math_eval_t1",), "math_eval_t2": ("math_eval_t2",),
-                "math_eval_t12": SFT_MATH_READ}
+SFT_READINGS = {**{b: (b,) for b in SFT_MATH_READ}, "math_eval_t12": ("math_eval_t1", "math_eval_t2"),
+                "math_eval_t23": ("math_eval_t2", "math_eval_t3")}
 SFT_CODE_READINGS = {b: (b,) for b in SFT_CODE_READ}
 # pilot -> (the experiments whose per-problem counts it reads, its candidate readings, its pairs, the CSV it writes)
 SPREADS = {"fig2": (("fig2",), READINGS, DISPUTES, "fig2_spread.csv"),
@@ -290,11 +292,13 @@ SPREADS = {"fig2": (("fig2",), READINGS, DISPUTES, "fig2_spread.csv"),
                ("table3", "table5"), ("lcb_v5", "lcb_v6")), "sft_code_spread.csv")}
 
 
-def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
-    """A pilot's spread (``of``: pilot 2, ``fig2``, 3, ``code``, 4, ``math``, or 5, ``main``): per candidate reading
-    and pair, the paired differences over seeds and what they imply (the design of docs/design.md, "Verdicts": the
-    paper's smallest reading carried to our base rate, Bonferroni within the claim's family, the spread at its
-    one-sided 80% upper bound), at the pilot's k and projected to ``sweep_k`` samples per problem."""
+def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K, epochs: float | None = None) -> None:
+    """A pilot's spread (``of``: pilot 2, ``fig2``, 3, ``code``, 4, ``math``, 5, ``main``, or 6, ``sft`` and
+    ``sft_code``): per candidate reading and pair, the paired differences over seeds and what they imply (the design
+    of docs/design.md, "Verdicts": the paper's smallest reading carried to our base rate, Bonferroni within the
+    claim's family, the spread at its one-sided 80% upper bound), at the pilot's k and projected to ``sweep_k``
+    samples per problem. ``epochs``: pilot 6's rows at that SFT epoch count (``sft --epochs``), read and written in
+    their own folder."""
     import numpy as np
     import pandas as pd
 
@@ -305,13 +309,18 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
 
     experiments, readings, disputes, name = SPREADS[of]
     disputes = disputes() if callable(disputes) else disputes  # pilot 6's pairs come from the SFT family
-    files = [problems_csv(_pilot_dir(preset), e) for e in experiments]
+    if epochs is not None and not of.startswith("sft"):
+        raise SystemExit(f"--epochs: only pilot 6 (sft, sft_code) probes epoch counts, not {of}")
+    folder = _pilot_dir(preset) if epochs is None else _sft_epochs_dir(preset, epochs)
+    files = [problems_csv(folder, e) for e in experiments]
     counts = pd.concat([tables.read(PROBLEMS, f) for f in files if f.exists()])  # a pilot still running: its part
     reported = load_reported()
     rows = []
     for reading, splits in readings.items():
         mine = counts[counts["benchmark"].isin(splits)]
-        if mine.empty:
+        if missing := set(splits) - set(mine["benchmark"]):
+            if not mine.empty:  # a pooled reading is never read on part of its splits under its own name
+                print(f"{reading}: left out, the pilot has not read {', '.join(sorted(missing))}")
             continue  # a split the pilot has not read yet
         rate = mine.assign(p=mine["correct"] / mine["k"])
         # per (arm, seed): avg@k over the reading's problems and the variance of that estimate from sampling alone
@@ -371,7 +380,7 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
                          "carried_most_pts": 100 * most,
                          "sweep_seeds_80_upper_sd_most": S.seeds_for_power(most, sweep_upper, alpha)})
     out = pd.DataFrame(rows)
-    path = _pilot_dir(preset) / name
+    path = folder / name
     out.to_csv(path, index=False, float_format="%.4g")
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(out.drop(columns=["paper_readings"]).to_string(index=False))
@@ -381,6 +390,10 @@ def spread(preset: str, of: str = "fig2", sweep_k: int = SWEEP_K) -> None:
 def _pilot_dir(preset: str):
     from klear_lib import paths
     return paths.results_dir(preset) / "pilot"
+
+
+def _sft_epochs_dir(preset: str, epochs: float):
+    return _pilot_dir(preset) / f"sft_epochs{epochs:g}"
 
 
 def main() -> None:
@@ -394,7 +407,7 @@ def main() -> None:
                     help="RL seeds (fig2, code, math, main) or SFT seeds (sft)")
     ap.add_argument("--control", choices=tuple(MAIN_CONTROLS), default="blind",
                     help="the random-reward control (main): coin flips, or the task reward's format scores kept")
-    ap.add_argument("--epochs", type=float, help="SFT epochs to probe instead of the preset's (sft)")
+    ap.add_argument("--epochs", type=float, help="SFT epochs to probe instead of the preset's (sft; spread of it)")
     ap.add_argument("--experiments", nargs="+", help="only these SFT experiments (sft), e.g. table2")
     ap.add_argument("--conditions", nargs="+", help="only these condition labels (sft), e.g. easy/mixed")
     ap.add_argument("--workers", type=int, default=2,
@@ -413,7 +426,7 @@ def main() -> None:
     elif args.pilot == "sft":
         sft_claims(args.preset, args.seeds, args.workers, args.epochs, args.experiments, args.conditions)
     else:
-        spread(args.preset, args.of, args.sweep_k)
+        spread(args.preset, args.of, args.sweep_k, args.epochs)
 
 
 if __name__ == "__main__":  # spawned sweep workers re-import this file

@@ -408,9 +408,21 @@ def test_pilot_6_spreads_the_sft_tables_pairs_at_their_papers_sizes(monkeypatch,
     tables.write(PROBLEMS, counts, tmp_path / "pilot" / "problems" / "table2.csv")
     pilot.spread("tiny", "sft")
     out = pd.read_csv(tmp_path / "pilot" / "sft_spread.csv")
-    assert set(out["reading"]) == {"math_eval_t1", "math_eval_t2", "math_eval_t12"} and len(out) == 6
+    readings = {"math_eval_t1", "math_eval_t2", "math_eval_t3", "math_eval_t12", "math_eval_t23"}
+    assert set(out["reading"]) == readings and len(out) == 10
+    t23 = out[(out["reading"] == "math_eval_t23") & (out["better"] == "hard/mixed")].iloc[0]
+    assert t23["problems"] == 40 and t23["worse"] == "hard/only_correct"
+    # the rows of an epoch probe (sft --epochs 20) are read and spread in their own folder; a pooled reading is
+    # never read on part of its splits (tier 3 missing: t3 and t23 left out)
+    probe = tmp_path / "pilot" / "sft_epochs20"
+    tables.write(PROBLEMS, counts[counts["benchmark"] != "math_eval_t3"], probe / "problems" / "table2.csv")
+    pilot.spread("tiny", "sft", epochs=20)
+    assert set(pd.read_csv(probe / "sft_spread.csv")["reading"]) == {"math_eval_t1", "math_eval_t2", "math_eval_t12"}
+    with pytest.raises(SystemExit, match="fig2"):
+        pilot.spread("tiny", "fig2", epochs=20)
     got = out[(out["reading"] == "math_eval_t12") & (out["better"] == "easy/only_correct")].iloc[0]
-    rate = counts.assign(p=counts["correct"] / 4).groupby(["condition", "seed"])["p"].mean()
+    t12 = counts[counts["benchmark"] != "math_eval_t3"]
+    rate = t12.assign(p=t12["correct"] / 4).groupby(["condition", "seed"])["p"].mean()
     d = [rate[("easy/only_correct", s)] - rate[("easy/mixed", s)] for s in (1000, 1001)]
     assert got["diff_pts"] == pytest.approx(100 * np.mean(d), abs=1e-3) and got["problems"] == 40
     assert got["family_alpha"] == pytest.approx(0.025) and got["carried_pts"] > 0  # Table 2 on AIME 2024 and 2025
