@@ -33,11 +33,12 @@ and 0.2), read like pilot 2. Their claimed arm (filtered, α = 0.1) is the RL de
 ``gppo`` and reuses its runs; ``spread --of math`` writes ``math_spread.csv``. ``main`` is pilot 5, for the main
 job's headline: its math RL then code RL from the SFT model, with the task's reward and with the random-reward
 control, every stage read on math tiers 2-3 and code tier 4; ``spread --of main`` writes ``main_spread.csv``.
-``sft`` is pilot 6, for the SFT data ablations (Tables 2-5) as the tiny SFT scale trains them (the same rows, epochs
-and SFT config), read on every problem of easier candidates than the earlier design's (math tiers 1 and 2, code
-``tiny_lcb`` and tier 4, avg@4), because its models sat at 1-14% there; the math-trained models of Tables 2 and 4
-are read on math only. ``spread --of sft`` (math: Tables 2-4) and ``--of sft_code`` (code: Tables 3 and 5) write
-``sft_spread.csv`` and ``sft_code_spread.csv``.
+``sft`` is pilot 6, for the SFT data ablations (Tables 2-5) as the tiny SFT scale trains them (the same rows and SFT
+config, at the 10 epochs the scale had when pilot 6 was first drawn; ``--epochs`` sets another count), read on every
+problem of easier candidates than the earlier design's (math tiers 1 and 2, code ``tiny_lcb`` and tier 4, avg@4),
+because its models sat at 1-14% there; the math-trained models of Tables 2 and 4 are read on math only.
+``spread --of sft`` (math: Tables 2-4) and ``--of sft_code`` (code: Tables 3 and 5) write ``sft_spread.csv`` and
+``sft_code_spread.csv``.
 """
 from __future__ import annotations
 
@@ -201,6 +202,9 @@ SFT_CODE_READ = ("tiny_lcb", "code_eval_t4")
 SFT_GROUPS = {("table2", "table4"): {"tiny_aime": SFT_MATH_READ, "tiny_lcb": ()},
               ("table3", "table5"): {"tiny_aime": SFT_MATH_READ, "tiny_lcb": SFT_CODE_READ}}
 SFT_PILOT_EVAL = {"k_math": 4, "k_code": 4, "max_problems": None}  # every problem, 4 samples on both abilities
+# the epochs pilot 6 trained without --epochs: the tiny SFT scale's until section 6 of the pre-registration moved it
+# to 20 (pilot 6 at 20 epochs, its rows in sft_epochs20/), kept so that the same command redraws the same runs
+PILOT6_EPOCHS = {"tiny": 10.0}
 
 
 def sft_claims(preset: str, seeds: list[int], workers: int, epochs: float | None = None,
@@ -213,8 +217,10 @@ def sft_claims(preset: str, seeds: list[int], workers: int, epochs: float | None
     from klear_lib.configs.study import SFT_ABLATIONS
 
     base = SFT_ABLATIONS[preset]
-    sft = base.sft if epochs is None else {**base.sft, "num_epochs": float(epochs)}
-    out = _pilot_dir(preset) if epochs is None else _sft_epochs_dir(preset, epochs)
+    first = epochs is None  # pilot 6 as first drawn: its rows in the pilot folder
+    epochs = PILOT6_EPOCHS.get(preset) if first else float(epochs)
+    sft = base.sft if epochs is None else {**base.sft, "num_epochs": epochs}
+    out = _pilot_dir(preset) if first else _sft_epochs_dir(preset, epochs)
     known = {e for group in SFT_GROUPS for e in group}
     if unknown := set(experiments or ()) - known:
         raise SystemExit(f"--experiments: {sorted(unknown)} are not SFT experiments ({sorted(known)})")

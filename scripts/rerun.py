@@ -6,12 +6,13 @@ experiment's runs, into ``results/<preset>/rerun/`` beside the study they will r
     .venv/bin/python scripts/rerun.py sweep fig5 table6                        # both reuse fig2's gppo runs
     .venv/bin/python scripts/rerun.py sweep main --workers 2                   # the main job (section 4)
     .venv/bin/python scripts/rerun.py sweep main --arm task --stop-by 09:05    # its task arms only (50 min each)
+    .venv/bin/python scripts/rerun.py sweep table2 table4 --stop-by 21:00      # SFT Tables 2 and 4 (section 6)
     .venv/bin/python scripts/rerun.py status                                   # runs stored, no result shown
     .venv/bin/python scripts/rerun.py claims                                   # verdicts of complete experiments
 
-``sweep`` runs the experiment's registered seeds (``RLScale.fixed_seeds``) not yet stored, a chunk of ``workers`` seeds
-at a time, every arm of a seed in the same chunk, so a sweep cut between chunks leaves whole paired seeds; the seeds'
-start evaluations run ``workers`` at a time too. A run's rows are written the moment it ends
+``sweep`` runs the experiment's registered seeds (``RLScale.fixed_seeds``, ``SFTScale.fixed_seeds``) not yet stored, a
+chunk of ``workers`` seeds at a time, every arm of a seed in the same chunk, so a sweep cut between chunks leaves whole
+paired seeds; the seeds' start evaluations run ``workers`` at a time too. A run's rows are written the moment it ends
 (``Family.run_experiment``), so a killed sweep loses only the runs in flight. ``--stop-by HH:MM`` (UTC; an hour already
 past is tomorrow's) starts no chunk that the time per round of runs so far says would end after it, and a smaller chunk
 (fewer seeds) where that one would still end in time; its first chunk, with no time measured yet, is one seed. Rounds
@@ -22,10 +23,10 @@ Neither command prints a result: the registration forbids an interim look, so th
 every registered run is stored (docs/design.md, "Verdicts"). ``claims`` writes ``results/<preset>/rerun/claims.csv``:
 the claims of every experiment whose registered runs are all stored, Figs. 3 and 4 only once both are
 (``READ_TOGETHER``; the others "not run", whatever rows they have), the main job's among them once its seeds are all
-stored, and the Benjamini-Hochberg q-values only once nothing registered is missing; ``ablations_rl_summary.csv`` beside
-it, every arm of the experiments read over their registered seeds; the forest plots of the claims read (``figures/``);
-and ``claims_by_cpu.csv``, each read paired claim's seed differences split by the CPU model that drew the seed (the
-pre-registration's section 5).
+stored, and the Benjamini-Hochberg q-values only once nothing registered is missing; ``ablations_rl_summary.csv`` and
+``ablations_sft_summary.csv`` beside it, every arm of the experiments read over their registered seeds; the forest plots
+of the claims read (``figures/``); and ``claims_by_cpu.csv``, each read paired claim's seed differences split by the CPU
+model that drew the seed (the pre-registration's section 5).
 
 The main job (``sweep main``) trains its RL seeds (``Study.main_rl_seeds``) with the task's reward and with its
 control, one arm of one seed per worker, and stores every stage's per-problem counts in ``problems/main.csv`` as
@@ -46,8 +47,8 @@ from datetime import datetime, timedelta, timezone
 import klear_lib  # noqa: F401  (first: the numerics mode is set before torch, MKL or NumPy load)
 
 SUBDIR = "rerun"
-# experiments with a section of the pre-registration, committed before their rows
-REGISTERED = ("fig2", "fig3", "fig4", "fig5", "table6")
+# experiments with a section of the pre-registration, committed before their rows: RL (sections 1-3), SFT (6)
+REGISTERED = ("fig2", "fig3", "fig4", "fig5", "table6", "table2", "table4")
 # read only together, once every run of each is stored: section 2 holds Figs. 3 and 4 (they share a run) until all
 # four arms are in, so Fig. 3 complete is not read while Fig. 4 is drawn
 READ_TOGETHER = (("fig3", "fig4"),)
@@ -72,13 +73,21 @@ def progress(preset: str, experiment: str) -> dict:
             "seeds_stored": len(whole), "runs_stored": len(done), "runs_registered": len(conds) * len(seeds)}
 
 
+def family_of(experiment: str):
+    """The ablation family that runs ``experiment`` (SFT: Tables 2-5; RL: Figs. 2-5 and Table 6)."""
+    from klear_lib.ablations.claims import FAMILIES
+
+    for family in FAMILIES.values():
+        if experiment in family.experiments:
+            return family
+    raise SystemExit(f"{experiment} is no ablation experiment")
+
+
 def _stored_runs(preset: str, experiment: str) -> tuple[list[str], list[int], set[tuple[str, int]]]:
     """The experiment's arms, registered seeds and {(arm, seed)} stored under their current identity."""
-    from klear_lib.ablations.rl import RL
-
-    r = rerun_recipe(preset)
-    conds, seeds = RL.conditions_for(r, experiment), RL.seeds(r, experiment)
-    held = RL._held(r, conds, seeds, RL.csv(r.results))[1]
+    family, r = family_of(experiment), rerun_recipe(preset)
+    conds, seeds = family.conditions_for(r, experiment), family.seeds(r, experiment)
+    held = family._held(r, conds, seeds, family.csv(r.results))[1]
     return conds, seeds, {cs for cs, (_, ok) in held.items() if ok}
 
 
@@ -195,18 +204,19 @@ def sweep(preset: str, experiment: str, workers: int, stop_by: str | None, arm: 
     if experiment not in REGISTERED:
         raise SystemExit(f"{experiment} has no section in results/{preset}/preregistration.md yet; registered: "
                          f"{', '.join(REGISTERED + (MAIN,))}")
-    r = rerun_recipe(preset)
+    r, family = rerun_recipe(preset), family_of(experiment)
     deadline = _deadline(stop_by)
     conds, seeds, done = _stored_runs(preset, experiment)
     while todo := {s: due for s in seeds if (due := [c for c in conds if (c, s) not in done])}:
-        train = _to_train(r, todo)
+        # an SFT run shares no checkpoint with another experiment's: each one missing trains
+        train = _to_train(r, todo) if family is RL else {s: len(c) for s, c in todo.items()}
         chunk = _next_chunk(train, workers, per_round, deadline, time.time())
         if not chunk:
             print(f"stopping before seeds {list(todo)[:workers]}: a round of training took {per_round / 60:.0f} min, "
                   f"past --stop-by {stop_by}")
             break
         start = time.time()
-        RL.run_experiment(r, experiment, seeds=chunk, workers=workers)
+        family.run_experiment(r, experiment, seeds=chunk, workers=workers)
         stored = _stored_runs(preset, experiment)[2]
         if not stored - done:
             raise SystemExit(f"the chunk of seeds {chunk} stored no run: see the log above")
@@ -254,7 +264,6 @@ def claims(preset: str) -> None:
 
     from klear_lib import tables
     from klear_lib.ablations import claims as C
-    from klear_lib.ablations.rl import RL
     from klear_lib.results import PROBLEMS, problems_csv
 
     r = rerun_recipe(preset)
@@ -265,7 +274,7 @@ def claims(preset: str) -> None:
     # each on its registered seeds only: extra seeds stored beside them are not read
     main = C.main_claims(r.main_job, tables.read(PROBLEMS, problems_csv(r.results, MAIN)), _main_seeds(r.main_job)) \
         if MAIN in done else pd.DataFrame(columns=C.MAIN_COLUMNS)
-    registered = {e: RL.seeds(r, e) for e in REGISTERED if e in done}
+    registered = {e: family_of(e).seeds(r, e) for e in REGISTERED if e in done}
     table = C.with_main(C.build_claims(r, experiments=registered), main, q_bh=len(done) == len(counts))
     if MAIN in done:  # the README's headline reads it (klear_lib.report), as it reads notebook 03's
         tables.write(C.MAIN_CLAIMS, main, r.results / "main_claims.csv")
@@ -273,13 +282,17 @@ def claims(preset: str) -> None:
     print(f"{path}: {int((table['verdict'] != C.NOT_RUN).sum())} of {len(table)} claims read"
           + ("" if len(done) == len(counts) else "; no q-values until every registered experiment is stored"))
     if registered:
-        rows = RL.current_rows(r)
-        read = rows[[e in registered and s in registered[e] for e, s in zip(rows["experiment"], rows["seed"])]]
-        # every arm's mean over the registered seeds, claimed or not (the README reads the unclaimed ones from it)
-        print(*RL.write_reports(RL.aggregate(read), r.results), sep="\n")
+        rows = []
+        for family in C.FAMILIES.values():
+            if not (mine := {e: s for e, s in registered.items() if e in family.experiments}):
+                continue
+            held = family.current_rows(r)
+            rows.append(held[[e in mine and s in mine[e] for e, s in zip(held["experiment"], held["seed"])]])
+            # every arm's mean over the registered seeds, claimed or not (the README reads the unclaimed ones from it)
+            print(*family.write_reports(family.aggregate(rows[-1]), r.results), sep="\n")
         print(*C.write_forests(r, table[table["experiment"].isin(registered)]), sep="\n")  # rerun/figures/
         # section 5's check, on the experiments read
-        split = by_cpu(table[table["experiment"].isin(registered)], rows, registered)
+        split = by_cpu(table[table["experiment"].isin(registered)], pd.concat(rows, ignore_index=True), registered)
         by = tables.Table("claim by CPU", BY_CPU, ("claim_id", "cpu"), types=(("seeds", str),), float_format="%.4f",
                           sort=False)
         print(f"{tables.write(by, split, r.results / 'claims_by_cpu.csv')}: {len(split)} rows")

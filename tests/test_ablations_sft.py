@@ -241,7 +241,8 @@ def test_bad_rows_are_named():
 # --- definitions and reuse --------------------------------------------------------------------------------------
 
 def test_seeds_resolve_per_preset():  # the definitions of both families: tests/test_ablations_rl.py
-    assert sft.SFT.seeds(TINY, "table2") == [0, 1, 2] and sft.SFT.seeds(CI, "table2", [4, 7]) == [4, 7]
+    assert sft.SFT.seeds(TINY, "table3") == [0, 1, 2] and sft.SFT.seeds(CI, "table2", [4, 7]) == [4, 7]
+    assert sft.SFT.seeds(TINY, "table2") == list(range(16))  # fixed by its registration (section 6)
 
 
 def test_condition_hash_ignores_the_seed_but_not_the_scale(monkeypatch):
@@ -369,9 +370,10 @@ def test_claims_read_each_primary_benchmark_as_the_preset_maps_it():
 
     plain, tiny, full = table2(None), table2(recipe("tiny")), table2(recipe("full"))
     assert set(plain["benchmark"]) == {"tiny_aime"}
-    # tiny reads tiny_aime and a held-out tier; both stand for AIME (no readings given: the first release)
-    assert set(tiny["benchmark"]) == {"tiny_aime", "math_eval_t2"} and set(tiny["paper_benchmarks"]) == {"aime24"}
-    assert len(tiny) == 2 * len(plain)
+    # tiny reads the held-out tier 2 instead (section 6 of the pre-registration), standing for AIME (no readings
+    # given: the first release)
+    assert set(tiny["benchmark"]) == {"math_eval_t2"} and set(tiny["paper_benchmarks"]) == {"aime24"}
+    assert len(tiny) == len(plain)
     with_paper = C.expected(load_reported(), recipe("tiny"))
     assert set(with_paper[with_paper["experiment"] == "table2"]["paper_benchmarks"]) == {"aime24;aime25"}
     # full reads the paper's own benchmarks, each compared with itself
@@ -452,7 +454,44 @@ def test_pilot_6_probes_another_epoch_count_apart_from_its_rows(monkeypatch, tmp
     pilot.sft_claims("tiny", [1000], 2, experiments=["table2"], conditions=["hard/mixed"])
     (e1, sft20, path20, _, hash20), (e5, *_), (e2, sft10, path10, labels, hash10) = calls
     assert (e1, e5, e2) == ("table2", "table5", "table2") and labels == ["hard/mixed"]
-    assert sft20["num_epochs"] == 20.0 and sft10 == recipe("tiny").study.sft_ablations.sft and hash20 != hash10
+    # without --epochs: the 10 epochs pilot 6 was first drawn at, not the scale's (20 since section 6 registered it)
+    assert sft20 == recipe("tiny").study.sft_ablations.sft and sft10 == {**sft20, "num_epochs": 10.0}
+    assert hash20 != hash10
     assert path20 == tmp_path / "pilot" / "sft_epochs20" / "table2.csv" and path10 == tmp_path / "pilot" / "table2.csv"
     with pytest.raises(SystemExit, match="table9"):
         pilot.sft_claims("tiny", [1000], 2, experiments=["table9"])
+
+
+def test_the_tiny_sft_scale_trains_and_reads_tables_2_and_4_as_section_6_registers_them(monkeypatch, tmp_path):
+    """results/tiny/preregistration.md, section 6: Tables 2 and 4 train as pilot 6 at 20 epochs did (the same SFT
+    config, and pilot.py still computes the condition hash its stored rows carry, so the pilot redraws the same
+    runs), are read on every tier-2 problem at avg@16, with 16 and 12 seeds per arm."""
+    import importlib.util
+
+    from klear_lib.paths import REPO
+
+    tiny = recipe("tiny")
+    assert sft.SFT.seeds(tiny, "table2") == list(range(16)) and sft.SFT.seeds(tiny, "table4") == list(range(12))
+    run = sft.run_recipe(tiny, 0)
+    assert (run.sft.num_epochs, run.eval.k_math, run.eval.max_problems) == (20.0, 16, None)
+    for experiment in ("table2", "table4"):
+        assert {sft.SFT.benchmarks_at(tiny, c) for c in sft.SFT.conditions_for(tiny, experiment)} == {("math_eval_t2",)}
+
+    spec = importlib.util.spec_from_file_location("pilot", REPO / "scripts" / "pilot.py")
+    pilot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pilot)
+    monkeypatch.setattr("klear_lib.paths.results_dir", lambda preset: tmp_path)
+    seen = {}
+
+    def run_experiment(family, r, experiment, seeds, path, workers, conditions):
+        seen[experiment] = r
+        return pd.DataFrame({"metric": ["avg@k"], "condition": ["c"], "seed": [1000], "benchmark": ["b"],
+                             "mean": [0.5]})
+
+    monkeypatch.setattr(type(sft.SFT), "run_experiment", run_experiment)
+    pilot.sft_claims("tiny", [1000], 2, epochs=20, experiments=["table2", "table4"])
+    for experiment, r in seen.items():
+        assert sft.run_recipe(r, 0).sft == run.sft, experiment  # the registered runs train as the pilot's did
+        stored = pd.read_csv(REPO / "results" / "tiny" / "pilot" / "sft_epochs20" / f"{experiment}.csv")
+        keys = dict(zip(stored["condition"], stored["config_hash"]))
+        assert {c.label: sft.condition_hash(r, c) for c in sft.SFT.get_experiment(experiment).conditions} == keys

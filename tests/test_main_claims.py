@@ -488,3 +488,34 @@ def test_the_readme_states_a_rerun_experiment_once_it_is_read(monkeypatch, tmp_p
     summary = report.standing_section(_recipe("tiny"))
     n = int((old["experiment"] != "main").sum())
     assert f"(of the earlier design's {n}; Figure 2 re-run above)" in summary
+
+
+def test_the_sft_tables_of_section_6_are_swept_and_counted_as_sft_runs(monkeypatch, tmp_path):
+    """Tables 2 and 4 are registered (section 6) and swept by the SFT family, every run missing counted as one to
+    train (no SFT run shares a checkpoint with another experiment's); Tables 3 and 5 are refused until theirs."""
+    from klear_lib.ablations.rl import RL
+    from klear_lib.ablations.sft import SFT
+
+    rerun = _rerun_script()
+    assert rerun.family_of("table2") is SFT and rerun.family_of("table6") is RL
+    with pytest.raises(SystemExit, match="table9 is no ablation experiment"):
+        rerun.family_of("table9")
+    monkeypatch.setattr("klear_lib.paths.results_dir", lambda preset: tmp_path)
+    assert rerun.progress("tiny", "table2") == {"experiment": "table2", "arms": 4, "seeds_registered": 16,
+                                                "seeds_stored": 0, "runs_stored": 0, "runs_registered": 64}
+    assert rerun.progress("tiny", "table4")["runs_registered"] == 48
+    with pytest.raises(SystemExit, match="table3 has no section"):
+        rerun.sweep("tiny", "table3", 2, None)
+    stored, ran = set(), []
+    monkeypatch.setattr(rerun, "_stored_runs", lambda preset, e: (["top1", "top6"], [0, 1, 2], set(stored)))
+    monkeypatch.setattr(rerun, "progress", lambda preset, e: e)
+    monkeypatch.setattr(rerun, "_to_train", lambda r, todo: pytest.fail("RL's reuse check on an SFT experiment"))
+
+    def run(self, r, e, seeds, workers):
+        assert self is SFT and e == "table4"
+        ran.append(seeds)
+        stored.update((c, s) for s in seeds for c in ("top1", "top6"))
+
+    monkeypatch.setattr(type(SFT), "run_experiment", run)
+    rerun.sweep("tiny", "table4", 2, None)
+    assert ran == [[0, 1], [2]]

@@ -14,7 +14,7 @@ import json
 import multiprocessing
 import re
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, is_dataclass
+from dataclasses import dataclass, is_dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
@@ -130,6 +130,14 @@ def mapped_benchmarks(scale, condition) -> tuple[str, ...]:
     """Each of the condition's miniature benchmarks, or what ``scale.benchmarks`` evaluates instead (at full: the
     paper's benchmarks)."""
     return tuple(b for name in condition.benchmarks for b in scale.benchmarks.get(name, (name,)))
+
+
+def primary_benchmarks(experiments: Mapping[str, Experiment], scale, condition) -> tuple[str, ...]:
+    """A family's ``benchmarks`` (bound to its ``experiments`` with ``partial``): the condition's own, or its
+    experiment's primary ones where the scale says so (``primary_only``), each as ``mapped_benchmarks`` maps it."""
+    if condition.experiment in scale.primary_only:
+        condition = replace(condition, benchmarks=experiments[condition.experiment].primary)
+    return mapped_benchmarks(scale, condition)
 
 
 @dataclass(frozen=True)

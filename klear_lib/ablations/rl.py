@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
@@ -26,9 +27,8 @@ from klear_lib import artifacts, plots, tables
 from klear_lib.ablations import rl_runs as R
 from klear_lib.ablations import table
 from klear_lib.ablations.family import (EVAL_KEEP, NOT_IN_PAPER, Experiment, ExternalClaim, Family, Named, RunRows,
-                                       mapped_benchmarks, rule, run_key, side_csv, stage_configs, tagged)
+                                       primary_benchmarks, rule, run_key, side_csv, stage_configs, tagged)
 from klear_lib.configs import Recipe, config_hash, rl_stage_name
-from klear_lib.configs.study import RLScale
 from klear_lib.data import load_split
 from klear_lib.pipeline import RL_SPLITS, eval_stage, rl_rows, rl_stage, rl_stage_dir, sft_stage
 from klear_lib.seeding import torch_threads
@@ -129,14 +129,6 @@ EXPERIMENTS = {e.id: e for e in (
            ("unfiltered", {"filter_zero_adv": False}, "math_rl", "unfiltered (range high)"))),  # no end value given
     _table6(),
 )}
-
-
-def rl_benchmarks(scale: RLScale, condition: Condition) -> tuple[str, ...]:
-    """The benchmarks a run of ``condition`` is read on: its own, or its experiment's primary ones where the scale
-    says so (``RLScale.primary_only``); each as the scale maps it (at full: the paper's benchmarks)."""
-    if condition.experiment in scale.primary_only:
-        condition = replace(condition, benchmarks=EXPERIMENTS[condition.experiment].primary)
-    return mapped_benchmarks(scale, condition)
 
 
 def rl_recipe(recipe: Recipe, condition: Condition, seed: int = 0) -> Recipe:
@@ -342,5 +334,5 @@ def trains_as(recipe: Recipe, condition: Condition) -> str:
     return run_key(rl=rl_config(recipe, condition), rows=condition.rows) if condition.train else START
 
 
-RL = Family(FAMILY, EXPERIMENTS, "rl_ablations", condition_hash, run_condition, setup, rl_benchmarks,
-            side=R.CURVES, trains_as=trains_as)
+RL = Family(FAMILY, EXPERIMENTS, "rl_ablations", condition_hash, run_condition, setup,
+            partial(primary_benchmarks, EXPERIMENTS), side=R.CURVES, trains_as=trains_as)

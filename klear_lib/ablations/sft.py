@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import Sequence
 
 import pandas as pd
 
-from klear_lib.ablations.family import (EVAL_KEEP, NOT_IN_PAPER, Experiment, Family, Named, RunRows, rule, run_key,
-                                       stage_configs, tagged)
+from klear_lib.ablations.family import (EVAL_KEEP, NOT_IN_PAPER, Experiment, Family, Named, RunRows,
+                                       primary_benchmarks, rule, run_key, stage_configs, tagged)
 from klear_lib.configs import Recipe
 from klear_lib.configs.study import SFTScale
 from klear_lib.data import load_split, sft_subset
@@ -176,4 +177,4 @@ def describe(recipe: Recipe) -> pd.DataFrame:
 
 # The context every SFT run shares (``Family.setup``): the teacher pool of the recipe's world.
 SFT = Family("ablations_sft", EXPERIMENTS, "sft_ablations", condition_hash, run_condition,
-             lambda recipe, todo, workers=1: load_split("sft_pool", recipe))
+             lambda recipe, todo, workers=1: load_split("sft_pool", recipe), partial(primary_benchmarks, EXPERIMENTS))

@@ -18,6 +18,8 @@ class SFTScale:
     eval: dict = field(default_factory=dict)       # eval config overrides for every ablation run
     benchmarks: dict = field(default_factory=dict)  # miniature benchmark -> the benchmarks evaluated instead
     torch_threads: int | None = None               # pinned per run (bit-reproducible serially or in parallel)
+    fixed_seeds: dict = field(default_factory=dict)  # experiment -> seeds per arm, fixed before any row is drawn
+    primary_only: tuple[str, ...] = ()             # experiments whose runs read their primary benchmarks only
 
 
 @dataclass(frozen=True)
@@ -90,15 +92,19 @@ SFT_ABLATIONS = {
     # ci: a smoke test of the whole path; one seed, two conditions per experiment, the ci world's tiny pool.
     "ci": SFTScale(budget={"table2": 32, "table4": 96, "table5": 96}, prompts={"math": 12, "code": 6}, seeds=1,
                    reduced=True),
-    # tiny: 1,600-2,000 rows per run (hard/only_correct has 1,643), 10 epochs at batch 64 = 250-320 SFT steps: at
-    # 2 epochs every model sat at the floor (~1% on tiny_aime); 10 epochs on 2,000 easy rows reached 18% on
-    # math_eval_t2 but still 1.75% on tiny_aime (results/LOG.md, session 6), so tiny_aime is also read beside the
-    # held-out tier-2 split. Eval on 100 problems, k=4 (math) / k=2 (code), transformers backend (no vLLM
-    # start-up; results/perf.csv); 1 torch thread per run, so `WORKERS` runs share the cores with the same rows.
+    # tiny: 1,600-2,000 rows per run (hard/only_correct has 1,643), 20 epochs at batch 64 = 500-640 SFT steps. Fewer
+    # left the models at the floor: 2 epochs ~1% on tiny_aime (results/LOG.md, session 6); 10 epochs below the 25-75%
+    # band on every candidate benchmark (pilot 6, session 50). At 20 epochs Tables 2 and 4 sit at 21-62% on the held-out
+    # tier-2 split, which reads them (results/tiny/preregistration.md, section 6): every problem at avg@16, as the
+    # re-run reads math; tiny_aime (tier 5) is read no more. Tables 2 and 4 train on math rows only and read math only
+    # (primary_only), as pilot 6 read them; Tables 3 and 5 are not registered yet, and their section will set their
+    # reading. Transformers backend (no vLLM start-up; results/perf.csv); 1 torch thread per run, so `WORKERS` runs
+    # share the cores with the same rows. Seeds per arm: section 6's N, under its cost cap.
     "tiny": SFTScale(budget={"table2": 1600, "table4": 2000, "table5": 2000}, prompts={"math": 600, "code": 150},
-                     seeds=3, sft={"num_epochs": 10.0}, torch_threads=1,
-                     eval={"k_math": 4, "k_code": 2, "max_problems": 100, "backend": "transformers"},
-                     benchmarks={"tiny_aime": ("tiny_aime", "math_eval_t2")}),
+                     seeds=3, sft={"num_epochs": 20.0}, torch_threads=1,
+                     eval={"k_math": 16, "k_code": 2, "max_problems": None, "backend": "transformers"},
+                     benchmarks={"tiny_aime": ("math_eval_t2",)}, fixed_seeds={"table2": 16, "table4": 12},
+                     primary_only=("table2", "table4")),
     "full": SFTScale(
         budget={"table2": 31600,          # UNVERIFIED: no size given for Table 2; Tables 4-5's 31,600 reused
                 "table4": 31600,          # docs/paper.md §3 Table 4 (31,600 examples each)
