@@ -93,13 +93,13 @@ SFT_ABLATIONS = {
     "ci": SFTScale(budget={"table2": 32, "table4": 96, "table5": 96}, prompts={"math": 12, "code": 6}, seeds=1,
                    reduced=True),
     # tiny: 1,600-2,000 rows per run (hard/only_correct has 1,643), 20 epochs at batch 64 = 500-640 SFT steps. Fewer
-    # left the models at the floor: 2 epochs ~1% on tiny_aime (results/LOG.md, session 6); 10 epochs below the 25-75%
-    # band on every candidate benchmark (pilot 6, session 50). At 20 epochs Tables 2 and 4 sit at 21-62% on the held-out
-    # tier-2 split, which reads them (results/tiny/preregistration.md, section 6): every problem at avg@16, as the
-    # re-run reads math; tiny_aime (tier 5) is read no more. Tables 2 and 4 train on math rows only and read math only
-    # (primary_only), as pilot 6 read them; Tables 3 and 5 are not registered yet, and their section will set their
-    # reading. Transformers backend (no vLLM start-up; results/perf.csv); 1 torch thread per run, so `WORKERS` runs
-    # share the cores with the same rows. Seeds per arm: section 6's N, under its cost cap.
+    # left the models at the floor: 2 epochs ~1% on tiny_aime (results/LOG.md, session 6); 10 epochs nearly every model
+    # below the 25-75% band on every candidate benchmark (pilot 6, sessions 49-50). At 20 epochs Tables 2 and 4 sit at
+    # 21-62% on the held-out tier-2 split, which reads them (results/tiny/preregistration.md, section 6): every problem
+    # at avg@16, as the re-run reads math; tiny_aime (tier 5) is read no more. Tables 2 and 4 train on math rows only
+    # and read math only (primary_only), as pilot 6 read them; Tables 3 and 5 are not registered yet, and their section
+    # will set their reading. Transformers backend (no vLLM start-up; results/perf.csv); 1 torch thread per run, so
+    # `WORKERS` runs share the cores with the same rows. Seeds per arm: section 6's N, under its cost cap.
     "tiny": SFTScale(budget={"table2": 1600, "table4": 2000, "table5": 2000}, prompts={"math": 600, "code": 150},
                      seeds=3, sft={"num_epochs": 20.0}, torch_threads=1,
                      eval={"k_math": 16, "k_code": 2, "max_problems": None, "backend": "transformers"},
