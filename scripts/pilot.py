@@ -225,7 +225,9 @@ def sft_claims(preset: str, seeds: list[int], workers: int, epochs: float | None
     if unknown := set(experiments or ()) - known:
         raise SystemExit(f"--experiments: {sorted(unknown)} are not SFT experiments ({sorted(known)})")
     for group, benchmarks in SFT_GROUPS.items():
-        scale = dataclasses.replace(base, benchmarks=benchmarks, eval={**base.eval, **SFT_PILOT_EVAL}, sft=sft)
+        # the pilot's own reading and every condition, whatever a registration later gave the scale per experiment
+        scale = dataclasses.replace(base, benchmarks=benchmarks, eval={**base.eval, **SFT_PILOT_EVAL}, sft=sft,
+                                    per_experiment={}, arms={})
         r = scratch_recipe(preset, study={"sft_ablations": scale})
         for experiment in (e for e in group if not experiments or e in experiments):
             exp = SFT.get_experiment(experiment)

@@ -241,8 +241,9 @@ def test_bad_rows_are_named():
 # --- definitions and reuse --------------------------------------------------------------------------------------
 
 def test_seeds_resolve_per_preset():  # the definitions of both families: tests/test_ablations_rl.py
-    assert sft.SFT.seeds(TINY, "table3") == [0, 1, 2] and sft.SFT.seeds(CI, "table2", [4, 7]) == [4, 7]
+    assert sft.SFT.seeds(TINY, "table5") == [0, 1, 2] and sft.SFT.seeds(CI, "table2", [4, 7]) == [4, 7]
     assert sft.SFT.seeds(TINY, "table2") == list(range(16))  # fixed by its registration (section 6)
+    assert sft.SFT.seeds(TINY, "table3") == list(range(16))  # and section 7
 
 
 def test_condition_hash_ignores_the_seed_but_not_the_scale(monkeypatch):
@@ -489,9 +490,51 @@ def test_the_tiny_sft_scale_trains_and_reads_tables_2_and_4_as_section_6_registe
                              "mean": [0.5]})
 
     monkeypatch.setattr(type(sft.SFT), "run_experiment", run_experiment)
-    pilot.sft_claims("tiny", [1000], 2, epochs=20, experiments=["table2", "table4"])
+    pilot.sft_claims("tiny", [1000], 2, epochs=20, experiments=["table2", "table3", "table4", "table5"])
+    assert set(seen) == {"table2", "table3", "table4", "table5"}
     for experiment, r in seen.items():
-        assert sft.run_recipe(r, 0).sft == run.sft, experiment  # the registered runs train as the pilot's did
+        assert sft.run_recipe(r, 0, experiment).sft == run.sft, experiment  # registered runs train as the pilot's
         stored = pd.read_csv(REPO / "results" / "tiny" / "pilot" / "sft_epochs20" / f"{experiment}.csv")
         keys = dict(zip(stored["condition"], stored["config_hash"]))
-        assert {c.label: sft.condition_hash(r, c) for c in sft.SFT.get_experiment(experiment).conditions} == keys
+        # every condition the pilot has stored (Table 5's may still be drawn) keeps the hash its rows carry
+        exp = sft.SFT.get_experiment(experiment)
+        assert {label: sft.condition_hash(r, exp.condition(label)) for label in keys} == keys, experiment
+        if experiment != "table5":
+            assert set(keys) == {c.label for c in exp.conditions}, experiment  # the pilot drew them all
+
+
+def test_the_tiny_sft_scale_reads_table_3_as_section_7_registers_it():
+    """results/tiny/preregistration.md, section 7: Table 3 trains as pilot 6 at 20 epochs did, its three ranked
+    arms only, 16 seeds, read on every problem of tier 1 and tiny_lcb at avg@16; its own reading is Table 3's
+    alone, so Tables 2 and 4 keep the identity section 6 registered."""
+    tiny = recipe("tiny")
+    scale = tiny.study.sft_ablations
+    assert sft.SFT.seeds(tiny, "table3") == list(range(16))
+    assert [c.label for c in sft.SFT.conditions_for(tiny, "table3")] == ["rank1", "rank2", "rank3"]
+    for experiment in ("table2", "table4", "table5"):  # the other tables run every condition
+        assert sft.SFT.conditions_for(tiny, experiment) == sft.EXPERIMENTS[experiment].conditions, experiment
+    run3 = sft.run_recipe(tiny, 0, "table3")
+    assert (run3.sft, run3.sft.num_epochs) == (sft.run_recipe(tiny, 0, "table2").sft, 20.0)
+    assert (run3.eval.k_math, run3.eval.k_code, run3.eval.max_problems) == (16, 16, None)
+    assert {sft.SFT.benchmarks_at(tiny, c) for c in sft.SFT.conditions_for(tiny, "table3")} == {
+        ("math_eval_t1", "tiny_lcb")}
+    # without Table 3's reading and arms, every other table's runs hash as before: section 6's are unchanged
+    bare = tiny.replace(study={"sft_ablations": dataclasses.replace(scale, per_experiment={}, arms={})})
+    for experiment in ("table2", "table4", "table5"):
+        assert scale.at(experiment) is scale
+        for c in sft.EXPERIMENTS[experiment].conditions:
+            assert sft.condition_hash(tiny, c) == sft.condition_hash(bare, c), (experiment, c.label)
+    # the claims table reads Table 3 on its own reading, the others on tier 2
+    from klear_lib.ablations import claims as C
+    benches = C.expected(recipe=tiny).groupby("experiment")["benchmark"].agg(lambda b: tuple(sorted(set(b))))
+    assert benches["table3"] == ("math_eval_t1", "tiny_lcb") and benches["table2"] == ("math_eval_t2",)
+
+
+def test_an_sft_scale_overrides_only_eval_and_benchmarks_per_experiment():
+    with pytest.raises(ValueError, match=r"per_experiment\['table3'\]: \['sft'\]"):
+        SFTScale(per_experiment={"table3": {"sft": {"num_epochs": 40.0}}})
+    scale = SFTScale(eval={"k_math": 4, "k_code": 2}, benchmarks={"tiny_aime": ("math_eval_t2",)},
+                     per_experiment={"table3": {"eval": {"k_code": 16}}})
+    three = scale.at("table3")
+    assert three.eval == {"k_math": 4, "k_code": 16} and three.benchmarks == scale.benchmarks
+    assert three.per_experiment == {} and scale.at("table2") is scale

@@ -103,8 +103,8 @@ def expected(reported: pd.DataFrame | None = None, recipe: Recipe | None = None)
     for name, family in FAMILIES.items():
         # each primary benchmark as ``recipe``'s scale maps it (tiny also reads ``tiny_aime`` on a held-out tier; full
         # reads the paper's benchmarks), or as is
-        mapping = family.get_scale(recipe).benchmarks if recipe else {}
         for exp in family.experiments.values():
+            mapping = family.get_scale(recipe, exp.id).benchmarks if recipe else {}
             for (better, worse) in exp.pairs:
                 shares = shared_runs(family, exp, better, worse, recipe)
                 for primary, bench in [(b, m) for b in exp.primary for m in mapping.get(b, (b,))]:

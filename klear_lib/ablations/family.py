@@ -181,16 +181,17 @@ class Family:
             raise KeyError(f"unknown {self.name} experiment {experiment!r}; known: {sorted(self.experiments)}")
         return self.experiments[experiment]
 
-    def get_scale(self, recipe):
-        """The family's sizes in ``recipe``'s study; a preset without them raises ``KeyError``."""
+    def get_scale(self, recipe, experiment: str | None = None):
+        """The family's sizes in ``recipe``'s study, as ``experiment``'s runs see them where given and the scale has
+        overrides per experiment (``SFTScale.at``); a preset without them raises ``KeyError``."""
         scale = getattr(recipe.study, self.study)
         if scale is None:
             raise KeyError(f"preset {recipe.preset!r} runs no {self.name}")
-        return scale
+        return scale.at(experiment) if experiment is not None and hasattr(scale, "at") else scale
 
     def conditions_for(self, recipe, experiment: str | Experiment) -> tuple:
-        """The conditions run: those the scale names (``RLScale.arms``: an experiment it does not name runs none),
-        else all, or (a reduced scale) those of the first comparison."""
+        """The conditions run: those the scale names (``RLScale.arms``, ``SFTScale.arms``: an experiment it does not
+        name runs none), else all, or (a reduced scale) those of the first comparison."""
         exp, scale = self.get_experiment(experiment), self.get_scale(recipe)
         if getattr(scale, "arms", {}):
             return tuple(exp.condition(label) for label in scale.arms.get(exp.id, ()))
@@ -198,7 +199,8 @@ class Family:
 
     def benchmarks_at(self, recipe, condition) -> tuple[str, ...]:
         """The benchmarks a run of ``condition`` is evaluated on."""
-        return self.benchmarks(self.get_scale(recipe), condition)
+        # a stability cell belongs to no experiment
+        return self.benchmarks(self.get_scale(recipe, getattr(condition, "experiment", None)), condition)
 
     def run_name(self, condition, seed: int) -> str:
         """``<family>/<experiment or group>/<label>-s<seed>`` (run record name; label made file-safe)."""

@@ -97,16 +97,17 @@ EXPERIMENTS = {e.id: e for e in (
 )}
 
 
-def run_recipe(recipe: Recipe, seed: int = 0) -> Recipe:
-    """The recipe of every SFT ablation run: the scale's SFT and eval overrides, and the run's seed."""
-    scale = SFT.get_scale(recipe)
+def run_recipe(recipe: Recipe, seed: int = 0, experiment: str | None = None) -> Recipe:
+    """The recipe of an SFT ablation run of ``experiment``: the scale's SFT and eval overrides (with the
+    experiment's own, ``SFTScale.per_experiment``), and the run's seed."""
+    scale = SFT.get_scale(recipe, experiment)
     return recipe.replace(sft={**scale.sft, "seed": seed}, eval={**scale.eval, "seed": seed})
 
 
 def condition_hash(recipe: Recipe, condition: Condition) -> str:
     """A condition's identity (``run_key``): its run's configs, its rows' rule and budget, its benchmarks."""
-    scale = SFT.get_scale(recipe)
-    return run_key(**stage_configs(run_recipe(recipe)), condition=rule(condition),
+    scale = SFT.get_scale(recipe, condition.experiment)
+    return run_key(**stage_configs(run_recipe(recipe, experiment=condition.experiment)), condition=rule(condition),
                    budget=scale.budget.get(condition.experiment),
                    prompts=scale.prompts if condition.fixed_prompts else None,
                    benchmarks=SFT.benchmarks_at(recipe, condition))
@@ -150,7 +151,7 @@ def run_condition(recipe: Recipe, condition: Condition, seed: int, pool: Sequenc
     """Train (or reuse the checkpoint of) one condition with one seed, evaluate it: one row per benchmark/metric,
     and the per-problem counts."""
     pool = load_split("sft_pool", recipe) if pool is None else pool
-    scale, run = SFT.get_scale(recipe), run_recipe(recipe, seed)
+    scale, run = SFT.get_scale(recipe, condition.experiment), run_recipe(recipe, seed, condition.experiment)
     rows = condition_rows(pool, condition, scale, seed)
     name = SFT.run_name(condition, seed)
     log.info("%s: %d SFT rows", name, len(rows))

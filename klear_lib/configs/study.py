@@ -3,7 +3,7 @@ real data may come from, and the sizes of the ablation families (``SFTScale``, `
 the conditions' own overrides are the same at every preset (``klear_lib.ablations``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,25 @@ class SFTScale:
     torch_threads: int | None = None               # pinned per run (bit-reproducible serially or in parallel)
     fixed_seeds: dict = field(default_factory=dict)  # experiment -> seeds per arm, fixed before any row is drawn
     primary_only: tuple[str, ...] = ()             # experiments whose runs read their primary benchmarks only
+    per_experiment: dict = field(default_factory=dict)  # experiment -> {"eval": ..., "benchmarks": ...} merged over
+                                                   # the scale's for that experiment's runs only (``at``)
+    arms: dict = field(default_factory=dict, repr=False)  # experiment -> the condition labels run; empty: all
+                                                   # (out of the repr, as RLScale's: the conditions table lists them)
+
+    def __post_init__(self):
+        for experiment, over in self.per_experiment.items():
+            if unknown := set(over) - {"eval", "benchmarks"}:
+                raise ValueError(f"SFTScale.per_experiment[{experiment!r}]: {sorted(unknown)} are not overridable "
+                                 "per experiment (eval, benchmarks)")
+
+    def at(self, experiment: str) -> SFTScale:
+        """The scale as ``experiment``'s runs see it: its ``per_experiment`` eval and benchmark overrides merged
+        over the scale's. An experiment with none sees the scale itself, so its runs keep their identity."""
+        over = self.per_experiment.get(experiment)
+        if not over:
+            return self
+        return replace(self, eval={**self.eval, **over.get("eval", {})},
+                       benchmarks={**self.benchmarks, **over.get("benchmarks", {})}, per_experiment={})
 
 
 @dataclass(frozen=True)
@@ -97,14 +116,22 @@ SFT_ABLATIONS = {
     # below the 25-75% band on every candidate benchmark (pilot 6, sessions 49-50). At 20 epochs Tables 2 and 4 sit at
     # 21-62% on the held-out tier-2 split, which reads them (results/tiny/preregistration.md, section 6): every problem
     # at avg@16, as the re-run reads math; tiny_aime (tier 5) is read no more. Tables 2 and 4 train on math rows only
-    # and read math only (primary_only), as pilot 6 read them; Tables 3 and 5 are not registered yet, and their section
-    # will set their reading. Transformers backend (no vLLM start-up; results/perf.csv); 1 torch thread per run, so
-    # `WORKERS` runs share the cores with the same rows. Seeds per arm: section 6's N, under its cost cap.
+    # and read math only (primary_only), as pilot 6 read them. Table 3 (section 7) trains math and code and is read
+    # on both where its arms sit nearest the band (below it for rank1): held-out tier 1 and tiny_lcb, every problem at
+    # avg@16, its three ranked arms only (rank1/no_checks is in no verdict); its own reading is per_experiment, so
+    # Tables 2 and 4 keep their identity. Table 5 is not registered yet, and its section will set its reading.
+    # Transformers backend (no vLLM start-up; results/perf.csv); 1 torch thread per run, so `WORKERS` runs share the
+    # cores with the same rows. Seeds per arm: sections 6 and 7's N, under their cost caps.
     "tiny": SFTScale(budget={"table2": 1600, "table4": 2000, "table5": 2000}, prompts={"math": 600, "code": 150},
                      seeds=3, sft={"num_epochs": 20.0}, torch_threads=1,
                      eval={"k_math": 16, "k_code": 2, "max_problems": None, "backend": "transformers"},
-                     benchmarks={"tiny_aime": ("math_eval_t2",)}, fixed_seeds={"table2": 16, "table4": 12},
-                     primary_only=("table2", "table4")),
+                     benchmarks={"tiny_aime": ("math_eval_t2",)},
+                     fixed_seeds={"table2": 16, "table3": 16, "table4": 12},
+                     primary_only=("table2", "table3", "table4"),
+                     per_experiment={"table3": {"benchmarks": {"tiny_aime": ("math_eval_t1",)}, "eval": {"k_code": 16}}},
+                     arms={"table2": ("easy/only_correct", "easy/mixed", "hard/only_correct", "hard/mixed"),
+                           "table3": ("rank1", "rank2", "rank3"), "table4": ("top1", "top2", "top4", "top6"),
+                           "table5": ("top1", "top2", "top4")}),
     "full": SFTScale(
         budget={"table2": 31600,          # UNVERIFIED: no size given for Table 2; Tables 4-5's 31,600 reused
                 "table4": 31600,          # docs/paper.md §3 Table 4 (31,600 examples each)
