@@ -8,6 +8,7 @@ experiment's runs, into ``results/<preset>/rerun/`` beside the study they will r
     .venv/bin/python scripts/rerun.py sweep main --arm task --stop-by 09:05    # its task arms only (50 min each)
     .venv/bin/python scripts/rerun.py sweep table2 table4 --stop-by 21:00      # SFT Tables 2 and 4 (section 6)
     .venv/bin/python scripts/rerun.py sweep table3 --stop-by 21:00             # SFT Table 3 (section 7)
+    .venv/bin/python scripts/rerun.py sweep table5 --stop-by 21:00             # SFT Table 5 (section 8)
     .venv/bin/python scripts/rerun.py status                                   # runs stored, no result shown
     .venv/bin/python scripts/rerun.py claims                                   # verdicts of complete experiments
 
@@ -48,8 +49,8 @@ from datetime import datetime, timedelta, timezone
 import klear_lib  # noqa: F401  (first: the numerics mode is set before torch, MKL or NumPy load)
 
 SUBDIR = "rerun"
-# experiments with a section of the pre-registration, committed before their rows: RL (sections 1-3), SFT (6, 7)
-REGISTERED = ("fig2", "fig3", "fig4", "fig5", "table6", "table2", "table4", "table3")
+# experiments with a section of the pre-registration, committed before their rows: RL (sections 1-3), SFT (6-8)
+REGISTERED = ("fig2", "fig3", "fig4", "fig5", "table6", "table2", "table4", "table3", "table5")
 # read only together, once every run of each is stored: section 2 holds Figs. 3 and 4 (they share a run) until all
 # four arms are in, so Fig. 3 complete is not read while Fig. 4 is drawn
 READ_TOGETHER = (("fig3", "fig4"),)

@@ -241,9 +241,10 @@ def test_bad_rows_are_named():
 # --- definitions and reuse --------------------------------------------------------------------------------------
 
 def test_seeds_resolve_per_preset():  # the definitions of both families: tests/test_ablations_rl.py
-    assert sft.SFT.seeds(TINY, "table5") == [0, 1, 2] and sft.SFT.seeds(CI, "table2", [4, 7]) == [4, 7]
+    assert sft.SFT.seeds(CI, "table5") == [0] and sft.SFT.seeds(CI, "table2", [4, 7]) == [4, 7]
     assert sft.SFT.seeds(TINY, "table2") == list(range(16))  # fixed by its registration (section 6)
-    assert sft.SFT.seeds(TINY, "table3") == list(range(16))  # and section 7
+    assert sft.SFT.seeds(TINY, "table3") == list(range(16))  # section 7
+    assert sft.SFT.seeds(TINY, "table5") == list(range(8))  # and section 8
 
 
 def test_condition_hash_ignores_the_seed_but_not_the_scale(monkeypatch):
@@ -496,11 +497,10 @@ def test_the_tiny_sft_scale_trains_and_reads_tables_2_and_4_as_section_6_registe
         assert sft.run_recipe(r, 0, experiment).sft == run.sft, experiment  # registered runs train as the pilot's
         stored = pd.read_csv(REPO / "results" / "tiny" / "pilot" / "sft_epochs20" / f"{experiment}.csv")
         keys = dict(zip(stored["condition"], stored["config_hash"]))
-        # every condition the pilot has stored (Table 5's may still be drawn) keeps the hash its rows carry
+        # the pilot drew every condition, and each keeps the hash its rows carry
         exp = sft.SFT.get_experiment(experiment)
+        assert set(keys) == {c.label for c in exp.conditions}, experiment
         assert {label: sft.condition_hash(r, exp.condition(label)) for label in keys} == keys, experiment
-        if experiment != "table5":
-            assert set(keys) == {c.label for c in exp.conditions}, experiment  # the pilot drew them all
 
 
 def test_the_tiny_sft_scale_reads_table_3_as_section_7_registers_it():
@@ -518,9 +518,9 @@ def test_the_tiny_sft_scale_reads_table_3_as_section_7_registers_it():
     assert (run3.eval.k_math, run3.eval.k_code, run3.eval.max_problems) == (16, 16, None)
     assert {sft.SFT.benchmarks_at(tiny, c) for c in sft.SFT.conditions_for(tiny, "table3")} == {
         ("math_eval_t1", "tiny_lcb")}
-    # without Table 3's reading and arms, every other table's runs hash as before: section 6's are unchanged
+    # without Table 3's reading and arms, Tables 2 and 4 hash as before: section 6's runs are unchanged
     bare = tiny.replace(study={"sft_ablations": dataclasses.replace(scale, per_experiment={}, arms={})})
-    for experiment in ("table2", "table4", "table5"):
+    for experiment in ("table2", "table4"):
         assert scale.at(experiment) is scale
         for c in sft.EXPERIMENTS[experiment].conditions:
             assert sft.condition_hash(tiny, c) == sft.condition_hash(bare, c), (experiment, c.label)
@@ -528,6 +528,32 @@ def test_the_tiny_sft_scale_reads_table_3_as_section_7_registers_it():
     from klear_lib.ablations import claims as C
     benches = C.expected(recipe=tiny).groupby("experiment")["benchmark"].agg(lambda b: tuple(sorted(set(b))))
     assert benches["table3"] == ("math_eval_t1", "tiny_lcb") and benches["table2"] == ("math_eval_t2",)
+
+
+def test_the_tiny_sft_scale_reads_table_5_as_section_8_registers_it():
+    """results/tiny/preregistration.md, section 8: Table 5 trains as pilot 6 at 20 epochs did, its three arms, 8
+    seeds, read on every problem of tiny_lcb at avg@16; its reading is its own, so the runs of sections 6 and 7
+    keep their identity."""
+    tiny = recipe("tiny")
+    scale = tiny.study.sft_ablations
+    assert sft.SFT.seeds(tiny, "table5") == list(range(8))
+    assert [c.label for c in sft.SFT.conditions_for(tiny, "table5")] == ["top1", "top2", "top4"]
+    run5 = sft.run_recipe(tiny, 0, "table5")
+    assert (run5.sft, run5.sft.num_epochs) == (sft.run_recipe(tiny, 0, "table2").sft, 20.0)
+    assert (run5.eval.k_code, run5.eval.max_problems) == (16, None)
+    assert {sft.SFT.benchmarks_at(tiny, c) for c in sft.SFT.conditions_for(tiny, "table5")} == {("tiny_lcb",)}
+    # without Table 5's reading, every other table's runs hash as before: sections 6 and 7 are unchanged
+    others = {e: o for e, o in scale.per_experiment.items() if e != "table5"}
+    bare = tiny.replace(study={"sft_ablations": dataclasses.replace(scale, per_experiment=others)})
+    for experiment in ("table2", "table3", "table4"):
+        for c in sft.SFT.conditions_for(tiny, experiment):
+            assert sft.condition_hash(tiny, c) == sft.condition_hash(bare, c), (experiment, c.label)
+    # and a Table 5 run differs from the pilot's only in its reading (k = 16, tiny_lcb alone)
+    assert sft.condition_hash(tiny, sft.EXPERIMENTS["table5"].conditions[0]) != sft.condition_hash(
+        bare, sft.EXPERIMENTS["table5"].conditions[0])
+    from klear_lib.ablations import claims as C
+    claims = C.expected(recipe=tiny)
+    assert set(claims.loc[claims["experiment"] == "table5", "benchmark"]) == {"tiny_lcb"}
 
 
 def test_an_sft_scale_overrides_only_eval_and_benchmarks_per_experiment():

@@ -490,10 +490,10 @@ def test_the_readme_states_a_rerun_experiment_once_it_is_read(monkeypatch, tmp_p
     assert f"(of the earlier design's {n}; Figure 2 re-run above)" in summary
 
 
-def test_the_sft_tables_of_sections_6_and_7_are_swept_and_counted_as_sft_runs(monkeypatch, tmp_path):
-    """Tables 2 and 4 are registered (section 6), Table 3 too (section 7), and swept by the SFT family, every run
-    missing counted as one to train (no SFT run shares a checkpoint with another experiment's); Table 5 is refused
-    until its section."""
+def test_the_sft_tables_of_sections_6_to_8_are_swept_and_counted_as_sft_runs(monkeypatch, tmp_path):
+    """Tables 2 and 4 are registered (section 6), Table 3 (section 7) and Table 5 (section 8) too, and swept by the
+    SFT family, every run missing counted as one to train (no SFT run shares a checkpoint with another
+    experiment's); an experiment without a section is refused."""
     from klear_lib.ablations.rl import RL
     from klear_lib.ablations.sft import SFT
 
@@ -507,6 +507,9 @@ def test_the_sft_tables_of_sections_6_and_7_are_swept_and_counted_as_sft_runs(mo
     assert rerun.progress("tiny", "table4")["runs_registered"] == 48
     assert rerun.progress("tiny", "table3") == {"experiment": "table3", "arms": 3, "seeds_registered": 16,
                                                 "seeds_stored": 0, "runs_stored": 0, "runs_registered": 48}
+    assert rerun.progress("tiny", "table5") == {"experiment": "table5", "arms": 3, "seeds_registered": 8,
+                                                "seeds_stored": 0, "runs_stored": 0, "runs_registered": 24}
+    monkeypatch.setattr(rerun, "REGISTERED", tuple(e for e in rerun.REGISTERED if e != "table5"))
     with pytest.raises(SystemExit, match="table5 has no section"):
         rerun.sweep("tiny", "table5", 2, None)
     stored, ran = set(), []

@@ -119,16 +119,18 @@ SFT_ABLATIONS = {
     # and read math only (primary_only), as pilot 6 read them. Table 3 (section 7) trains math and code and is read
     # on both where its arms sit nearest the band (below it for rank1): held-out tier 1 and tiny_lcb, every problem at
     # avg@16, its three ranked arms only (rank1/no_checks is in no verdict); its own reading is per_experiment, so
-    # Tables 2 and 4 keep their identity. Table 5 is not registered yet, and its section will set its reading.
+    # Tables 2 and 4 keep their identity. Table 5 (section 8) trains on code only and is read on tiny_lcb, every
+    # problem at avg@16 (its arms sat at 60-77% there, and at 32-60% on code tier 4 with 2-3 times the spread).
     # Transformers backend (no vLLM start-up; results/perf.csv); 1 torch thread per run, so `WORKERS` runs share the
-    # cores with the same rows. Seeds per arm: sections 6 and 7's N, under their cost caps.
+    # cores with the same rows. Seeds per arm: sections 6-8's N, under their cost caps.
     "tiny": SFTScale(budget={"table2": 1600, "table4": 2000, "table5": 2000}, prompts={"math": 600, "code": 150},
                      seeds=3, sft={"num_epochs": 20.0}, torch_threads=1,
                      eval={"k_math": 16, "k_code": 2, "max_problems": None, "backend": "transformers"},
                      benchmarks={"tiny_aime": ("math_eval_t2",)},
-                     fixed_seeds={"table2": 16, "table3": 16, "table4": 12},
-                     primary_only=("table2", "table3", "table4"),
-                     per_experiment={"table3": {"benchmarks": {"tiny_aime": ("math_eval_t1",)}, "eval": {"k_code": 16}}},
+                     fixed_seeds={"table2": 16, "table3": 16, "table4": 12, "table5": 8},
+                     primary_only=("table2", "table3", "table4", "table5"),
+                     per_experiment={"table3": {"benchmarks": {"tiny_aime": ("math_eval_t1",)}, "eval": {"k_code": 16}},
+                                     "table5": {"eval": {"k_code": 16}}},
                      arms={"table2": ("easy/only_correct", "easy/mixed", "hard/only_correct", "hard/mixed"),
                            "table3": ("rank1", "rank2", "rank3"), "table4": ("top1", "top2", "top4", "top6"),
                            "table5": ("top1", "top2", "top4")}),
