@@ -444,9 +444,11 @@ def test_honest_programs_over_128_kib_pass():
     assert cj.code_rewards([respond(big), respond(solution)], [hp.TESTS, hp.FUNCTIONAL], timeout_s=10) == [1.0, 1.0]
 
 
-def test_nproc_limit_counts_threads_when_not_root():
+def test_nproc_limit_counts_threads_when_not_root(monkeypatch):
     """RLIMIT_NPROC counts every thread of the user: 40 more harness threads must raise the limit by as many, or
-    a harness with many threads leaves the sandbox unable to fork."""
+    a harness with many threads leaves the sandbox unable to fork. Only this process's tasks are counted here: the
+    user's other processes (a sweep beside the tests) start and end threads between the two readings."""
+    monkeypatch.setattr(uids, "_pids", lambda: [os.getpid()])
     before = sandbox.nproc_limit(None, sandbox.SandboxLimits())
     stop = threading.Event()
     threads = [threading.Thread(target=stop.wait) for _ in range(40)]
