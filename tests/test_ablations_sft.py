@@ -548,7 +548,7 @@ def test_the_tiny_sft_scale_reads_table_5_as_section_8_registers_it():
     for experiment in ("table2", "table3", "table4"):
         for c in sft.SFT.conditions_for(tiny, experiment):
             assert sft.condition_hash(tiny, c) == sft.condition_hash(bare, c), (experiment, c.label)
-    # and a Table 5 run differs from the pilot's only in its reading (k = 16, tiny_lcb alone)
+    # and Table 5's own reading is part of its runs' identity (without it, code is read at the scale's k = 2)
     assert sft.condition_hash(tiny, sft.EXPERIMENTS["table5"].conditions[0]) != sft.condition_hash(
         bare, sft.EXPERIMENTS["table5"].conditions[0])
     from klear_lib.ablations import claims as C
